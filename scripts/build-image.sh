@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the codebridge sandbox image from Debian packages, for machines that
+# cannot pull from a container registry. Needs root (debootstrap) and podman
+# or docker.
+#
+#   scripts/build-image.sh [IMAGE] [EXTRA_DEBIAN_PACKAGES]
+#
+# IMAGE defaults to localhost/codebridge-python:bookworm.
+set -euo pipefail
+
+image=${1:-localhost/codebridge-python:bookworm}
+extra=${2:-}
+engine=${CODEBRIDGE_BUILD_ENGINE:-}
+if [ -z "$engine" ]; then
+  if command -v podman >/dev/null; then engine=podman; else engine=docker; fi
+fi
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+rootfs=$(mktemp -d /tmp/codebridge-rootfs.XXXXXX)
+trap 'rm -rf "$rootfs"' EXIT
+
+include=python3${extra:+,$extra}
+echo "build-image: debootstrap bookworm ($include) into $rootfs" >&2
+debootstrap --variant=minbase --include="$include" bookworm "$rootfs" "$mirror" >&2
+
+# Trim what a sandbox never needs.
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+       "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
+
+echo "build-image: importing as $image with $engine" >&2
+tar -C "$rootfs" -c . | "$engine" import \
+  --change 'CMD ["python3"]' --change 'ENV LANG=C.UTF-8' - "$image" >&2
+echo "$image"
