@@ -1,0 +1,42 @@
+# codebridge: one run_python tool for all your MCP servers.
+#
+#   make demo    build, make sure a sandbox image exists, run a short demo
+#   make test    unit tests, the runtime's Python tests in the sandbox image,
+#                and the end-to-end tests (CODEBRIDGE_E2E=1 makes them required)
+
+IMAGE ?= localhost/codebridge-python:bookworm
+ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+GO ?= go
+
+.PHONY: build image demo test test-go test-python vet bench clean
+
+build:
+	$(GO) build -o bin/codebridge ./cmd/codebridge
+
+# Build the sandbox image from Debian packages unless the engine has it.
+image:
+	@$(ENGINE) image exists $(IMAGE) 2>/dev/null || $(ENGINE) image inspect $(IMAGE) >/dev/null 2>&1 \
+	  || scripts/build-image.sh $(IMAGE)
+
+demo: build image
+	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./examples/demo -bin bin/codebridge
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+test: vet test-python test-go
+
+test-go:
+	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 30m ./...
+
+# The runtime's unit tests, inside the real sandbox image, hardened like the
+# product runs it (read-only root, tmpfs /tmp, uid 65534, no network).
+test-python:
+	$(ENGINE) run --rm --network none --read-only --tmpfs /tmp:rw,mode=1777 \
+	  --user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=512:512 \
+	  -e PYTHONDONTWRITEBYTECODE=1 -v $(CURDIR):/src:ro -w /src $(IMAGE) \
+	  python3 -m unittest discover -s runtime/tests -t runtime
+
+clean:
+	rm -rf bin

@@ -1,0 +1,119 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+)
+
+// Options configure a [Bridge].
+type Options struct {
+	// DefaultTimeout applies when a call gives none. Zero means 30 seconds.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps every call's timeout. Zero means 120 seconds.
+	MaxTimeout time.Duration
+	// Version is reported to MCP clients.
+	Version string
+	// Log receives diagnostics. Nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Bridge serves run_python over MCP. It owns neither the session nor the
+// pool: the caller closes them after the server stops.
+type Bridge struct {
+	sess *sandbox.Session
+	pool *upstream.Pool
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a bridge that runs code in sess and proxies calls to pool.
+func New(sess *sandbox.Session, pool *upstream.Pool, opts Options) *Bridge {
+	if opts.DefaultTimeout == 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.MaxTimeout == 0 {
+		opts.MaxTimeout = 120 * time.Second
+	}
+	if opts.DefaultTimeout > opts.MaxTimeout {
+		opts.DefaultTimeout = opts.MaxTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	return &Bridge{sess: sess, pool: pool, opts: opts, log: opts.Log}
+}
+
+// Server returns an MCP server that shows run_python.
+func (b *Bridge) Server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: b.opts.Version}, &mcp.ServerOptions{
+		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
+	})
+	s.AddTool(tool(), b.runPython)
+	return s
+}
+
+// runPython is the run_python handler.
+func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a args
+	if len(req.Params.Arguments) > 0 {
+		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+			return errorResult("the arguments are not valid: %v; pass {\"code\": \"print(1)\"}", err), nil
+		}
+	}
+	if a.Code == "" {
+		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}"), nil
+	}
+	timeout := b.opts.DefaultTimeout
+	if a.Timeout != nil {
+		t := *a.Timeout
+		if math.IsNaN(t) || t <= 0 {
+			return errorResult("`timeout` must be a positive number of seconds (at most %d)", int(b.opts.MaxTimeout.Seconds())), nil
+		}
+		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
+	}
+	if len(a.Servers) > 0 {
+		if res := b.startServers(ctx, a.Servers); res != nil {
+			return res, nil
+		}
+	}
+
+	res, err := b.sess.Run(ctx, sandbox.Request{Code: a.Code, Timeout: timeout, Handler: rpcHandler{b}})
+	if err != nil {
+		return errorResult("%v", err), nil
+	}
+	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
+	return render(res, timeout), nil
+}
+
+// startServers starts the named servers in parallel. It returns an error
+// result when a name is unknown or a server does not start.
+func (b *Bridge) startServers(ctx context.Context, names []string) *mcp.CallToolResult {
+	servers := make([]*upstream.Server, 0, len(names))
+	for _, n := range names {
+		s, err := b.pool.Get(n)
+		if err != nil {
+			return errorResult("%v", err)
+		}
+		servers = append(servers, s)
+	}
+	var g errgroup.Group
+	for _, s := range servers {
+		g.Go(func() error { return s.Start(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return errorResult("%v", fmt.Errorf("starting the servers the call named: %w", err))
+	}
+	return nil
+}

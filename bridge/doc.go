@@ -1,0 +1,9 @@
+// Package bridge is codebridge's MCP server: the one tool, run_python, that
+// runs the agent's code in the sandbox, and the answers to the requests the
+// code makes of the upstream servers while it runs.
+//
+// Files by concept: tool.go holds the tool's definition (kept small and
+// independent of what is configured), run.go the run_python handler,
+// render.go the text the model reads, and rpc.go the requests the sandbox
+// runtime sends (list_tools, call_tool, ...; see runtime/PROTOCOL.md).
+package bridge

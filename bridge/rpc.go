@@ -1,0 +1,120 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// rpcHandler answers the sandbox runtime's requests (runtime/PROTOCOL.md).
+type rpcHandler struct{ b *Bridge }
+
+type serverParams struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Servers   []string        `json:"servers"`
+	Query     string          `json:"query"`
+	Limit     int             `json:"limit"`
+	Detail    string          `json:"detail"`
+}
+
+func (h rpcHandler) HandleRPC(ctx context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
+	var p serverParams
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("the parameters of %s are not valid: %v", method, err)
+		}
+	}
+	switch method {
+	case "call_tool":
+		return h.callTool(ctx, p)
+	case "list_tools":
+		return h.listTools(ctx, p)
+	case "list_servers":
+		return h.listServers()
+	case "start_servers":
+		return h.startServers(ctx, p)
+	case "search_tools":
+		return h.searchTools(ctx, p)
+	}
+	return nil, fmt.Errorf("the bridge does not know the request %q (runtime and bridge versions differ?)", method)
+}
+
+func (h rpcHandler) callTool(ctx context.Context, p serverParams) (json.RawMessage, error) {
+	s, err := h.b.pool.Get(p.Server)
+	if err != nil {
+		return nil, err
+	}
+	if p.Tool == "" {
+		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
+	}
+	res, err := s.Call(ctx, p.Tool, p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (h rpcHandler) listTools(ctx context.Context, p serverParams) (json.RawMessage, error) {
+	s, err := h.b.pool.Get(p.Server)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := s.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tools)
+}
+
+type serverEntry struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Running     bool   `json:"running"`
+}
+
+func (h rpcHandler) listServers() (json.RawMessage, error) {
+	out := []serverEntry{}
+	for _, s := range h.b.pool.Servers() {
+		out = append(out, serverEntry{Name: s.Name(), Description: s.Description(), Running: s.Running()})
+	}
+	return json.Marshal(out)
+}
+
+type startEntry struct {
+	Name  string `json:"name"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+func (h rpcHandler) startServers(ctx context.Context, p serverParams) (json.RawMessage, error) {
+	out := make([]startEntry, len(p.Servers))
+	var g errgroup.Group
+	for i, name := range p.Servers {
+		out[i].Name = name
+		g.Go(func() error {
+			s, err := h.b.pool.Get(name)
+			if err == nil {
+				err = s.Start(ctx)
+			}
+			if err != nil {
+				out[i].Error = err.Error()
+			} else {
+				out[i].OK = true
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return json.Marshal(out)
+}
+
+func (h rpcHandler) searchTools(ctx context.Context, p serverParams) (json.RawMessage, error) {
+	var mu sync.Mutex
+	_ = mu
+	return nil, fmt.Errorf("search_tools is not available yet")
+}

@@ -1,0 +1,282 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	binary    string // the built codebridge
+	repoRoot  string
+	testImage string
+	skipWhy   string // non-empty: the environment cannot run these tests
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Dir(filepath.Dir(file))
+	testImage = os.Getenv("CODEBRIDGE_TEST_IMAGE")
+	if testImage == "" {
+		testImage = "localhost/codebridge-python:bookworm"
+	}
+	required := os.Getenv("CODEBRIDGE_E2E") == "1"
+
+	dir, err := os.MkdirTemp("", "codebridge-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "codebridge")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/codebridge")
+	build.Dir = repoRoot
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building codebridge:", err)
+		return 1
+	}
+
+	skipWhy = checkEnvironment()
+	if skipWhy != "" && required {
+		fmt.Fprintf(os.Stderr, "e2e: CODEBRIDGE_E2E=1 but the environment cannot run the end-to-end tests: %s\n", skipWhy)
+		return 1
+	}
+	return m.Run()
+}
+
+// checkEnvironment returns why the tests cannot run here, or "".
+func checkEnvironment() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	if err != nil {
+		return err.Error()
+	}
+	defer eng.Close()
+	ok, err := eng.HasImage(ctx, testImage)
+	if err != nil {
+		return err.Error()
+	}
+	if !ok {
+		return fmt.Sprintf("image %s is missing on %s: build it with scripts/build-image.sh", testImage, eng.Name())
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, "testdata/npm/node_modules/.bin/mcp-server-everything")); err != nil {
+		return "the npm reference servers are not installed: run `npm ci --prefix testdata/npm`"
+	}
+	return ""
+}
+
+func needEnv(t *testing.T) {
+	t.Helper()
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+}
+
+// server is one entry of an mcpServers config.
+type server struct {
+	Command     string            `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	Description string            `json:"description,omitempty"`
+}
+
+// stub is the stdlib Python server in testdata, with extra arguments.
+func stub(args ...string) server {
+	return server{
+		Command:     "python3",
+		Args:        append([]string{filepath.Join(repoRoot, "testdata/servers/stub_server.py")}, args...),
+		Description: "a small test server",
+	}
+}
+
+// npmServer is one of the npm reference servers installed in testdata/npm.
+func npmServer(bin string, args ...string) server {
+	return server{
+		Command: filepath.Join(repoRoot, "testdata/npm/node_modules/.bin", bin),
+		Args:    args,
+	}
+}
+
+// home makes a HOME with ~/MCPs/NAME.json files holding the given configs.
+func home(t *testing.T, files map[string]map[string]server) string {
+	t.Helper()
+	h := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(h, "MCPs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, servers := range files {
+		b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h, "MCPs", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// bridge is a running codebridge driven by a go-sdk MCP client.
+type bridge struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	cs     *mcp.ClientSession
+	stderr *syncBuffer
+	pid    int
+	closed bool
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startBridge starts codebridge with HOME set to homeDir and connects an
+// MCP client to it. The bridge is stopped at the end of the test.
+func startBridge(t *testing.T, homeDir string, env ...string) *bridge {
+	t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage, "CODEBRIDGE_LOG_LEVEL=debug")
+	cmd.Env = append(cmd.Env, env...)
+	b := &bridge{t: t, cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = b.stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, b.stderr)
+	}
+	b.cs, b.pid = cs, cmd.Process.Pid
+	t.Cleanup(func() {
+		b.close()
+		if t.Failed() {
+			t.Logf("codebridge stderr:\n%s", b.stderr)
+		}
+	})
+	return b
+}
+
+// close ends the MCP session (stdin EOF) and waits for the bridge to exit.
+func (b *bridge) close() {
+	if b.closed {
+		return
+	}
+	b.closed = true
+	_ = b.cs.Close()
+}
+
+// kill sends sig to the bridge and waits for it to exit.
+func (b *bridge) kill(sig syscall.Signal) {
+	b.t.Helper()
+	if err := b.cmd.Process.Signal(sig); err != nil {
+		b.t.Fatalf("signalling the bridge: %v", err)
+	}
+	b.closed = true
+	_ = b.cs.Close() // waits for the process
+}
+
+type runResult struct {
+	text    string
+	isError bool
+	images  []*mcp.ImageContent
+}
+
+// run calls run_python and returns its text.
+func (b *bridge) run(code string, extra ...any) runResult {
+	b.t.Helper()
+	args := map[string]any{"code": code}
+	for i := 0; i+1 < len(extra); i += 2 {
+		args[extra[i].(string)] = extra[i+1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := b.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
+	if err != nil {
+		b.t.Fatalf("run_python: %v\nstderr:\n%s", err, b.stderr)
+	}
+	var r runResult
+	r.isError = res.IsError
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			r.text += c.Text
+		case *mcp.ImageContent:
+			r.images = append(r.images, c)
+		}
+	}
+	return r
+}
+
+// ok runs code, fails the test unless it succeeded, and returns the text.
+func (b *bridge) ok(code string, extra ...any) string {
+	b.t.Helper()
+	r := b.run(code, extra...)
+	if r.isError {
+		b.t.Fatalf("run_python failed:\ncode:\n%s\nresult:\n%s", code, r.text)
+	}
+	return r.text
+}
+
+// containersOf lists the containers labelled with the bridge pid.
+func containersOf(t *testing.T, pid int) []sandbox.ContainerInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	all, err := eng.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []sandbox.ContainerInfo
+	for _, c := range all {
+		if c.Labels[sandbox.LabelPID] == fmt.Sprint(pid) {
+			mine = append(mine, c)
+		}
+	}
+	return mine
+}
+
+func mustContain(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Fatalf("output does not contain %q:\n%s", w, got)
+		}
+	}
+}

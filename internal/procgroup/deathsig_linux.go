@@ -1,0 +1,5 @@
+package procgroup
+
+import "syscall"
+
+func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGTERM }

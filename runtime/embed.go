@@ -1,0 +1,72 @@
+// Package runtime holds the Python side of codebridge: the `mcp` package
+// that runs inside the sandbox container, and the loader that installs it.
+//
+// The Python sources are embedded in the Go binary. The host starts the
+// container with `python3 -I -u -c` [Loader] and writes [Archive] to its
+// stdin; runtime/PROTOCOL.md is the contract both sides keep. The Python
+// code is stdlib-only and is tested with unittest inside the real sandbox
+// image (runtime/tests).
+//
+// The package name shadows the standard library's runtime package; import
+// it under another name, for example pyruntime.
+package runtime
+
+import (
+	"archive/zip"
+	"bytes"
+	"embed"
+	"io/fs"
+	"sort"
+	"sync"
+	"time"
+)
+
+//go:embed loader.py mcp/*.py mcp/servers/*.py
+var files embed.FS
+
+// Loader returns the bootstrap program the container runs with python3 -c.
+func Loader() string {
+	b, err := files.ReadFile("loader.py")
+	if err != nil {
+		panic("runtime: loader.py is not embedded: " + err.Error())
+	}
+	return string(b)
+}
+
+var archive = sync.OnceValue(func() []byte {
+	var names []string
+	err := fs.WalkDir(files, "mcp", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			names = append(names, path)
+		}
+		return nil
+	})
+	if err != nil {
+		panic("runtime: walking the embedded package: " + err.Error())
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range names {
+		src, _ := files.ReadFile(name)
+		// A fixed time keeps the archive identical from build to build.
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			panic(err)
+		}
+		if _, err := w.Write(src); err != nil {
+			panic(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+})
+
+// Archive returns a zip of the `mcp` package, built once per process. The
+// bytes are shared: do not modify them.
+func Archive() []byte { return archive() }

@@ -1,0 +1,36 @@
+// Package sandbox runs the agent's Python in one persistent, hardened
+// container and exchanges frames with the runtime inside it.
+//
+// The package has three layers, each in its own file:
+//
+//   - [Engine] and [Container] (engine.go) are the small borders to a container
+//     engine. One implementation (moby.go) speaks the Docker Engine API, which
+//     Docker and Podman's Docker-compatible service both answer; connect.go
+//     picks the engine and starts a private Podman service when none runs.
+//   - The frame channel (frame.go) is the wire format of runtime/PROTOCOL.md:
+//     one JSON object per line over the container's stdin and stdout.
+//   - [Session] (session.go) owns the one container of a bridge: it creates it
+//     on first use, delivers the embedded runtime through stdin, runs cells one
+//     at a time, answers the runtime's RPCs through an [RPCHandler], enforces
+//     timeouts, and replaces the container when it dies or will not stop.
+//
+// # Security model
+//
+// The code that runs here is written by a model and must be treated as
+// hostile. Every container is created with: no network, a read-only root
+// file system, all capabilities dropped, no-new-privileges, an unprivileged
+// uid (65534), memory, pids and CPU limits, explicit ulimits, and size-limited
+// tmpfs mounts for /tmp and the workspace. Nothing from the host is mounted:
+// the runtime arrives on stdin. Upstream credentials never enter the
+// container: tool calls leave it as frames and are made by the host.
+//
+// The frame channel is private to the runtime: it moves the container's
+// stdin and stdout to descriptors user code does not know about and turns
+// fd 1 and fd 2 into pipes it reads, so nothing the code or a subprocess
+// prints can be taken for a frame. A frame the runtime sends is still
+// untrusted input to the host: the host validates it and bounds what it keeps.
+//
+// Containers carry the label [LabelKey] plus the host name, pid and start
+// time of the bridge that made them, so a later bridge can remove the ones a
+// killed bridge left behind without touching those of a live one.
+package sandbox

@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// LabelKey marks every container codebridge creates. The value is "1"; the
+// owning bridge is described by the labels [LabelHost], [LabelPID] and
+// [LabelStart].
+const (
+	LabelKey   = "io.codebridge"
+	LabelHost  = "io.codebridge.host"
+	LabelPID   = "io.codebridge.pid"
+	LabelStart = "io.codebridge.start"
+)
+
+// DefaultImage is the image used when none is configured: an official slim
+// Python image. Where no registry is reachable, build one from Debian
+// packages with scripts/build-image.sh and set CODEBRIDGE_IMAGE.
+const DefaultImage = "docker.io/library/python:3.12-slim"
+
+// Limits are the resource limits of the sandbox container.
+type Limits struct {
+	// Memory is the memory limit in bytes (swap is disabled by giving the
+	// same value as the memory+swap limit). Zero means 512 MiB.
+	Memory int64
+	// Pids bounds the number of processes and threads. Zero means 128.
+	Pids int64
+	// CPUs is the number of CPUs the container may use. Zero means 1.
+	CPUs float64
+	// NoFile is the open-files ulimit. Zero means 1024.
+	NoFile int64
+	// TmpSize is the size of each tmpfs mount (/tmp, /workspace) in bytes.
+	// Zero means 256 MiB.
+	TmpSize int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Memory == 0 {
+		l.Memory = 512 << 20
+	}
+	if l.Pids == 0 {
+		l.Pids = 128
+	}
+	if l.CPUs == 0 {
+		l.CPUs = 1
+	}
+	if l.NoFile == 0 {
+		l.NoFile = 1024
+	}
+	if l.TmpSize == 0 {
+		l.TmpSize = 256 << 20
+	}
+	return l
+}
+
+// ContainerSpec is what an [Engine] needs to start the sandbox container.
+// The hardening itself is not configurable: engines apply all of it.
+type ContainerSpec struct {
+	// Image is the image reference; it must contain python3.
+	Image string
+	// Cmd is the command run as the container's main process.
+	Cmd []string
+	// Env holds KEY=VALUE pairs for the container.
+	Env []string
+	// Labels are added to the container, on top of the owner labels.
+	Labels map[string]string
+	// Limits bound the container's resources.
+	Limits Limits
+	// User is the uid:gid the code runs as. Empty means "65534:65534".
+	User string
+}
+
+// Engine is a container engine that can run the sandbox.
+type Engine interface {
+	// Name says which engine this is and where it listens, for logs and
+	// errors ("podman at unix:///run/podman/podman.sock").
+	Name() string
+	// Start creates and starts a container attached to its stdin and stdout.
+	// The container is removed by [Container.Remove], never automatically.
+	Start(ctx context.Context, spec ContainerSpec) (Container, error)
+	// RemoveStale removes containers labelled [LabelKey] whose owning bridge
+	// ran on this host and no longer runs. It returns how many it removed.
+	RemoveStale(ctx context.Context) (int, error)
+	// HasImage reports whether the engine has image locally.
+	HasImage(ctx context.Context, image string) (bool, error)
+	// List returns the containers labelled [LabelKey], with their labels.
+	List(ctx context.Context) ([]ContainerInfo, error)
+	// Close releases the engine's connection, and stops a Podman service the
+	// engine started itself.
+	Close() error
+}
+
+// Container is one running sandbox container.
+type Container interface {
+	// ID is the engine's identifier of the container.
+	ID() string
+	// Stdin is the container's standard input. Closing it signals EOF.
+	Stdin() io.WriteCloser
+	// Stdout is the container's standard output: the runtime's frames.
+	Stdout() io.Reader
+	// Exited reports why the container stopped (for example "out of memory
+	// (exit 137)"), waiting at most the given time for the engine to know.
+	Exited(ctx context.Context, wait time.Duration) string
+	// Remove kills and removes the container and closes its streams.
+	Remove(ctx context.Context) error
+}
+
+// ContainerInfo describes a container codebridge made.
+type ContainerInfo struct {
+	ID     string
+	State  string // "running", "exited", ...
+	Labels map[string]string
+}

@@ -1,0 +1,342 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/internal/procgroup"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// mobyEngine drives Docker, or Podman's Docker-compatible service, through
+// the Docker Engine API.
+type mobyEngine struct {
+	name    string
+	cli     *client.Client
+	log     *slog.Logger
+	owner   owner
+
+	// A Podman service this engine started, or nil.
+	service       *exec.Cmd
+	serviceDir    string
+	serviceExited chan error
+}
+
+func (e *mobyEngine) Name() string { return e.name }
+
+func (e *mobyEngine) Close() error {
+	err := e.cli.Close()
+	if e.service != nil {
+		done := make(chan struct{})
+		go func() { <-e.serviceExited; close(done) }()
+		procgroup.Stop(e.service, 3*time.Second, done)
+		os.RemoveAll(e.serviceDir)
+	}
+	return err
+}
+
+// hostConfig is the hardening every sandbox container gets.
+func hostConfig(l Limits) *container.HostConfig {
+	l = l.withDefaults()
+	pids := l.Pids
+	tmpfs := "rw,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(l.TmpSize, 10)
+	return &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Tmpfs:          map[string]string{"/tmp": tmpfs, "/workspace": tmpfs},
+		Resources: container.Resources{
+			Memory:     l.Memory,
+			MemorySwap: l.Memory,
+			PidsLimit:  &pids,
+			NanoCPUs:   int64(l.CPUs * 1e9),
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: l.NoFile, Hard: l.NoFile},
+				// Explicit, because engines otherwise copy a host value
+				// that some hosts do not let even root set.
+				{Name: "nproc", Soft: l.Pids * 4, Hard: l.Pids * 4},
+			},
+		},
+	}
+}
+
+func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
+	user := spec.User
+	if user == "" {
+		user = "65534:65534"
+	}
+	labels := e.owner.labels()
+	maps.Copy(labels, spec.Labels)
+	cfg := &container.Config{
+		Image:        spec.Image,
+		Cmd:          spec.Cmd,
+		Env:          spec.Env,
+		User:         user,
+		WorkingDir:   "/workspace",
+		Labels:       labels,
+		OpenStdin:    true,
+		StdinOnce:    false,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	create := func() (client.ContainerCreateResult, error) {
+		return e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostConfig(spec.Limits)})
+	}
+	created, err := create()
+	if err != nil && isNotFound(err) {
+		e.pull(ctx, spec.Image)
+		created, err = create()
+	}
+	if err != nil {
+		return nil, e.explainCreate(spec.Image, err)
+	}
+	c := &mobyContainer{engine: e, id: created.ID}
+	fail := func(err error) (Container, error) {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Remove(rmCtx)
+		return nil, err
+	}
+	// Attach before start, so that not a byte of output is missed.
+	att, err := e.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: attaching to container %s on %s: %w", short(created.ID), e.name, err))
+	}
+	c.conn = att.Conn
+	outR, outW := io.Pipe()
+	c.stdout = outR
+	c.stderr = &logWriter{log: e.log.With("container", short(created.ID))}
+	go func() {
+		_, err := stdcopy.StdCopy(outW, c.stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+	}()
+	if _, err := e.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(err)))
+	}
+	return c, nil
+}
+
+// explainCreate turns a failed create into an error that says what to do.
+func (e *mobyEngine) explainCreate(image string, err error) error {
+	msg := err.Error()
+	if isNotFound(err) {
+		return fmt.Errorf("sandbox: image %q is not present on %s and was not pulled: "+
+			"pull it (`podman pull %s`), or build one from Debian packages with scripts/build-image.sh "+
+			"and set CODEBRIDGE_IMAGE to it: %w", image, e.name, image, err)
+	}
+	return fmt.Errorf("sandbox: creating the container on %s: %w", e.name, err)
+}
+
+func startHint(err error) string {
+	if strings.Contains(err.Error(), "setrlimit") || strings.Contains(err.Error(), "rlimit") {
+		return " (this host does not let the engine set a ulimit; lower CODEBRIDGE_PIDS or check the engine's default ulimits)"
+	}
+	return ""
+}
+
+// pull pulls image. A pull that fails is reported by the create that
+// follows, with a hint.
+func (e *mobyEngine) pull(ctx context.Context, image string) {
+	e.log.Info("pulling the sandbox image", "image", image, "engine", e.name)
+	resp, err := e.cli.ImagePull(ctx, image, client.ImagePullOptions{})
+	if err != nil {
+		e.log.Warn("image pull failed", "image", image, "err", err)
+		return
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		e.log.Warn("image pull failed", "image", image, "err", err)
+	}
+}
+
+func (e *mobyEngine) HasImage(ctx context.Context, image string) (bool, error) {
+	_, err := e.cli.ImageInspect(ctx, image)
+	if err == nil {
+		return true, nil
+	}
+	if isNotFound(err) {
+		return false, nil
+	}
+	return false, fmt.Errorf("sandbox: inspecting image %q on %s: %w", image, e.name, err)
+}
+
+func (e *mobyEngine) List(ctx context.Context) ([]ContainerInfo, error) {
+	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelKey+"=1"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing codebridge containers on %s: %w", e.name, err)
+	}
+	out := make([]ContainerInfo, 0, len(list.Items))
+	for _, s := range list.Items {
+		out = append(out, ContainerInfo{ID: s.ID, State: string(s.State), Labels: s.Labels})
+	}
+	return out, nil
+}
+
+func (e *mobyEngine) RemoveStale(ctx context.Context) (int, error) {
+	list, err := e.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, s := range list {
+		if !e.owner.isStale(s.Labels) {
+			continue
+		}
+		_, err := e.cli.ContainerRemove(ctx, s.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing stale container %s: %w", short(s.ID), err))
+			continue
+		}
+		removed++
+		e.log.Info("removed a container left by a bridge that is gone", "container", short(s.ID), "pid", s.Labels[LabelPID])
+	}
+	return removed, errors.Join(errs...)
+}
+
+// mobyContainer is a container started by [mobyEngine].
+type mobyContainer struct {
+	engine *mobyEngine
+	id     string
+	conn   net.Conn
+	stdout io.Reader
+	stderr *logWriter
+
+	removeOnce sync.Once
+	removeErr  error
+}
+
+func (c *mobyContainer) ID() string           { return c.id }
+func (c *mobyContainer) Stdout() io.Reader    { return c.stdout }
+func (c *mobyContainer) Stdin() io.WriteCloser { return stdinConn{c.conn} }
+
+// stdinConn closes only the write side of the attach connection, so the
+// container sees EOF while its output can still be read.
+type stdinConn struct{ net.Conn }
+
+func (s stdinConn) Close() error {
+	if cw, ok := s.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return s.Conn.Close()
+}
+
+func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		res, err := c.engine.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+		if err != nil {
+			return "its state is unknown (" + err.Error() + ")"
+		}
+		st := res.Container.State
+		if st != nil && !st.Running {
+			switch {
+			case st.OOMKilled:
+				return fmt.Sprintf("it ran out of memory (exit %d)", st.ExitCode)
+			case st.ExitCode == 137:
+				return "it was killed (exit 137; out of memory or SIGKILL)"
+			default:
+				return fmt.Sprintf("its main process exited with code %d", st.ExitCode)
+			}
+		}
+		if time.Now().After(deadline) {
+			return "it stopped answering"
+		}
+		select {
+		case <-ctx.Done():
+			return "its state is unknown (" + ctx.Err().Error() + ")"
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *mobyContainer) Remove(ctx context.Context) error {
+	c.removeOnce.Do(func() {
+		if c.conn != nil {
+			c.conn.Close()
+		}
+		_, err := c.engine.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !isNotFound(err) {
+			c.removeErr = fmt.Errorf("sandbox: removing container %s: %w", short(c.id), err)
+		}
+	})
+	return c.removeErr
+}
+
+// isNotFound reports whether the engine said an object does not exist.
+// Docker and Podman word this differently.
+func isNotFound(err error) bool {
+	if cerrdefs.IsNotFound(err) {
+		return true
+	}
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "no such") || strings.Contains(s, "not found") || strings.Contains(s, "image not known")
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// logWriter sends what the container writes to its stderr (the runtime's
+// own diagnostics, never user output) to the log, a line at a time, with
+// lines capped so a broken runtime cannot flood the host's memory.
+type logWriter struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	line []byte
+	last []string // the most recent lines, for error messages
+}
+
+const logLineMax = 4096
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range p {
+		if b == '\n' {
+			w.flush()
+			continue
+		}
+		if len(w.line) < logLineMax {
+			w.line = append(w.line, b)
+		}
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) flush() {
+	s := string(w.line)
+	w.line = w.line[:0]
+	w.log.Warn("sandbox runtime: " + s)
+	w.last = append(w.last, s)
+	if len(w.last) > 20 {
+		w.last = w.last[1:]
+	}
+}

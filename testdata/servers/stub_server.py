@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""A small MCP server over stdio, stdlib only, for codebridge's demo and tests.
+
+It speaks only the classic handshake (`initialize`), like many older
+servers: with --strict it exits on any method it does not know, the way
+some servers die on the newer `server/discover` probe.
+
+Tools: echo, add, fail (returns isError), sleep, big (a long text),
+stats (structured content), crash (exits the process).
+"""
+import json
+import sys
+import time
+
+STRICT = "--strict" in sys.argv
+NAME = "stub"
+for a in sys.argv[1:]:
+    if a.startswith("--name="):
+        NAME = a.split("=", 1)[1]
+
+TOOLS = [
+    {"name": "echo", "description": "Echo a message back.",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string", "description": "text to echo"}}, "required": ["message"]}},
+    {"name": "add", "description": "Add two numbers.",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}},
+    {"name": "fail", "description": "Always fails with the given message.",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+    {"name": "sleep", "description": "Sleep for some seconds, then answer.",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}},
+    {"name": "big", "description": "Return a text of `size` bytes.",
+     "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}},
+    {"name": "stats", "description": "Structured statistics of a list of numbers.",
+     "inputSchema": {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "number"}}}, "required": ["values"]},
+     "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "sum": {"type": "number"}}}},
+    {"name": "crash", "description": "Exit the server process at once.",
+     "inputSchema": {"type": "object", "properties": {}}},
+]
+
+
+def text(s, is_error=False):
+    r = {"content": [{"type": "text", "text": s}]}
+    if is_error:
+        r["isError"] = True
+    return r
+
+
+def call(name, args):
+    if name == "echo":
+        return text(str(args.get("message", "")))
+    if name == "add":
+        return text(json.dumps(args["a"] + args["b"]))
+    if name == "fail":
+        return text(args.get("message", "it failed"), is_error=True)
+    if name == "sleep":
+        time.sleep(float(args["seconds"]))
+        return text("slept")
+    if name == "big":
+        return text("x" * int(args["size"]))
+    if name == "stats":
+        v = args["values"]
+        s = {"count": len(v), "sum": sum(v)}
+        return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+    if name == "crash":
+        sys.stderr.write("stub: crashing as asked\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    return None
+
+
+def reply(id_, result=None, error=None):
+    msg = {"jsonrpc": "2.0", "id": id_}
+    if error is not None:
+        msg["error"] = error
+    else:
+        msg["result"] = result
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    sys.stderr.write(f"stub server {NAME} starting\n")
+    sys.stderr.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        method, id_ = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            reply(id_, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": NAME, "version": "1.0"}})
+        elif method == "tools/list":
+            reply(id_, {"tools": TOOLS})
+        elif method == "tools/call":
+            res = call(msg["params"]["name"], msg["params"].get("arguments") or {})
+            if res is None:
+                reply(id_, error={"code": -32602, "message": "unknown tool " + msg["params"]["name"]})
+            else:
+                reply(id_, res)
+        elif method == "ping":
+            reply(id_, {})
+        elif method and method.startswith("notifications/"):
+            continue
+        elif STRICT:
+            sys.stderr.write(f"stub: unknown method {method!r}; exiting\n")
+            sys.exit(1)
+        elif id_ is not None:
+            reply(id_, error={"code": -32601, "message": "method not found"})
+
+
+if __name__ == "__main__":
+    main()

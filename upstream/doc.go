@@ -1,0 +1,16 @@
+// Package upstream keeps warm MCP client sessions to the servers the user
+// configured, and answers the questions the sandbox asks about them.
+//
+// A [Pool] holds one [Server] per configured entry. A server starts on its
+// first use (a tool list, a call, or being named in run_python's servers),
+// stays running between calls, and is started again on the next use after
+// it crashes. Its tool list is cached until the server says it changed
+// (notifications/tools/list_changed). Every call has a time limit and is
+// cancelled with the context it was made under.
+//
+// Stdio servers run in their own process group, so stopping one also stops
+// the children launchers such as npx start; the last lines of a server's
+// stderr are kept for error messages. The environment a server is given
+// stays on the host: nothing here is ever sent into the sandbox except tool
+// results.
+package upstream

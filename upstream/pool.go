@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/discovery"
+)
+
+// Options configure a [Pool].
+type Options struct {
+	// ConnectTimeout bounds starting a server and its MCP handshake. Zero
+	// means 60 seconds (npx may have to fetch a package).
+	ConnectTimeout time.Duration
+	// CallTimeout bounds one tool call. Zero means 120 seconds.
+	CallTimeout time.Duration
+	// Version is reported to upstream servers as the client version.
+	Version string
+	// Log receives diagnostics. Nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Pool holds the configured upstream servers. It is safe for concurrent use.
+type Pool struct {
+	servers []*Server
+	byName  map[string]*Server
+}
+
+// NewPool returns a pool for specs, in their order. No server starts until
+// it is used.
+func NewPool(specs []discovery.Server, opts Options) *Pool {
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = 60 * time.Second
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 120 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	p := &Pool{byName: make(map[string]*Server, len(specs))}
+	for _, spec := range specs {
+		if _, dup := p.byName[spec.Name]; dup {
+			continue // discovery already reported it
+		}
+		s := newServer(spec, opts)
+		p.servers = append(p.servers, s)
+		p.byName[spec.Name] = s
+	}
+	return p
+}
+
+// Servers returns the configured servers in config order.
+func (p *Pool) Servers() []*Server { return p.servers }
+
+// Get returns the server called name, or an error that lists the names
+// that exist.
+func (p *Pool) Get(name string) (*Server, error) {
+	if s, ok := p.byName[name]; ok {
+		return s, nil
+	}
+	names := make([]string, 0, len(p.servers))
+	for _, s := range p.servers {
+		names = append(names, s.Name())
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no MCP server %q is configured, and none is: add servers to ~/MCPs/*.json", name)
+	}
+	return nil, fmt.Errorf("no MCP server %q is configured; configured servers: %s", name, strings.Join(names, ", "))
+}
+
+// Close stops every running server, in parallel, and waits for them.
+func (p *Pool) Close() error {
+	var wg sync.WaitGroup
+	for _, s := range p.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Stop()
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// ctxWithTimeout is context.WithTimeout that keeps an earlier deadline.
+func ctxWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func stubSpec(name string, args ...string) discovery.Server {
+	_, file, _, _ := runtime.Caller(0)
+	stub := filepath.Join(filepath.Dir(filepath.Dir(file)), "testdata/servers/stub_server.py")
+	return discovery.Server{Name: name, Command: "python3", Args: append([]string{stub}, args...), Source: "test"}
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("want one content block, got %d", len(res.Content))
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+func newTestPool(t *testing.T, opts Options, specs ...discovery.Server) *Pool {
+	t.Helper()
+	p := NewPool(specs, opts)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestCallAndCache(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("stub"))
+	s, err := p.Get("stub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Running() {
+		t.Fatal("running before first use")
+	}
+	ctx := context.Background()
+	res, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != "hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	tools, err := s.Tools(ctx)
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	again, _ := s.Tools(ctx)
+	if again[0] != tools[0] {
+		t.Fatal("the tool list was fetched again instead of cached")
+	}
+	res, err = s.Call(ctx, "fail", json.RawMessage(`{"message":"nope"}`))
+	if err != nil || !res.IsError || text(t, res) != "nope" {
+		t.Fatalf("a tool error must be a result with isError: %+v %v", res, err)
+	}
+}
+
+func TestInitializeOnlyServerConnects(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("old", "--strict"))
+	s, _ := p.Get("old")
+	res, err := s.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+	if err != nil {
+		t.Fatalf("a server that only knows initialize did not connect: %v", err)
+	}
+	if got := text(t, res); got != "3" {
+		t.Fatalf("add = %q", got)
+	}
+}
+
+func TestUnknownServer(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("b"), stubSpec("a"))
+	_, err := p.Get("c")
+	if err == nil || !strings.Contains(err.Error(), "configured servers: a, b") {
+		t.Fatalf("err = %v", err)
+	}
+	empty := newTestPool(t, Options{})
+	if _, err := empty.Get("x"); err == nil || !strings.Contains(err.Error(), "~/MCPs") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCrashedServerRestartsAndQuotesStderr(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("stub"))
+	s, _ := p.Get("stub")
+	ctx := context.Background()
+	_, err := s.Call(ctx, "crash", nil)
+	if err == nil {
+		t.Fatal("a call whose server died returned no error")
+	}
+	if !strings.Contains(err.Error(), "crashing as asked") {
+		t.Fatalf("the error does not quote the server's stderr: %v", err)
+	}
+	res, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"back"}`))
+	if err != nil {
+		t.Fatalf("the server was not restarted: %v", err)
+	}
+	if text(t, res) != "back" {
+		t.Fatal("wrong answer after restart")
+	}
+}
+
+func TestServerThatWillNotStart(t *testing.T) {
+	spec := discovery.Server{Name: "broken", Command: "python3", Args: []string{"-c", "import sys; sys.stderr.write('missing API key\\n'); sys.exit(2)"}, Source: "x.json"}
+	p := newTestPool(t, Options{}, spec)
+	s, _ := p.Get("broken")
+	err := s.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "missing API key") || !strings.Contains(err.Error(), `server "broken"`) {
+		t.Fatalf("err = %v", err)
+	}
+	// A second try within the backoff answers at once with the same cause.
+	err = s.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "next try in") {
+		t.Fatalf("second err = %v", err)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	p := newTestPool(t, Options{CallTimeout: 200 * time.Millisecond}, stubSpec("stub"))
+	s, _ := p.Get("stub")
+	_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":30}`))
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCallCancelled(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("stub"))
+	s, _ := p.Get("stub")
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "sleep", json.RawMessage(`{"seconds":30}`))
+		errc <- err
+	}()
+	cancel()
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "cancel") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,317 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/internal/procgroup"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// legacyProtocol is the protocol version codebridge asks upstreams for. It
+// makes the go-sdk open with `initialize` rather than the newer
+// `server/discover` probe, on which some older stdio servers exit.
+const legacyProtocol = "2025-11-25"
+
+// Server is one configured upstream MCP server, started on demand.
+type Server struct {
+	spec   discovery.Server
+	opts   Options
+	log    *slog.Logger
+	stderr *tailBuffer
+
+	mu       sync.Mutex
+	conn     *conn
+	starting chan struct{} // closed when the start in progress ends
+	startErr error
+	failures int       // consecutive failed starts
+	retryAt  time.Time // no new start before this, after failures
+	tools    []*mcp.Tool
+	stopped  bool
+}
+
+// conn is one live session with a server process (or remote endpoint).
+type conn struct {
+	cs     *mcp.ClientSession
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the session ends
+}
+
+func (c *conn) alive() bool {
+	select {
+	case <-c.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func newServer(spec discovery.Server, opts Options) *Server {
+	return &Server{
+		spec:   spec,
+		opts:   opts,
+		log:    opts.Log.With("server", spec.Name),
+		stderr: newTailBuffer(8 << 10),
+	}
+}
+
+// Name is the server's name as configured.
+func (s *Server) Name() string { return s.spec.Name }
+
+// Description is the description from the config, or "".
+func (s *Server) Description() string { return s.spec.Description }
+
+// Running reports whether the server has a live session now.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil && s.conn.alive()
+}
+
+// Start starts the server if it is not running and waits until it is
+// ready or ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	_, err := s.session(ctx)
+	return err
+}
+
+// session returns a live session, starting the server when needed. Callers
+// that arrive while a start is in progress wait for that start.
+func (s *Server) session(ctx context.Context) (*conn, error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("server %q: the bridge is shutting down", s.spec.Name)
+	}
+	if s.conn != nil && s.conn.alive() {
+		c := s.conn
+		s.mu.Unlock()
+		return c, nil
+	}
+	if s.starting == nil {
+		if wait := time.Until(s.retryAt); wait > 0 {
+			err := fmt.Errorf("%w (it failed to start %d times in a row; next try in %s)", s.startErr, s.failures, wait.Round(100*time.Millisecond))
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.starting = make(chan struct{})
+		// The start runs under its own time limit, not the caller's
+		// context: other callers may be waiting for it too.
+		go s.connect(s.starting)
+	}
+	ch := s.starting
+	s.mu.Unlock()
+
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("server %q: waiting for it to start: %w", s.spec.Name, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil, s.startErr
+	}
+	return s.conn, nil
+}
+
+// connect starts the server and records the outcome; it closes done.
+func (s *Server) connect(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout)
+	defer cancel()
+	start := time.Now()
+	c, err := s.dial(ctx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer close(done)
+	s.starting = nil
+	if err == nil && s.stopped {
+		go s.close(c)
+		err = errors.New("the bridge is shutting down")
+	}
+	if err != nil {
+		s.failures++
+		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
+		s.retryAt = time.Now().Add(backoff)
+		s.startErr = s.explain("could not start", err)
+		s.log.Warn("upstream failed to start", "err", s.startErr)
+		return
+	}
+	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
+	s.conn = c
+	s.tools = nil
+	s.log.Info("upstream started", "took", time.Since(start).Round(time.Millisecond))
+	go func() {
+		_ = c.cs.Wait()
+		close(c.exited)
+		s.mu.Lock()
+		stopped := s.stopped
+		s.mu.Unlock()
+		if !stopped {
+			s.log.Warn("upstream exited; it will be started again on its next use", "stderr", s.stderr.lastLines(3))
+		}
+	}()
+}
+
+func (s *Server) dial(ctx context.Context) (*conn, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: s.opts.Version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			s.mu.Lock()
+			s.tools = nil
+			s.mu.Unlock()
+			s.log.Debug("tool list changed")
+		},
+	})
+	c := &conn{exited: make(chan struct{})}
+	var t mcp.Transport
+	if s.spec.URL != "" {
+		t = &mcp.StreamableClientTransport{
+			Endpoint:   s.spec.URL,
+			HTTPClient: &http.Client{Transport: headerTransport{s.spec.Headers, http.DefaultTransport}},
+		}
+	} else {
+		cmd := exec.Command(s.spec.Command, s.spec.Args...)
+		cmd.Dir = s.spec.Cwd
+		cmd.Env = os.Environ()
+		for k, v := range s.spec.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = s.stderr
+		procgroup.Prepare(cmd)
+		c.cmd = cmd
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
+	if err != nil {
+		if c.cmd != nil && c.cmd.Process != nil {
+			procgroup.Kill(c.cmd)
+		}
+		return nil, err
+	}
+	c.cs = cs
+	return c, nil
+}
+
+// explain wraps err with the server's name and the tail of its stderr.
+func (s *Server) explain(what string, err error) error {
+	msg := fmt.Sprintf("server %q %s: %v", s.spec.Name, what, err)
+	if tail := s.stderr.lastLines(5); tail != "" {
+		msg += "; its stderr ends with:\n" + tail
+	}
+	if s.spec.URL == "" {
+		msg += fmt.Sprintf("\n(check the command %q in %s, or run it by hand to see why)", s.spec.Command, s.spec.Source)
+	}
+	return errors.New(msg)
+}
+
+// Tools returns the server's tools, starting it when needed. The list is
+// cached until the server reports a change or restarts.
+func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
+	c, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.tools != nil && s.conn == c {
+		t := s.tools
+		s.mu.Unlock()
+		return t, nil
+	}
+	s.mu.Unlock()
+
+	lctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	tools := []*mcp.Tool{}
+	for t, err := range c.cs.Tools(lctx, nil) {
+		if err != nil {
+			return nil, s.callError("listing tools", c, lctx, err)
+		}
+		tools = append(tools, t)
+	}
+	s.mu.Lock()
+	if s.conn == c {
+		s.tools = tools
+	}
+	s.mu.Unlock()
+	return tools, nil
+}
+
+// Call calls tool with arguments (a JSON object, or empty for none). A
+// result with isError set is a result, not an error: errors are for calls
+// that did not complete.
+func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+	c, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(arguments) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage("{}")
+	}
+	cctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
+	if err != nil {
+		return nil, s.callError(fmt.Sprintf("calling tool %q", tool), c, cctx, err)
+	}
+	return res, nil
+}
+
+func (s *Server) callError(what string, c *conn, ctx context.Context, err error) error {
+	switch {
+	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed):
+		return s.explain("exited while "+what+" (it will be restarted on the next call)", err)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("server %q: %s was cancelled", s.spec.Name, what)
+	}
+	return fmt.Errorf("server %q: %s: %w", s.spec.Name, what, err)
+}
+
+// Stop ends the server's session and its whole process group. A stopped
+// server does not start again.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if c != nil {
+		s.close(c)
+	}
+}
+
+func (s *Server) close(c *conn) {
+	_ = c.cs.Close() // closes stdin, then SIGTERM, then SIGKILL the leader
+	if c.cmd != nil && c.cmd.Process != nil {
+		procgroup.Kill(c.cmd) // and whatever it started (npx -> node)
+	}
+}
+
+// headerTransport adds configured headers to each request of a remote
+// upstream.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
