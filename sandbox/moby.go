@@ -25,10 +25,10 @@ import (
 // mobyEngine drives Docker, or Podman's Docker-compatible service, through
 // the Docker Engine API.
 type mobyEngine struct {
-	name    string
-	cli     *client.Client
-	log     *slog.Logger
-	owner   owner
+	name  string
+	cli   *client.Client
+	log   *slog.Logger
+	owner owner
 
 	// A Podman service this engine started, or nil.
 	service       *exec.Cmd
@@ -230,8 +230,8 @@ type mobyContainer struct {
 	removeErr  error
 }
 
-func (c *mobyContainer) ID() string           { return c.id }
-func (c *mobyContainer) Stdout() io.Reader    { return c.stdout }
+func (c *mobyContainer) ID() string            { return c.id }
+func (c *mobyContainer) Stdout() io.Reader     { return c.stdout }
 func (c *mobyContainer) Stdin() io.WriteCloser { return stdinConn{c.conn} }
 
 // stdinConn closes only the write side of the attach connection, so the
