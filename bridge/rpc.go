@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/upstream"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -113,8 +115,38 @@ func (h rpcHandler) startServers(ctx context.Context, p serverParams) (json.RawM
 	return json.Marshal(out)
 }
 
+// searchWait bounds how long a search waits for a server to start.
+const searchWait = 20 * time.Second
+
+type searchHit struct {
+	Server       string  `json:"server"`
+	Tool         string  `json:"tool"`
+	Description  string  `json:"description"`
+	Score        float64 `json:"score"`
+	InputSchema  any     `json:"inputSchema,omitempty"`
+	OutputSchema any     `json:"outputSchema,omitempty"`
+}
+
+type searchDown struct {
+	Server      string `json:"server"`
+	Unavailable string `json:"unavailable"`
+}
+
 func (h rpcHandler) searchTools(ctx context.Context, p serverParams) (json.RawMessage, error) {
-	var mu sync.Mutex
-	_ = mu
-	return nil, fmt.Errorf("search_tools is not available yet")
+	if p.Limit <= 0 {
+		p.Limit = 5
+	}
+	entries, down := h.b.pool.Catalogue(ctx, searchWait)
+	out := []any{}
+	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {
+		r := searchHit{Server: hit.Server, Tool: hit.Tool.Name, Description: hit.Tool.Description, Score: hit.Score}
+		if p.Detail == "full" {
+			r.InputSchema, r.OutputSchema = hit.Tool.InputSchema, hit.Tool.OutputSchema
+		}
+		out = append(out, r)
+	}
+	for _, d := range down {
+		out = append(out, searchDown{Server: d.Server, Unavailable: d.Err.Error()})
+	}
+	return json.Marshal(out)
 }

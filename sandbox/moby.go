@@ -139,7 +139,6 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 
 // explainCreate turns a failed create into an error that says what to do.
 func (e *mobyEngine) explainCreate(image string, err error) error {
-	msg := err.Error()
 	if isNotFound(err) {
 		return fmt.Errorf("sandbox: image %q is not present on %s and was not pulled: "+
 			"pull it (`podman pull %s`), or build one from Debian packages with scripts/build-image.sh "+
@@ -207,9 +206,8 @@ func (e *mobyEngine) RemoveStale(ctx context.Context) (int, error) {
 		if !e.owner.isStale(s.Labels) {
 			continue
 		}
-		_, err := e.cli.ContainerRemove(ctx, s.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing stale container %s: %w", short(s.ID), err))
+		if err := e.remove(ctx, s.ID); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		removed++
@@ -279,12 +277,28 @@ func (c *mobyContainer) Remove(ctx context.Context) error {
 		if c.conn != nil {
 			c.conn.Close()
 		}
-		_, err := c.engine.cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !isNotFound(err) {
-			c.removeErr = fmt.Errorf("sandbox: removing container %s: %w", short(c.id), err)
-		}
+		c.removeErr = c.engine.remove(ctx, c.id)
 	})
 	return c.removeErr
+}
+
+// remove force-removes a container. A container that is exiting at that
+// moment makes Podman answer "container state improper"; it is tried again
+// until it is gone or ctx ends.
+func (e *mobyEngine) remove(ctx context.Context, id string) error {
+	for attempt := 0; ; attempt++ {
+		_, err := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || isNotFound(err) {
+			return nil
+		}
+		if attempt >= 50 || ctx.Err() != nil {
+			return fmt.Errorf("sandbox: removing container %s: %w", short(id), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(min(attempt+1, 5)) * 20 * time.Millisecond):
+		}
+	}
 }
 
 // isNotFound reports whether the engine said an object does not exist.

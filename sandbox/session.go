@@ -438,7 +438,6 @@ func (s *Session) Close() error {
 	if c == nil {
 		return nil
 	}
-	_ = c.ctr.Stdin().Close()
 	s.discard(c)
 	return nil
 }

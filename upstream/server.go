@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -268,6 +269,14 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 }
 
 func (s *Server) callError(what string, c *conn, ctx context.Context, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		// The server went away; wait for its exit so that its last stderr
+		// lines are in the buffer before they are quoted.
+		select {
+		case <-c.exited:
+		case <-time.After(3 * time.Second):
+		}
+	}
 	switch {
 	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed):
 		return s.explain("exited while "+what+" (it will be restarted on the next call)", err)

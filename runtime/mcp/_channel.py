@@ -1,0 +1,310 @@
+"""The frame channel to the host: frame writer, reader thread and RPC futures.
+
+Frames are JSON objects, one per line (see runtime/PROTOCOL.md). The channel
+owns two private, non-inheritable descriptors: ``in_fd`` (frames from the
+host) and ``out_fd`` (frames to the host). Nothing else writes to ``out_fd``.
+
+Threads:
+
+* the main thread runs cells and sends most frames;
+* the reader thread (:meth:`Channel.start_reader`) reads every frame from the
+  host for the whole life of the process: it queues ``exec`` frames for the
+  main thread, resolves RPC futures from ``result`` frames, turns
+  ``interrupt`` frames into SIGINT for the main thread, and exits the process
+  at EOF;
+* the output pump threads send ``out`` frames.
+
+A frame write on the main thread is a critical section: a KeyboardInterrupt
+that arrives in the middle is deferred until the frame is complete, so a
+frame is never cut short (the output module uses the same sections so that
+no lock is left held).
+"""
+
+import errno
+import itertools
+import json
+import os
+import queue
+import signal
+import threading
+
+from mcp._results import BridgeError
+
+__all__ = ["Channel", "get"]
+
+_channel = None  # the process's Channel, set by Channel.install()
+_Future = None   # concurrent.futures.Future, imported on the first RPC
+
+
+def get():
+    """Return the process's channel (raises BridgeError outside the runtime)."""
+    if _channel is None:
+        raise BridgeError("the codebridge runtime is not running in this process")
+    return _channel
+
+
+def encode(frame):
+    """Encode a frame as one UTF-8 JSON line (bytes)."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates become U+FFFD
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return (text + "\n").encode("utf-8", "replace")
+
+
+class Channel:
+    """Frames in and out, cell state, interrupts and RPCs."""
+
+    def __init__(self, in_fd, out_fd):
+        self._in = open(in_fd, "rb", buffering=1 << 16)
+        self._out_fd = out_fd
+        self._write_lock = threading.Lock()
+        self._main_ident = threading.main_thread().ident
+        self._pid = os.getpid()
+        self._ids = itertools.count(1)
+        self._pending = {}            # rpc id -> (future, cell id)
+        self.cells = queue.SimpleQueue()  # exec frames for the main thread
+        self.exec_id = None           # id of the running cell, None between cells
+        self.armed = False            # True while user code of a cell runs
+        self._critical = 0            # >0 in a critical section of the main thread
+        self._interrupt_deferred = False
+        self._interrupt_for = None    # cell an interrupt frame was sent for
+        self.flush_output = lambda: None  # set by the output module
+        self.on_exit = lambda: None       # cleanup before exiting at EOF
+
+    def install(self):
+        """Make this the process's channel and take over SIGINT."""
+        global _channel
+        _channel = self
+        signal.signal(signal.SIGINT, self.on_sigint)
+        os.register_at_fork(after_in_child=self._after_fork_child)
+        return self
+
+    # ---- writing -------------------------------------------------------
+
+    def send(self, frame):
+        """Send one frame (a dict)."""
+        self.send_bytes(encode(frame))
+
+    def send_many(self, frames):
+        """Send frames from an iterable as one critical section."""
+        self._write(frames, many=True)
+
+    def send_bytes(self, data):
+        """Send one already encoded frame."""
+        self._write(data, many=False)
+
+    def _write(self, what, many):
+        entered = self.enter_critical()
+        try:
+            with self._write_lock:
+                self._write_frames(what, many)
+        finally:
+            self.leave_critical(entered)
+
+    def enter_critical(self):
+        """Defer KeyboardInterrupt on the main thread until leave_critical():
+        used around frame writes and output bookkeeping that hold locks.
+        Returns a token for leave_critical()."""
+        if threading.get_ident() != self._main_ident:
+            return False
+        self._critical += 1
+        return True
+
+    def leave_critical(self, entered):
+        """End a critical section; raise a KeyboardInterrupt deferred in it."""
+        if not entered:
+            return
+        self._critical -= 1
+        if self._interrupt_deferred and not self._critical:
+            self._interrupt_deferred = False
+            if self.armed:
+                raise KeyboardInterrupt
+
+    def _write_frames(self, what, many):
+        if not many:
+            self._write_all(what)
+            return
+        for frame in what:
+            self._write_all(encode(frame))
+
+    def _write_all(self, data):
+        fd = self._out_fd
+        try:
+            n = os.write(fd, data)
+            if n < len(data):
+                view = memoryview(data)[n:]
+                while view:
+                    view = view[os.write(fd, view):]
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF):
+                self._exit()  # the host is gone: nothing can work any more
+            raise
+
+    def log(self, level, msg):
+        """Send a diagnostic for the host's log."""
+        try:
+            self.send({"t": "log", "level": level, "msg": str(msg)})
+        except Exception:
+            pass
+
+    # ---- interrupts ----------------------------------------------------
+
+    def on_sigint(self, signum, frame):
+        """SIGINT handler: KeyboardInterrupt only while user code runs, and
+        never in the middle of a frame write."""
+        target, self._interrupt_for = self._interrupt_for, None
+        if not self.armed or target not in (None, self.exec_id):
+            return
+        if self._critical:
+            self._interrupt_deferred = True
+            return
+        raise KeyboardInterrupt
+
+    def _interrupt(self, cell_id):
+        """Reader thread: SIGINT to the main thread if cell ``cell_id`` runs.
+        A signal that lands after the cell ended (or in the next cell) is
+        ignored by on_sigint."""
+        cell = self.exec_id
+        if self.armed and cell is not None and cell_id in (None, cell):
+            self._interrupt_for = cell
+            signal.pthread_kill(self._main_ident, signal.SIGINT)
+
+    # ---- reading -------------------------------------------------------
+
+    def read_frame(self):
+        """Read one frame synchronously; None at EOF. Used before the reader
+        thread starts (for ``hello``)."""
+        while True:
+            line = self._in.readline()
+            if not line:
+                return None
+            if line.strip():
+                return json.loads(line)
+
+    def start_reader(self):
+        """Start the reader thread."""
+        threading.Thread(target=self._reader_loop, name="codebridge-reader",
+                         daemon=True).start()
+
+    def _reader_loop(self):
+        while True:
+            try:
+                line = self._in.readline()
+            except OSError:
+                line = b""
+            if not line:
+                self._exit()
+            try:
+                self.dispatch(json.loads(line))
+            except ValueError:
+                if line.strip():
+                    self.log("warning", f"unreadable frame ignored: {line[:200]!r}")
+            except Exception as exc:  # never let the reader thread die
+                self.log("error", f"reader: {type(exc).__name__}: {exc}")
+
+    def dispatch(self, frame):
+        """Handle one frame from the host."""
+        if not isinstance(frame, dict):
+            self.log("warning", "frame is not an object; ignored")
+            return
+        kind = frame.get("t")
+        if kind == "exec":
+            self.cells.put(frame)
+        elif kind == "result":
+            self._resolve(frame)
+        elif kind == "interrupt":
+            self._interrupt(frame.get("id"))
+        else:
+            self.log("debug", f"unknown frame type {kind!r} ignored")
+
+    def _exit(self):
+        try:
+            if os.getpid() == self._pid:
+                self.on_exit()
+        finally:
+            os._exit(0)
+
+    # ---- RPC -----------------------------------------------------------
+
+    def request(self, method, params):
+        """Send an ``rpc`` frame; return a concurrent.futures.Future that the
+        reader thread resolves with the value (or a BridgeError)."""
+        global _Future
+        cell = self.exec_id
+        if cell is None:
+            raise BridgeError(f"{method}: MCP calls work only while a cell runs "
+                              "(not from a thread that outlived its cell)")
+        if _Future is None:
+            from concurrent.futures import Future as _Future
+        rid = next(self._ids)
+        try:
+            data = encode({"t": "rpc", "id": rid, "exec": cell,
+                           "method": method, "params": params})
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{method}: arguments must be JSON-serializable: {exc}") from None
+        future = _Future()
+        self._pending[rid] = (future, cell)
+        try:
+            self.send_bytes(data)
+        except BaseException:
+            self._pending.pop(rid, None)
+            raise
+        return future
+
+    def call(self, method, params):
+        """Blocking RPC: the value, or raises BridgeError."""
+        return self.request(method, params).result()
+
+    async def call_async(self, method, params):
+        """Awaitable RPC: the value, or raises BridgeError."""
+        import asyncio
+        return await asyncio.wrap_future(self.request(method, params))
+
+    def _resolve(self, frame):
+        entry = self._pending.pop(frame.get("id"), None)
+        if entry is None:
+            return
+        future = entry[0]
+        if future.done():
+            return
+        if frame.get("ok"):
+            outcome, value = future.set_result, frame.get("value")
+        else:
+            err = frame.get("error") or {}
+            value = BridgeError(err.get("message") or "the host reported an error")
+            value.type = err.get("type")
+            outcome = future.set_exception
+        try:
+            outcome(value)
+        except Exception:  # cancelled meanwhile
+            pass
+
+    def fail_pending(self, cell):
+        """Fail the RPCs of ``cell`` still waiting when it ends."""
+        for rid, (future, owner) in list(self._pending.items()):
+            if owner != cell:
+                continue
+            self._pending.pop(rid, None)
+            if not future.done():
+                try:
+                    future.set_exception(BridgeError(
+                        "the cell ended before the host answered this call"))
+                except Exception:
+                    pass
+
+    # ---- fork ----------------------------------------------------------
+
+    def _after_fork_child(self):
+        """In a forked child (multiprocessing), never touch the frame fds:
+        the child's output goes through fd 1 / fd 2 like a subprocess's."""
+        global _channel
+        _channel = None
+        for fd in (self._out_fd, self._in.fileno()):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._out_fd = -1
+        self.exec_id = None

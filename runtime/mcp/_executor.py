@@ -1,0 +1,178 @@
+"""Running cells: compile, execute on the main thread, report.
+
+Every cell runs in one persistent globals dict (the ``__main__`` module), so
+variables, imports and functions persist. Code is compiled with
+``PyCF_ALLOW_TOP_LEVEL_AWAIT``; a cell that awaits runs on one persistent
+asyncio event loop. When the last statement is an expression its value is the
+cell's value (as ``repr``), like a notebook.
+
+The source is registered in :mod:`linecache` as ``<cell N>`` so tracebacks
+show the user's lines; frames of the runtime itself are stripped from them.
+"""
+
+import ast
+import linecache
+import os
+import signal
+import traceback
+import types
+
+__all__ = ["Executor", "format_exception"]
+
+_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CELL_PREFIX = "<cell "
+_VALUE = "__codebridge_value__"
+_EXIT_NOTE = ("exit() and sys.exit() end this cell, not the sandbox: "
+              "the session and its variables are kept.")
+
+
+def _is_cell(filename):
+    return filename.startswith(_CELL_PREFIX)
+
+
+def _clean(te, seen):
+    """Strip runtime frames from a TracebackException and its chain.
+
+    Frames before the first cell frame (the runtime, asyncio's
+    run_until_complete) go; after it, frames of the runtime package go too.
+    """
+    while te is not None and id(te) not in seen:
+        seen.add(id(te))
+        frames = list(te.stack)
+        start = next((i for i, f in enumerate(frames) if _is_cell(f.filename)), len(frames))
+        kept = [f for f in frames[start:] if not f.filename.startswith(_PKG_DIR)]
+        te.stack = traceback.StackSummary.from_list(kept)
+        for sub in getattr(te, "exceptions", None) or ():
+            _clean(sub, seen)
+        if te.__cause__ is not None:
+            _clean(te.__cause__, seen)
+        te = te.__context__
+
+
+def format_exception(exc):
+    """Traceback text of ``exc`` that shows only user code."""
+    try:
+        te = traceback.TracebackException.from_exception(exc)
+        _clean(te, set())
+        return "".join(te.format())
+    except Exception:  # never fail while reporting a failure
+        return "".join(traceback.format_exception_only(type(exc), exc))
+
+
+class Executor:
+    """Compiles and runs cells in one namespace."""
+
+    def __init__(self, channel, namespace):
+        self.channel = channel
+        self.namespace = namespace
+        self.loop = None
+        self._asyncio = None
+
+    # ---- compile -------------------------------------------------------
+
+    @staticmethod
+    def register_source(filename, code):
+        """Make ``code`` visible to tracebacks and inspect under ``filename``."""
+        if not code.endswith("\n"):
+            code += "\n"
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+    @staticmethod
+    def compile_cell(code, filename):
+        """Return ``(body, last, is_async)``.
+
+        A synchronous cell compiles to code for its statements (or None) and
+        for a final expression (or None). A cell that awaits anywhere at top
+        level compiles to one coroutine code object (``last`` is None) whose
+        final expression, if any, is stored in ``_VALUE`` in the namespace.
+        """
+        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | _FLAGS)
+        last_node = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last_node is not None:
+            tree.body.pop()
+        body = compile(tree, filename, "exec", _FLAGS) if tree.body else None
+        last = compile(ast.Expression(last_node.value), filename, "eval", _FLAGS) if last_node else None
+        if not any(c is not None and c.co_flags & _CO_COROUTINE for c in (body, last)):
+            return body, last, False
+        if last_node is not None:  # one coroutine for the whole cell
+            store = ast.Assign(targets=[ast.Name(_VALUE, ast.Store())], value=last_node.value)
+            tree.body.append(ast.copy_location(store, last_node))
+            ast.fix_missing_locations(tree)
+        return compile(tree, filename, "exec", _FLAGS), None, True
+
+    # ---- run -----------------------------------------------------------
+
+    def run(self, cell_id, code):
+        """Run one cell; return ``(status, value, error)`` for the done frame."""
+        filename = f"{_CELL_PREFIX}{cell_id}>"
+        self.register_source(filename, code)
+        channel = self.channel
+        try:
+            try:
+                body, last, is_async = self.compile_cell(code, filename)
+                channel.armed = True
+                if is_async:
+                    self._run_async(eval(body, self.namespace))
+                    value = self.namespace.pop(_VALUE, None)
+                else:
+                    if body is not None:
+                        eval(body, self.namespace)
+                    value = eval(last, self.namespace) if last is not None else None
+                text = None if value is None else self._repr(value)  # interruptible too
+            finally:
+                channel.armed = False
+                self.namespace.pop(_VALUE, None)
+            return "ok", text, None
+        except KeyboardInterrupt as exc:
+            channel.armed = False
+            return "interrupted", None, format_exception(exc)
+        except SystemExit as exc:
+            channel.armed = False
+            return "error", None, format_exception(exc) + _EXIT_NOTE + "\n"
+        except BaseException as exc:
+            channel.armed = False
+            return "error", None, format_exception(exc)
+        finally:
+            if signal.getsignal(signal.SIGINT) is not channel.on_sigint:
+                signal.signal(signal.SIGINT, channel.on_sigint)
+
+    @staticmethod
+    def _repr(value):
+        if isinstance(value, types.CoroutineType):
+            value.close()  # no "never awaited" warning in a later cell
+            return f"{value!r} (not run: put await before the call)"
+        try:
+            return repr(value)
+        except Exception as exc:
+            return f"<repr() failed: {type(exc).__name__}: {exc}>"
+
+    def _get_loop(self):
+        if self.loop is None or self.loop.is_closed():
+            import asyncio
+            self._asyncio = asyncio
+            self.loop = asyncio.new_event_loop()
+        return self.loop
+
+    def _run_async(self, coro):
+        """Run a top-level-await cell on the persistent loop. Tasks the cell
+        started and left pending are cancelled when it ends."""
+        loop = self._get_loop()
+        asyncio = self._asyncio
+        asyncio.set_event_loop(loop)
+        before = asyncio.all_tasks(loop)
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        finally:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: no "never retrieved" noise later
+            left = [t for t in asyncio.all_tasks(loop) - before if not t.done()]
+            if left:
+                for pending in left:
+                    pending.cancel()
+                try:
+                    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+                except BaseException:
+                    pass

@@ -1,0 +1,141 @@
+"""Entry point of the sandbox runtime: ``mcp._main.main()``.
+
+Startup (see runtime/PROTOCOL.md):
+
+1. move the frame descriptors (fd 0 in, fd 1 out) to private,
+   non-inheritable fds; point fd 0 at /dev/null and fd 1 / fd 2 at pipes
+   read by pump threads; replace sys.stdout/sys.stderr;
+2. read the ``hello`` frame, build the user namespace (``runtime``,
+   ``call_tool``, ``display``, ``ToolError``, ``mcp_<alias>``...);
+3. start the reader thread, send ``ready``;
+4. run ``exec`` frames one at a time on the main thread, each ended by a
+   ``done`` frame sent after all of the cell's output.
+
+Errors before frames work go to the original fd 2, which the host logs.
+"""
+
+import builtins
+import os
+import sys
+import traceback
+import types
+
+from mcp._channel import Channel
+from mcp._executor import Executor
+from mcp._output import Output
+
+__all__ = ["main", "build_namespace"]
+
+
+def _fatal(fd, message):
+    try:
+        os.write(fd, f"codebridge runtime: {message}\n".encode("utf-8", "replace"))
+    finally:
+        os._exit(1)
+
+
+def _zip_cleanup():
+    """Remove the runtime archive and its private directory (at EOF)."""
+    archive = getattr(sys.modules["mcp"].__spec__.loader, "archive", None)
+    if not archive or not archive.endswith(".zip"):
+        return
+    try:
+        os.unlink(archive)
+        folder = os.path.dirname(archive)
+        if os.path.basename(folder).startswith(".codebridge"):
+            os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def build_namespace(hello_servers, channel):
+    """The ``__main__`` namespace shared by all cells."""
+    from mcp import _proxy, runtime
+    from mcp._results import BridgeError, MCPError, ToolError
+    from mcp.display import display
+
+    module = types.ModuleType("__main__")
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    ns = module.__dict__
+    ns.update(runtime=runtime, call_tool=runtime.call_tool, display=display,
+              ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError)
+    ns.update(_proxy.install(hello_servers))
+    _bind_toon(ns)
+    return ns
+
+
+def _bind_toon(ns):
+    """Bind ``toon`` if the ``mcp.toon`` module ships; it is imported on the
+    first call (it pulls in dataclasses, decimal...: ~10 ms at startup)."""
+    import importlib.util
+    try:
+        if importlib.util.find_spec("mcp.toon") is None:
+            return
+    except (ImportError, ValueError):
+        return
+
+    def toon(obj, **options):
+        """Encode ``obj`` as TOON, a compact text form for JSON-like data
+        (tables of records become one header and one line per row). Loaded on
+        first use; see ``help(mcp.toon.toon)`` for the options."""
+        from mcp.toon import toon as real
+        if ns.get("toon") is toon:
+            ns["toon"] = real
+        return real(obj, **options)
+
+    toon.__module__ = "mcp.toon"
+    ns["toon"] = toon
+
+
+def _serve(channel, output, executor, frame):
+    """Run one exec frame and send its done frame."""
+    cell = frame.get("id")
+    code = frame.get("code")
+    output.begin(cell)
+    try:
+        if not isinstance(code, str):
+            status, value, error = "error", None, "exec frame without code\n"
+        else:
+            status, value, error = executor.run(cell, code)
+        output.finish()
+    finally:
+        channel.fail_pending(cell)
+        output.idle()
+    channel.send({"t": "done", "id": cell, "status": status, "value": value, "error": error})
+
+
+def main():
+    """Run the runtime until the host closes the frame channel."""
+    diag = os.dup(2)
+    try:
+        in_fd, out_fd = os.dup(0), os.dup(1)          # non-inheritable
+        channel = Channel(in_fd, out_fd).install()
+        channel.on_exit = _zip_cleanup
+        output = Output(channel)                       # fd 0 -> /dev/null, fd 1/2 -> pipes
+        first = channel.read_frame()
+        if first is None:
+            channel._exit()
+        hello = first if first.get("t") == "hello" else {}
+        namespace = build_namespace(hello.get("servers"), channel)
+        executor = Executor(channel, namespace)
+    except BaseException:
+        _fatal(diag, "startup failed:\n" + traceback.format_exc())
+    os.close(diag)
+    output.start()
+    channel.start_reader()
+    channel.send({"t": "ready", "python": sys.version.split()[0]})
+    if first.get("t") != "hello":
+        channel.log("warning", f"first frame was {first.get('t')!r}, not hello")
+        channel.dispatch(first)
+    while True:
+        frame = channel.cells.get()
+        try:
+            _serve(channel, output, executor, frame)
+        except BaseException as exc:  # a runtime bug (or a stray interrupt): keep serving
+            try:
+                channel.log("error", "runtime: " + "".join(traceback.format_exception(exc)))
+                channel.send({"t": "done", "id": frame.get("id"), "status": "error",
+                              "value": None, "error": f"codebridge runtime error: {exc!r}\n"})
+            except BaseException:
+                pass

@@ -1,0 +1,218 @@
+package upstream
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sahilm/fuzzy"
+)
+
+// Entry is one tool in the search catalogue.
+type Entry struct {
+	Server string
+	Tool   *mcp.Tool
+}
+
+// Hit is one search result.
+type Hit struct {
+	Entry
+	Score float64
+}
+
+// Unavailable names a server that could not be searched, and why.
+type Unavailable struct {
+	Server string
+	Err    error
+}
+
+// Catalogue collects the tools of every server, starting servers in
+// parallel as needed. A server that does not answer within wait is
+// reported as unavailable; the others are still returned.
+func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Unavailable) {
+	type part struct {
+		tools []*mcp.Tool
+		err   error
+	}
+	parts := make([]part, len(p.servers))
+	var wg sync.WaitGroup
+	for i, s := range p.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			parts[i].tools, parts[i].err = s.Tools(sctx)
+		}()
+	}
+	wg.Wait()
+	var entries []Entry
+	var down []Unavailable
+	for i, s := range p.servers {
+		if parts[i].err != nil {
+			down = append(down, Unavailable{Server: s.Name(), Err: parts[i].err})
+			continue
+		}
+		for _, t := range parts[i].tools {
+			entries = append(entries, Entry{Server: s.Name(), Tool: t})
+		}
+	}
+	return entries, down
+}
+
+// Rank orders entries by how well they match query and returns the best
+// limit of them (all matches when limit <= 0). It combines word matching
+// over tool names, server names and descriptions (exact words, prefixes,
+// simple plurals and one- or two-letter typos) with sahilm/fuzzy's
+// subsequence score over the tool name, so that "calendar events",
+// "read fi" and "calender" all find what they mean. Entries that match no
+// query word score zero and are left out.
+func Rank(query string, entries []Entry, limit int) []Hit {
+	qwords := words(query)
+	if len(qwords) == 0 {
+		return nil
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Tool.Name
+	}
+	fuzzyScore := make([]int, len(entries))
+	best := 0
+	for _, m := range fuzzy.FindNoSort(strings.Join(qwords, ""), names) {
+		fuzzyScore[m.Index] = m.Score
+		best = max(best, m.Score)
+	}
+
+	var hits []Hit
+	for i, e := range entries {
+		nameWords := words(e.Tool.Name + " " + e.Tool.Title)
+		descWords := words(e.Tool.Description)
+		serverWords := words(e.Server)
+		score, matched := 0.0, 0
+		for _, q := range qwords {
+			s := max(match(q, nameWords)*10, match(q, descWords)*4, match(q, serverWords)*3)
+			if s > 0 {
+				matched++
+			}
+			score += s
+		}
+		if matched == 0 {
+			continue
+		}
+		// Reward covering the whole query, then closeness as a fuzzy
+		// subsequence of the name, then shorter names (more specific).
+		score += 6 * float64(matched) / float64(len(qwords))
+		if best > 0 && fuzzyScore[i] > 0 {
+			score += 2 * float64(fuzzyScore[i]) / float64(best)
+		}
+		score -= float64(len(nameWords)) * 0.05
+		hits = append(hits, Hit{Entry: e, Score: score})
+	}
+	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
+	if limit > 0 && len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits
+}
+
+// match scores how well query word q matches the best of ws: 1 for the
+// same word (or its singular), 0.8 for a prefix, 0.6 for a near miss.
+func match(q string, ws []string) float64 {
+	best := 0.0
+	qs := singular(q)
+	for _, w := range ws {
+		switch {
+		case w == q || singular(w) == qs:
+			return 1
+		case len(q) >= 3 && strings.HasPrefix(w, q), len(w) >= 4 && strings.HasPrefix(q, w):
+			best = max(best, 0.8)
+		case len(q) >= 4 && len(w) >= 4 && typoDistance(q, w) <= maxTypos(q):
+			best = max(best, 0.6)
+		}
+	}
+	return best
+}
+
+func maxTypos(q string) int {
+	if len(q) >= 8 {
+		return 2
+	}
+	return 1
+}
+
+// singular strips common English plural endings, well enough for tool
+// names: entities -> entity, files -> file, boxes -> box.
+func singular(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 4 && (strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "ses") || strings.HasSuffix(w, "ches")):
+		return w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// words splits s into lower-case words at non-letters and at camelCase
+// boundaries: "readFile", "read_file" and "read-file" all give read, file.
+func words(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, string(cur))
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if unicode.IsUpper(r) && prevLower {
+				flush()
+			}
+			prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+			cur = append(cur, unicode.ToLower(r))
+		default:
+			flush()
+			prevLower = false
+		}
+	}
+	flush()
+	return out
+}
+
+// typoDistance is the optimal string alignment distance between a and b
+// (insertions, deletions, substitutions and adjacent transpositions).
+func typoDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > 2 || d < -2 {
+		return 3
+	}
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
