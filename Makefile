@@ -15,8 +15,8 @@ build:
 
 # Build the sandbox image from Debian packages unless the engine has it.
 image:
-	@$(ENGINE) image exists $(IMAGE) 2>/dev/null || $(ENGINE) image inspect $(IMAGE) >/dev/null 2>&1 \
-	  || scripts/build-image.sh $(IMAGE)
+	@$(ENGINE) image inspect $(IMAGE) >/dev/null 2>&1 \
+	  || $(GO) run ./cmd/codebridge image build --tag $(IMAGE)
 
 demo: build image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./examples/demo -bin bin/codebridge

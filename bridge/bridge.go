@@ -20,6 +20,9 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps every call's timeout. Zero means 120 seconds.
 	MaxTimeout time.Duration
+	// Output is "text" (the default) or "toon": final values that are
+	// JSON data are then shown as TOON.
+	Output string
 	// Version is reported to MCP clients.
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
@@ -72,10 +75,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return errorResult("the arguments are not valid: %v; pass {\"code\": \"print(1)\"}", err), nil
 		}
 	}
-	if a.Code == "" {
-		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}"), nil
-	}
-	timeout := b.opts.DefaultTimeout
+	timeout := time.Duration(0)
 	if a.Timeout != nil {
 		t := *a.Timeout
 		if math.IsNaN(t) || t <= 0 {
@@ -83,18 +83,30 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	if len(a.Servers) > 0 {
-		if res := b.startServers(ctx, a.Servers); res != nil {
-			return res, nil
+	return b.RunPython(ctx, a.Code, timeout, a.Servers), nil
+}
+
+// RunPython runs code as run_python does and returns what the model would
+// read. A zero timeout means the default; servers are started first.
+func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
+	if code == "" {
+		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
+	}
+	if timeout <= 0 {
+		timeout = b.opts.DefaultTimeout
+	}
+	timeout = min(timeout, b.opts.MaxTimeout)
+	if len(servers) > 0 {
+		if res := b.startServers(ctx, servers); res != nil {
+			return res
 		}
 	}
-
-	res, err := b.sess.Run(ctx, sandbox.Request{Code: a.Code, Timeout: timeout, Handler: rpcHandler{b}})
+	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, Handler: rpcHandler{b}})
 	if err != nil {
-		return errorResult("%v", err), nil
+		return errorResult("%v", err)
 	}
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	return render(res, timeout), nil
+	return render(res, timeout)
 }
 
 // startServers starts the named servers in parallel. It returns an error

@@ -4,7 +4,7 @@
 // testdata/servers and the npm reference servers in testdata/npm).
 //
 // They need an engine and the sandbox image (CODEBRIDGE_TEST_IMAGE, default
-// localhost/codebridge-python:bookworm, built by scripts/build-image.sh).
+// localhost/codebridge-python:bookworm, built by `make image`).
 // When CODEBRIDGE_E2E=1 (CI sets it) a missing engine or image fails the
 // run; otherwise the tests skip with the reason.
 package e2e

@@ -76,7 +76,7 @@ func checkEnvironment() string {
 		return err.Error()
 	}
 	if !ok {
-		return fmt.Sprintf("image %s is missing on %s: build it with scripts/build-image.sh", testImage, eng.Name())
+		return fmt.Sprintf("image %s is missing on %s: build it with `make image` (codebridge image build)", testImage, eng.Name())
 	}
 	if _, err := os.Stat(filepath.Join(repoRoot, "testdata/npm/node_modules/.bin/mcp-server-everything")); err != nil {
 		return "the npm reference servers are not installed: run `npm ci --prefix testdata/npm`"

@@ -4,67 +4,119 @@
 //
 // Usage:
 //
-//	codebridge [serve] [flags]   serve MCP over stdin/stdout (the default)
-//	codebridge version           print the version
+//	codebridge [serve]            serve MCP over stdin/stdout (the default)
+//	codebridge doctor             check the engine, image, limits and servers
+//	codebridge servers            list the configured servers
+//	codebridge tools [SERVER]     list what the servers offer
+//	codebridge search QUERY       ranked search over every server's tools
+//	codebridge exec FILE|-        run Python through the sandbox
+//	codebridge image build        build the sandbox image
+//	codebridge import             copy MCP servers from other clients' configs
+//	codebridge version            print the version
 //
 // Upstream servers are read from ~/MCPs/*.json (and --config files) in the
-// mcpServers format. Logs go to stderr; stdout carries only MCP.
+// mcpServers format. Logs go to stderr; stdout carries only MCP when serving.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
-	"time"
-
-	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
-		cmd, argv = argv[0], argv[1:]
+// command is one subcommand.
+type command struct {
+	name, args, about string
+	run               func(c *cli, argv []string) int
+}
+
+// cli is what every subcommand gets: its streams and environment.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// commands is filled in init: the commands' functions refer to it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "", "Serve MCP over stdin/stdout: the one tool run_python. This is what MCP clients start.", runServe},
+		{"doctor", "", "Check the container engine, the image, whether limits apply, and every configured server.", runDoctor},
+		{"servers", "", "List the configured upstream servers and where each is defined.", runServers},
+		{"tools", "[SERVER]", "List the tools of one server, or of all of them.", runTools},
+		{"search", "QUERY", "Ranked search over the tools of every server (what runtime.search_tool_docs does).", runSearch},
+		{"exec", "FILE|-", "Run Python through the sandbox, as run_python would, and print its output.", runExec},
+		{"image", "build", "Build the sandbox image (from a registry base if reachable, else from Debian packages).", runImage},
+		{"import", "", "Read the MCP servers of Claude Desktop, Claude Code, Cursor and VS Code and write ~/MCPs files.", runImport},
+		{"version", "", "Print the version.", runVersion},
 	}
-	switch cmd {
-	case "serve":
-		return serve(argv, stdin, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "codebridge", version())
-		return 0
-	case "help":
+}
+
+func run(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	name := "serve"
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		name, argv = argv[0], argv[1:]
+	}
+	if name == "help" || name == "--help" || name == "-h" {
 		usage(stdout)
 		return 0
 	}
-	fmt.Fprintf(stderr, "codebridge: unknown command %q\n\n", cmd)
+	for _, cmd := range commands {
+		if cmd.name == name {
+			return cmd.run(c, argv)
+		}
+	}
+	fmt.Fprintf(stderr, "codebridge: unknown command %q\n\n", name)
 	usage(stderr)
 	return 2
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `codebridge: one run_python tool for all your MCP servers
+	fmt.Fprintln(w, "codebridge: one run_python tool for all your MCP servers\n\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  codebridge %-16s %s\n", strings.TrimSpace(c.name+" "+c.args), c.about)
+	}
+	fmt.Fprintln(w, "\nRun \"codebridge COMMAND -h\" for a command's flags.")
+}
 
-Usage:
-  codebridge [serve] [flags]   serve MCP over stdin/stdout (default)
-  codebridge version           print the version
+// parse parses the settings and flags of a subcommand. It returns nil and an
+// exit code when the command should stop (help, or bad flags).
+func (c *cli) parse(name string, argv []string, extra func(fs *flag.FlagSet)) (*settings, []string, int) {
+	var cmd command
+	for _, k := range commands {
+		if k.name == name {
+			cmd = k
+		}
+	}
+	fs := newFlagSet(cmd.name, cmd.args, cmd.about, c.stderr)
+	if extra != nil {
+		extra(fs)
+	}
+	s, rest, err := parseSettings(fs, argv, c.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, nil, 0
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge %s: %v\n", name, err)
+		return nil, nil, 2
+	}
+	return s, rest, -1
+}
 
-Run "codebridge serve -h" for the flags.
-`)
+func runVersion(c *cli, argv []string) int {
+	fmt.Fprintln(c.stdout, "codebridge", version())
+	return 0
 }
 
 func version() string {
@@ -73,86 +125,3 @@ func version() string {
 	}
 	return "dev"
 }
-
-func serve(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := loadSettings(argv, os.Getenv, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "codebridge:", err)
-		return 2
-	}
-	log := newLogger(stderr, cfg.logLevel)
-	slog.SetDefault(log)
-
-	self, _ := os.Executable()
-	specs, problems := discovery.Load(discovery.Options{Files: cfg.configs, Self: self})
-	for _, p := range problems {
-		log.Warn(p.Error())
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	engines := newEngineProvider(cfg.engine, log)
-	go engines.warm() // connect and clear stale containers before the first call needs it
-
-	servers := make([]sandbox.ServerInfo, len(specs))
-	for i, s := range specs {
-		servers[i] = sandbox.ServerInfo{Name: s.Name, Description: s.Description}
-	}
-	sess := sandbox.NewSession(sandbox.Config{
-		Engine:  engines.get,
-		Image:   cfg.image,
-		Limits:  cfg.limits,
-		Servers: servers,
-		Log:     log,
-	})
-	pool := upstream.NewPool(specs, upstream.Options{Version: version(), Log: log})
-	b := bridge.New(sess, pool, bridge.Options{
-		DefaultTimeout: cfg.timeout,
-		MaxTimeout:     cfg.maxTimeout,
-		Version:        version(),
-		Log:            log,
-	})
-
-	log.Debug("serving", "servers", len(specs), "image", cfg.image)
-	err = b.Server().Run(ctx, &mcp.IOTransport{Reader: nopCloser{stdin}, Writer: nopWriteCloser{stdout}})
-	stop()
-
-	// Shut down within a few seconds whatever happens: a second signal
-	// or a stuck engine must not keep the process alive.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		shutdown(sess, pool, engines)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		log.Error("shutdown took longer than 10s; exiting anyway")
-	}
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		log.Error("MCP session ended", "err", err)
-		return 1
-	}
-	return 0
-}
-
-func shutdown(sess *sandbox.Session, pool *upstream.Pool, engines *engineProvider) {
-	c := make(chan struct{}, 2)
-	go func() { _ = sess.Close(); c <- struct{}{} }()
-	go func() { _ = pool.Close(); c <- struct{}{} }()
-	<-c
-	<-c
-	engines.close()
-}
-
-type nopCloser struct{ io.Reader }
-
-func (nopCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -3,7 +3,9 @@
 # cannot pull from a container registry. Needs root (debootstrap) and podman
 # or docker.
 #
-#   scripts/build-image.sh [IMAGE] [EXTRA_DEBIAN_PACKAGES]
+#   debootstrap.sh [IMAGE] [EXTRA_DEBIAN_PACKAGES]
+#
+# It is embedded in the codebridge binary: run it as `codebridge image build`.
 #
 # IMAGE defaults to localhost/codebridge-python:bookworm.
 set -euo pipefail

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/upstream"
+)
+
+// app is codebridge wired together: the configured servers, their pool,
+// the engine, the sandbox session and the bridge over them. serve, exec,
+// doctor and the listing commands all start from one.
+type app struct {
+	settings *settings
+	log      *slog.Logger
+	specs    []discovery.Server
+	problems []discovery.Problem
+	engines  *engineProvider
+	pool     *upstream.Pool
+	sess     *sandbox.Session
+	bridge   *bridge.Bridge
+}
+
+func newApp(s *settings, stderr io.Writer) *app {
+	log := newLogger(stderr, s)
+	slog.SetDefault(log)
+	self, _ := os.Executable()
+	specs, problems := discovery.Load(discovery.Options{Files: s.configs, Self: self})
+	a := &app{settings: s, log: log, specs: specs, problems: problems}
+	a.engines = newEngineProvider(s.engine, log)
+
+	servers := make([]sandbox.ServerInfo, len(specs))
+	for i, sp := range specs {
+		servers[i] = sandbox.ServerInfo{Name: sp.Name, Description: sp.Description}
+	}
+	a.sess = sandbox.NewSession(sandbox.Config{
+		Engine:      a.engines.get,
+		Image:       s.image,
+		Limits:      s.limits,
+		Servers:     servers,
+		OutputLimit: s.outputLimit,
+		Log:         log,
+	})
+	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
+	a.bridge = bridge.New(a.sess, a.pool, bridge.Options{
+		DefaultTimeout: s.timeout,
+		MaxTimeout:     s.maxTimeout,
+		Output:         s.output,
+		Version:        version(),
+		Log:            log,
+	})
+	return a
+}
+
+// logProblems reports configuration problems on the log.
+func (a *app) logProblems() {
+	for _, p := range a.problems {
+		a.log.Warn(p.Error())
+	}
+}
+
+// close stops the sandbox, the upstreams and the engine, giving up after
+// ten seconds so that a stuck engine cannot keep the process alive.
+func (a *app) close() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := make(chan struct{}, 2)
+		go func() { _ = a.sess.Close(); c <- struct{}{} }()
+		go func() { _ = a.pool.Close(); c <- struct{}{} }()
+		<-c
+		<-c
+		a.engines.close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		a.log.Error("shutdown took longer than 10s; exiting anyway")
+	}
+}
+
+// background returns a context for commands that run to completion.
+func background() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// check is one line of the doctor's report.
+type check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Warn   bool   `json:"warning,omitempty"` // works, but not as configured
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+	TookMS int64  `json:"took_ms"`
+}
+
+// runDoctor checks everything codebridge depends on and says what to do
+// about each problem. It exits 1 when something is broken.
+func runDoctor(c *cli, argv []string) int {
+	var asJSON bool
+	s, _, code := c.parse("doctor", argv, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	})
+	if s == nil {
+		return code
+	}
+	a := newApp(s, c.stderr)
+	defer a.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	var checks []check
+	add := func(ch check, start time.Time) {
+		ch.TookMS = time.Since(start).Milliseconds()
+		checks = append(checks, ch)
+	}
+
+	start := time.Now()
+	if len(a.problems) == 0 {
+		add(check{Name: "config", OK: true, Detail: fmt.Sprintf("%d server(s) configured", len(a.specs))}, start)
+	}
+	for _, p := range a.problems {
+		add(check{Name: "config", Detail: p.Error(), Fix: "edit " + p.File + " as the message says"}, start)
+	}
+
+	start = time.Now()
+	eng, err := a.engines.get(ctx)
+	if err != nil {
+		add(check{Name: "engine", Detail: err.Error(),
+			Fix: "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"}, start)
+	} else {
+		add(check{Name: "engine", OK: true, Detail: eng.Name()}, start)
+		checks = append(checks, sandboxChecks(ctx, a, eng)...)
+	}
+	checks = append(checks, serverChecks(ctx, a)...)
+
+	broken := 0
+	for _, ch := range checks {
+		if !ch.OK {
+			broken++
+		}
+	}
+	if asJSON {
+		printJSON(c.stdout, map[string]any{"ok": broken == 0, "checks": checks})
+	} else {
+		for _, ch := range checks {
+			mark := "ok  "
+			switch {
+			case !ch.OK:
+				mark = "FAIL"
+			case ch.Warn:
+				mark = "warn"
+			}
+			fmt.Fprintf(c.stdout, "%s  %-10s %s (%dms)\n", mark, ch.Name, ch.Detail, ch.TookMS)
+			if ch.Fix != "" {
+				fmt.Fprintf(c.stdout, "      %-10s fix: %s\n", "", ch.Fix)
+			}
+		}
+		if broken == 0 {
+			fmt.Fprintln(c.stdout, "\nverdict: codebridge is ready")
+		} else {
+			fmt.Fprintf(c.stdout, "\nverdict: %d problem(s) to fix\n", broken)
+		}
+	}
+	if broken > 0 {
+		return 1
+	}
+	return 0
+}
+
+// probeCode reports, from inside the sandbox, the limits that really apply
+// and whether the engine maps uids (rootless).
+const probeCode = `import json, os
+def read(*paths):
+    for p in paths:
+        try:
+            return open(p).read().strip()
+        except OSError:
+            pass
+print(json.dumps({
+    "memory": read("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+    "pids": read("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"),
+    "uid_map": read("/proc/self/uid_map"),
+    "uid": os.getuid(),
+}))`
+
+func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
+	var out []check
+	start := time.Now()
+	ok, err := eng.HasImage(ctx, a.settings.image)
+	switch {
+	case err != nil:
+		out = append(out, check{Name: "image", Detail: err.Error(), Fix: "check that the engine works: podman info / docker info"})
+		return out
+	case !ok:
+		out = append(out, check{Name: "image", Detail: a.settings.image + " is not present (it is pulled on first use where a registry is reachable)",
+			Fix: "codebridge image build, or pull " + a.settings.image, TookMS: time.Since(start).Milliseconds()})
+		return out
+	}
+	out = append(out, check{Name: "image", OK: true, Detail: a.settings.image + " is present", TookMS: time.Since(start).Milliseconds()})
+
+	start = time.Now()
+	res, err := a.sess.Run(ctx, sandbox.Request{Code: probeCode, Timeout: time.Minute})
+	took := time.Since(start).Milliseconds()
+	if err != nil || res.Status != sandbox.StatusOK {
+		detail := fmt.Sprint(err)
+		if res != nil {
+			detail = res.Traceback + res.Notice + res.Stderr.Text
+		}
+		return append(out, check{Name: "sandbox", Detail: "the sandbox does not run Python: " + detail, TookMS: took,
+			Fix: "check that the image has python3, and run with --log-level debug"})
+	}
+	var probe struct {
+		Memory string `json:"memory"`
+		Pids   string `json:"pids"`
+		UIDMap string `json:"uid_map"`
+		UID    int    `json:"uid"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(res.Stdout.Text)), &probe); err != nil {
+		return append(out, check{Name: "sandbox", Detail: "unexpected answer from the sandbox: " + res.Stdout.Text, TookMS: took})
+	}
+	out = append(out, check{Name: "sandbox", OK: true, TookMS: took,
+		Detail: fmt.Sprintf("python runs as uid %d; first cell took %dms (container start included)", probe.UID, took)})
+
+	rootless := !strings.HasPrefix(strings.Join(strings.Fields(probe.UIDMap), " "), "0 0 4294967295")
+	mode := "rootful"
+	if rootless {
+		mode = "rootless (uids are mapped)"
+	}
+	out = append(out, check{Name: "rootless", OK: true, Warn: !rootless, Detail: mode,
+		Fix: map[bool]string{true: "", false: "run Podman as a normal user: rootless containers keep an escape from being root on the host"}[rootless]})
+
+	limits := a.settings.limits
+	out = append(out, limitCheck("memory", probe.Memory, limits.Memory, "rootless Podman on cgroup v1 cannot set memory limits; use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or rootful Podman"))
+	pids := limits.Pids
+	if pids == 0 {
+		pids = 128
+	}
+	out = append(out, limitCheck("pids", probe.Pids, pids, "the engine could not set a pids limit; use cgroup v2 or rootful Podman"))
+	return out
+}
+
+func limitCheck(name, raw string, want int64, fix string) check {
+	got, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || got != want {
+		return check{Name: name, OK: true, Warn: true, Detail: fmt.Sprintf("limit %d is configured but the sandbox sees %q: it does not apply", want, raw), Fix: fix}
+	}
+	return check{Name: name, OK: true, Detail: fmt.Sprintf("limit %d applies", want)}
+}
+
+func serverChecks(ctx context.Context, a *app) []check {
+	servers := a.pool.Servers()
+	out := make([]check, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			tools, err := s.Tools(ctx)
+			ch := check{Name: "server", TookMS: time.Since(start).Milliseconds()}
+			if err != nil {
+				ch.Detail = s.Name() + ": " + err.Error()
+				ch.Fix = "run the server's command by hand to see why it fails, or set \"disabled\": true"
+			} else {
+				ch.OK = true
+				ch.Detail = fmt.Sprintf("%s: starts, %d tools", s.Name(), len(tools))
+			}
+			out[i] = ch
+		}()
+	}
+	wg.Wait()
+	return out
+}
