@@ -38,5 +38,10 @@ test-python:
 	  -e PYTHONDONTWRITEBYTECODE=1 -v $(CURDIR):/src:ro -w /src $(IMAGE) \
 	  python3 -m unittest discover -s runtime/tests -t runtime
 
+# Measure codebridge on this machine against the DESIGN.md targets; prints
+# the table and writes it to BENCHMARKS.md (a few minutes).
+bench:
+	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./bench -out BENCHMARKS.md
+
 clean:
 	rm -rf bin

@@ -1,0 +1,214 @@
+// Command bench measures codebridge on this machine and writes the results
+// table to BENCHMARKS.md. It is what `make bench` runs:
+//
+//	CODEBRIDGE_IMAGE=localhost/codebridge-python:bookworm go run ./bench -out BENCHMARKS.md
+//
+// It builds ./cmd/codebridge into a temporary directory and drives the
+// binary the way an agent's MCP client does: a go-sdk client over stdio,
+// with HOME pointed at an empty directory and the upstreams given with
+// --config. Every comparison is made against the same upstream server
+// reached "directly": a go-sdk client wired straight to it. It needs the
+// sandbox image, a container engine and the npm reference servers
+// (npm ci --prefix testdata/npm). The whole run takes about a minute.
+//
+// What it measures:
+//
+//   - Context cost. Tokens (o200k_base, counted with tiktoken-go and its
+//     offline BPE loader; only this command imports them) of codebridge's
+//     tools/list (the tools array as compact JSON) against the combined
+//     tools/list of the same upstreams wired in directly: (a) the three npm
+//     reference servers, (b) a generated catalogue of 1,000 tools with
+//     realistic schemas, served by this program itself (`bench
+//     serve-catalogue`, see catalogue.go). The run_python definition must
+//     be byte-for-byte the same in both cases.
+//
+//   - Task cost. One scripted task done both ways against the real
+//     filesystem and memory servers: list a directory of 200 generated
+//     files, read each, count its TODO lines, and store the counts with
+//     create_entities. Direct style counts what passes through the model:
+//     the two servers' tool schemas (once) plus every call's name and
+//     arguments and every result's content blocks, as JSON, from calls
+//     really made with a go-sdk client. Code style counts the run_python
+//     definition plus, for a discovery call (help() on the three tools) and
+//     the one call that does the task, the code sent and the text that
+//     came back. Both runs are checked against the expected counts in the
+//     memory server's file.
+//
+//   - Latency. Cold start: from launching the bridge process to the first
+//     run_python result (a container is created and booted on the way; the
+//     image is present). Warm run_python of print(1), timed by the client.
+//     A proxied call (the everything server's echo) timed inside Python
+//     with perf_counter_ns, against the same call timed by a direct go-sdk
+//     client to another instance of the same server, and beside it a
+//     request the bridge answers itself (runtime.list_servers), the
+//     sandbox-host round trip inside every proxied call. 1,000 proxied calls
+//     sequential and with asyncio.gather, in calls per second, beside the
+//     direct client's rate with 1,000 calls from as many goroutines.
+//
+//   - Data. A 64 MiB tool result into Python (the stub server's big tool;
+//     Python prints only its length) and a 64 MiB print out of Python: the
+//     run_python time and the bridge's peak RSS during the call (VmHWM of
+//     the codebridge process, reset through /proc/<pid>/clear_refs before
+//     each call). "Bounded" is read as: at most the idle RSS plus twice
+//     the payload. A transfer codebridge fails is reported as a missed
+//     target (and a 15 MiB result is measured beside it), not as a bench
+//     failure; the bench fails only when it cannot measure.
+//
+//   - Idle. The bridge's VmRSS with a warm sandbox and its three npm
+//     upstreams warm (each called once), two seconds after the last call.
+//
+// Each figure is a median over repeated runs with its min–max spread;
+// per-call latencies are summarised per run (median, p99) and the median
+// of the runs is shown. Targets come from DESIGN.md ("Targets").
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// env is what every measurement needs.
+type env struct {
+	repo  string // the module root
+	tmp   string // scratch directory, removed at the end
+	home  string // the empty HOME the bridges run with
+	bin   string // the codebridge binary built for this run
+	self  string // this program, which also serves the catalogue
+	image string
+	tok   *tokenizer
+
+	runs, calls, coldRuns, dataRuns int
+
+	engineName, python, loadAtStart string // for the report
+}
+
+func (e *env) path(name string) string { return filepath.Join(e.tmp, name) }
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == catalogueCommand {
+		if err := serveCatalogue(); err != nil {
+			fmt.Fprintln(os.Stderr, "catalogue:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	defImage := os.Getenv("CODEBRIDGE_IMAGE")
+	if defImage == "" {
+		defImage = "localhost/codebridge-python:bookworm"
+	}
+	e := &env{}
+	out := flag.String("out", "", "also write the report to this `file` (e.g. BENCHMARKS.md)")
+	flag.StringVar(&e.image, "image", defImage, "sandbox image (CODEBRIDGE_IMAGE)")
+	flag.IntVar(&e.runs, "runs", 5, "repetitions of each latency and throughput measurement")
+	flag.IntVar(&e.calls, "calls", 1000, "calls per latency run and per batch")
+	flag.IntVar(&e.coldRuns, "cold", 5, "cold starts (each also gives an idle RSS)")
+	flag.IntVar(&e.dataRuns, "data-runs", 5, "repetitions of each 64 MiB transfer")
+	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
+	flag.Parse()
+
+	began := time.Now()
+	e.loadAtStart = loadAverage()
+	ctx, cancel := context.WithTimeout(context.Background(), *budget)
+	defer cancel()
+
+	var err error
+	if e.repo, err = moduleRoot(); err != nil {
+		return err
+	}
+	if e.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if e.tmp, err = os.MkdirTemp("", "codebridge-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(e.tmp)
+	e.home = e.path("home")
+	if err := os.MkdirAll(filepath.Join(e.home, "MCPs"), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(e.everything().Command); err != nil {
+		return errors.New("the npm reference servers are not installed: run `npm ci --prefix testdata/npm`")
+	}
+	if err := e.checkEngine(ctx); err != nil {
+		return err
+	}
+	if e.tok, err = newTokenizer(); err != nil {
+		return err
+	}
+	progress("building codebridge")
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp); err != nil {
+		return err
+	}
+
+	sections := []struct {
+		name    string
+		measure func(context.Context) ([]row, error)
+	}{
+		{"context cost", e.measureContext},
+		{"cold start and idle RSS", e.measureColdAndIdle},
+		{"latency and throughput", e.measureLatency},
+		{"task cost", e.measureTask},
+		{"64 MiB transfers", e.measureData},
+	}
+	var rows []row
+	failed := 0
+	for _, s := range sections {
+		progress(s.name)
+		t := time.Now()
+		r, err := s.measure(ctx)
+		if err != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
+			r = []row{{name: s.name, failed: err.Error()}}
+		}
+		rows = append(rows, r...)
+		progress(fmt.Sprintf("%s took %s", s.name, time.Since(t).Round(100*time.Millisecond)))
+	}
+
+	report := markdown(describeMachine(ctx, e), rows, time.Since(began), e)
+	fmt.Print("\n" + report)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d measurements failed; %s not written", failed, len(sections), *out)
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+			return err
+		}
+		progress("wrote " + *out)
+	}
+	return nil
+}
+
+// moduleRoot finds the directory of go.mod from the working directory up.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the bench from inside the codebridge module")
+		}
+		dir = parent
+	}
+}
+
+func progress(msg string) {
+	fmt.Fprintf(os.Stderr, "bench %s: %s\n", time.Now().Format("15:04:05"), msg)
+}
