@@ -19,6 +19,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// CallTimeout bounds one tool call. Zero means 120 seconds.
 	CallTimeout time.Duration
+	// MaxMessage bounds one message from a stdio server, in bytes. Zero
+	// means 256 MiB.
+	MaxMessage int
 	// Version is reported to upstream servers as the client version.
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
@@ -39,6 +42,9 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 	}
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 120 * time.Second
+	}
+	if opts.MaxMessage == 0 {
+		opts.MaxMessage = 256 << 20
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()

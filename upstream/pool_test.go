@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,20 @@ func TestCallCancelled(t *testing.T) {
 	cancel()
 	if err := <-errc; err == nil || !strings.Contains(err.Error(), "cancel") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The go-sdk's own command transport stops at 16 MiB a message; results
+// past that must still arrive whole.
+func TestLargeResult(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("stub"))
+	s, _ := p.Get("stub")
+	const size = 20 << 20
+	res, err := s.Call(context.Background(), "big", json.RawMessage(`{"size":`+strconv.Itoa(size)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(text(t, res)); got != size {
+		t.Fatalf("got %d bytes, want %d", got, size)
 	}
 }

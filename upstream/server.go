@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -43,7 +41,7 @@ type Server struct {
 // conn is one live session with a server process (or remote endpoint).
 type conn struct {
 	cs     *mcp.ClientSession
-	cmd    *exec.Cmd
+	proc   *process      // nil for a remote server
 	exited chan struct{} // closed when the session ends
 }
 
@@ -182,21 +180,17 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 			HTTPClient: &http.Client{Transport: headerTransport{s.spec.Headers, http.DefaultTransport}},
 		}
 	} else {
-		cmd := exec.Command(s.spec.Command, s.spec.Args...)
-		cmd.Dir = s.spec.Cwd
-		cmd.Env = os.Environ()
-		for k, v := range s.spec.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
+		p, pt, err := startProcess(s.spec, s.stderr, s.opts.MaxMessage)
+		if err != nil {
+			return nil, err
 		}
-		cmd.Stderr = s.stderr
-		procgroup.Prepare(cmd)
-		c.cmd = cmd
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		c.proc, t = p, pt
 	}
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
 	if err != nil {
-		if c.cmd != nil && c.cmd.Process != nil {
-			procgroup.Kill(c.cmd)
+		if c.proc != nil {
+			procgroup.Kill(c.proc.cmd)
+			<-c.proc.exited
 		}
 		return nil, err
 	}
@@ -302,9 +296,9 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) close(c *conn) {
-	_ = c.cs.Close() // closes stdin, then SIGTERM, then SIGKILL the leader
-	if c.cmd != nil && c.cmd.Process != nil {
-		procgroup.Kill(c.cmd) // and whatever it started (npx -> node)
+	_ = c.cs.Close() // closes the server's stdin
+	if c.proc != nil {
+		c.proc.stop(2 * time.Second)
 	}
 }
 
