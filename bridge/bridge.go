@@ -64,6 +64,7 @@ func (b *Bridge) Server() *mcp.Server {
 		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
 	})
 	s.AddTool(tool(), b.runPython)
+	s.AddResource(manualResource(), b.readManual)
 	return s
 }
 

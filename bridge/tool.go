@@ -9,20 +9,21 @@ import (
 // ToolName is the name of the one tool codebridge shows.
 const ToolName = "run_python"
 
+// ManualURI is the MCP resource that holds the sandbox's manual.
+const ManualURI = "codebridge://manual"
+
 // toolDescription is what the model reads about run_python. It does not
 // depend on the configured servers: the model discovers those from Python.
-const toolDescription = "Run Python 3 in a persistent sandbox (no network; variables, imports and files persist between calls). " +
-	"Configured MCP servers are Python objects: `await mcp_<server>.<tool>(**args)` or `await call_tool(server, tool, args)`; " +
-	"top-level await and asyncio.gather work. Discover with `runtime.list_servers_sync()`, " +
-	"`await runtime.search_tool_docs(\"query\")`, `help(mcp_<server>.<tool>)`. " +
-	"Only printed output comes back, so filter in Python. Manual: `print(runtime.capability_summary())`."
+const toolDescription = "Run Python in a persistent sandbox (no network; variables and files persist). " +
+	"Each MCP server is a Python object: `await mcp_<server>.<tool>(**args)`; top-level await and asyncio.gather work. " +
+	"Find tools: `await runtime.search_tool_docs(\"query\")`. Manual: resource " + ManualURI + ". Only printed output returns."
 
 // inputSchema is the JSON Schema of run_python's arguments, written out so
 // that its size is fixed and small.
 const inputSchema = `{"type":"object","properties":{` +
-	`"code":{"type":"string","description":"Python source; the value of a final expression is shown"},` +
-	`"timeout":{"type":"integer","description":"seconds (default 30)"},` +
-	`"servers":{"type":"array","items":{"type":"string"},"description":"servers to start first"}},` +
+	`"code":{"type":"string"},` +
+	`"timeout":{"type":"number","description":"seconds"},` +
+	`"servers":{"type":"array","items":{"type":"string"},"description":"start first"}},` +
 	`"required":["code"]}`
 
 // tool returns the run_python definition.

@@ -21,7 +21,7 @@ import (
 	"time"
 )
 
-//go:embed loader.py mcp/*.py mcp/servers/*.py
+//go:embed loader.py mcp/*.py mcp/MANUAL.txt mcp/servers/*.py
 var files embed.FS
 
 // Loader returns the bootstrap program the container runs with python3 -c.
@@ -70,3 +70,14 @@ var archive = sync.OnceValue(func() []byte {
 // Archive returns a zip of the `mcp` package, built once per process. The
 // bytes are shared: do not modify them.
 func Archive() []byte { return archive() }
+
+// Manual returns the sandbox manual, a template with {python} and
+// {servers} fields (and {{ }} for literal braces), as the runtime's
+// capability_summary() fills it.
+func Manual() string {
+	b, err := files.ReadFile("mcp/MANUAL.txt")
+	if err != nil {
+		panic("runtime: MANUAL.txt is not embedded: " + err.Error())
+	}
+	return string(b)
+}

@@ -300,43 +300,14 @@ def start_servers_sync(*names):
 
 # ---- manual ------------------------------------------------------------
 
-_MANUAL = """\
-codebridge sandbox: a persistent Python {python} session. Variables, imports and
-files under /tmp persist between run_python calls; there is no network. Print
-what you need: stdout, stderr and the value of a last expression come back.
-
-Servers: {servers}
-
-Discover (don't guess tool names):
-  runtime.discovered_servers()                   names (detailed=True: descriptions)
-  await runtime.search_tool_docs("query")        best matching tools + the name to call
-  await runtime.query_tool_docs("server")        every tool of a server, one line each
-  await runtime.query_tool_docs("server", "tool", detail="full")   schema and signature
-  help(mcp_server.tool)                          signature and parameter docs
-Call (top-level await works; every helper has a _sync twin):
-  r = await mcp_server.tool(arg=1)               keyword arguments, checked
-  r = mcp_server.tool.sync(arg=1)                blocking form
-  from mcp.servers.server import tool            the same function
-  r = await call_tool("server", "tool name", {{"arg": 1}})   original names
-Results: structuredContent when the tool gives one, else the text of a single
-  text block, else a list (str, Image, dicts); raw=True returns the full
-  CallToolResult dict.
-Many calls at once:
-  import asyncio
-  rs = await asyncio.gather(*(mcp_server.tool(q=q) for q in qs), return_exceptions=True)
-Errors: a tool failure raises ToolError (e.server, e.tool, e.message); a bridge
-  failure (unknown server, upstream down, time limit) raises BridgeError;
-  both are MCPError. exit() ends the cell, not the session.
-Images: display(img) shows an Image result, PNG/JPEG bytes, a file path or a
-  matplotlib figure.
-Tasks still pending when a cell ends are cancelled.
-"""
 
 
 def capability_summary():
     """A one-page manual: how to discover, call, gather, handle errors and
     show images."""
+    import pkgutil
     import sys
     listed = [f"{s.name} ({s.python})" for s in _proxy.servers()]
-    return _MANUAL.format(python=sys.version.split()[0],
+    manual = pkgutil.get_data("mcp", "MANUAL.txt").decode("utf-8")
+    return manual.format(python=sys.version.split()[0],
                           servers=", ".join(listed) if listed else "none configured")

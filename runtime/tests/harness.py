@@ -33,10 +33,10 @@ PNG = base64.b64decode(
 
 
 def build_zip():
-    """The runtime archive, as the host embeds it: mcp/**.py."""
+    """The runtime archive, as the host embeds it: mcp/**.py and MANUAL.txt."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted((RUNTIME_DIR / "mcp").rglob("*.py")):
+        for path in sorted(p for p in (RUNTIME_DIR / "mcp").rglob("*") if p.suffix in (".py", ".txt")):
             if "__pycache__" in path.parts:
                 continue
             zf.write(path, "mcp/" + path.relative_to(RUNTIME_DIR / "mcp").as_posix())

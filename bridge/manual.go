@@ -1,0 +1,44 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+
+	pyruntime "github.com/codebridge/codebridge/runtime"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// manualResource is the MCP resource the run_python description points to:
+// the same one-page manual as runtime.capability_summary() in the sandbox.
+func manualResource() *mcp.Resource {
+	return &mcp.Resource{
+		URI:         ManualURI,
+		Name:        "codebridge-manual",
+		Title:       "codebridge sandbox manual",
+		Description: "How to discover and call MCP tools from run_python.",
+		MIMEType:    "text/plain",
+	}
+}
+
+func (b *Bridge) readManual(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+		URI: ManualURI, MIMEType: "text/plain", Text: b.Manual(),
+	}}}, nil
+}
+
+// Manual returns the filled-in sandbox manual.
+func (b *Bridge) Manual() string {
+	var names []string
+	for _, s := range b.pool.Servers() {
+		names = append(names, s.Name())
+	}
+	servers := "none configured"
+	if len(names) > 0 {
+		servers = strings.Join(names, ", ")
+	}
+	python := b.sess.Python()
+	if python == "" {
+		python = "3"
+	}
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+}
