@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Server is one upstream MCP server, as defined by one entry of an
@@ -38,6 +39,9 @@ type Server struct {
 	// Headers are HTTP headers sent to a remote server, with variables
 	// expanded in the values.
 	Headers map[string]string
+	// Timeout is the time limit of one tool call to this server, from the
+	// entry's "timeout" (in seconds). Zero means the bridge's default.
+	Timeout time.Duration
 	// Source is the path of the file the server was defined in.
 	Source string
 }
@@ -321,6 +325,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.Description = e.str("description")
 	s.URL = e.str("url")
 	s.Headers = e.strMap("headers")
+	s.Timeout = e.seconds("timeout")
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)
@@ -409,6 +414,21 @@ func (e *entry) str(field string) string {
 		e.fail(field, fmt.Errorf("must be a string, not %s; write it in double quotes", kindOf(raw)))
 	}
 	return s
+}
+
+// seconds returns a positive number of seconds as a duration, or 0 if the
+// field is absent, null or not a positive number.
+func (e *entry) seconds(field string) time.Duration {
+	raw, ok := e.get(field)
+	if !ok {
+		return 0
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || f <= 0 {
+		e.fail(field, fmt.Errorf("must be a positive number of seconds, not %s; write e.g. 300", string(raw)))
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
 }
 
 // boolean returns a boolean field, or false if it is absent, null or not a

@@ -205,7 +205,8 @@ func TestLoad(t *testing.T) {
 					"both": {"command": "npx", "url": "https://example.com/mcp"},
 					"neither": {"args": ["x"]},
 					"emptyCommand": {"command": ""},
-					"emptyURL": {"url": ""}
+					"emptyURL": {"url": ""},
+					"badTimeout": {"command": "npx", "timeout": "soon"}
 				}}`,
 			},
 			servers: []string{"remote@MCPs/a.json", "typedHTTP@MCPs/a.json", "typedStreamable@MCPs/a.json", "typedStdio@MCPs/a.json"},
@@ -220,6 +221,7 @@ func TestLoad(t *testing.T) {
 				{File: "MCPs/a.json", Server: "neither", Contains: []string{`has neither "command" nor "url"`}},
 				{File: "MCPs/a.json", Server: "emptyCommand", Field: "command", Contains: []string{"is empty"}},
 				{File: "MCPs/a.json", Server: "emptyURL", Field: "url", Contains: []string{"is empty"}},
+				{File: "MCPs/a.json", Server: "badTimeout", Field: "timeout", Contains: []string{"positive number of seconds"}},
 			},
 			check: func(t *testing.T, home string, got []Server) {
 				want := Server{Name: "remote", URL: "https://example.com/mcp", Headers: map[string]string{"X-Key": "k"},

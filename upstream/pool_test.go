@@ -166,3 +166,14 @@ func TestLargeResult(t *testing.T) {
 		t.Fatalf("got %d bytes, want %d", got, size)
 	}
 }
+
+func TestPerServerTimeout(t *testing.T) {
+	slow := stubSpec("slow")
+	slow.Timeout = 100 * time.Millisecond
+	p := newTestPool(t, Options{CallTimeout: time.Hour}, slow)
+	s, _ := p.Get("slow")
+	_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":30}`))
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("the server's own timeout did not apply: %v", err)
+	}
+}

@@ -55,6 +55,9 @@ func (c *conn) alive() bool {
 }
 
 func newServer(spec discovery.Server, opts Options) *Server {
+	if spec.Timeout > 0 {
+		opts.CallTimeout = spec.Timeout // the server's own limit wins
+	}
 	return &Server{
 		spec:   spec,
 		opts:   opts,

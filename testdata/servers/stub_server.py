@@ -9,7 +9,9 @@ Tools: echo, add, fail (returns isError), sleep, big (a long text),
 stats (structured content), crash (exits the process).
 """
 import json
+import os
 import sys
+import threading
 import time
 
 STRICT = "--strict" in sys.argv
@@ -67,14 +69,37 @@ def call(name, args):
     return None
 
 
+_write = threading.Lock()
+_cancelled = {}  # request id -> threading.Event
+
+
 def reply(id_, result=None, error=None):
     msg = {"jsonrpc": "2.0", "id": id_}
     if error is not None:
         msg["error"] = error
     else:
         msg["result"] = result
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    with _write:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def sleep_call(id_, seconds):
+    """Sleep in the background so that a cancellation can arrive; record it
+    in $STUB_EVENTS (one line per event) for tests to read."""
+    ev = _cancelled.setdefault(id_, threading.Event())
+    log_event(f"sleep-started {id_}")
+    if ev.wait(seconds):
+        log_event(f"sleep-cancelled {id_}")
+        return
+    reply(id_, text("slept"))
+
+
+def log_event(line):
+    path = os.environ.get("STUB_EVENTS")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
 
 def main():
@@ -91,6 +116,9 @@ def main():
                         "serverInfo": {"name": NAME, "version": "1.0"}})
         elif method == "tools/list":
             reply(id_, {"tools": TOOLS})
+        elif method == "tools/call" and msg["params"]["name"] == "sleep":
+            args = msg["params"].get("arguments") or {}
+            threading.Thread(target=sleep_call, args=(id_, float(args["seconds"])), daemon=True).start()
         elif method == "tools/call":
             res = call(msg["params"]["name"], msg["params"].get("arguments") or {})
             if res is None:
@@ -99,6 +127,9 @@ def main():
                 reply(id_, res)
         elif method == "ping":
             reply(id_, {})
+        elif method == "notifications/cancelled":
+            rid = (msg.get("params") or {}).get("requestId")
+            _cancelled.setdefault(rid, threading.Event()).set()
         elif method and method.startswith("notifications/"):
             continue
         elif STRICT:
