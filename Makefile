@@ -8,7 +8,7 @@ IMAGE ?= localhost/codebridge-python:bookworm
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 
-.PHONY: build image demo test test-go test-python vet bench clean
+.PHONY: build image demo test test-go test-python test-e2e vet bench clean
 
 build:
 	$(GO) build -o bin/codebridge ./cmd/codebridge
@@ -29,6 +29,11 @@ test: vet test-python test-go
 
 test-go:
 	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 30m ./...
+
+# Only the end-to-end tests (CI runs them again per engine:
+# CODEBRIDGE_ENGINE=docker, and rootless Podman).
+test-e2e:
+	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 30m ./e2e/
 
 # The runtime's unit tests, inside the real sandbox image, hardened like the
 # product runs it (read-only root, tmpfs /tmp, uid 65534, no network).

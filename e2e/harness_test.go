@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 func testMain(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	repoRoot = filepath.Dir(filepath.Dir(file))
+	if r := os.Getenv("CODEBRIDGE_REPO"); r != "" {
+		repoRoot = r // a copy of the repository another user can read (rootless runs)
+	}
 	testImage = os.Getenv("CODEBRIDGE_TEST_IMAGE")
 	if testImage == "" {
 		testImage = "localhost/codebridge-python:bookworm"
@@ -45,13 +48,16 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "codebridge")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/codebridge")
-	build.Dir = repoRoot
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building codebridge:", err)
-		return 1
+	binary = os.Getenv("CODEBRIDGE_BIN") // prebuilt, for runs as a user without Go
+	if binary == "" {
+		binary = filepath.Join(dir, "codebridge")
+		build := exec.Command("go", "build", "-o", binary, "./cmd/codebridge")
+		build.Dir = repoRoot
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building codebridge:", err)
+			return 1
+		}
 	}
 
 	skipWhy = checkEnvironment()
@@ -135,6 +141,22 @@ func home(t *testing.T, files map[string]map[string]server) string {
 	return h
 }
 
+// testEnv is the environment of a codebridge under test: HOME is a temp
+// dir holding its MCPs configs, while rootless Podman keeps finding its
+// image storage and configuration under the real home.
+func testEnv(homeDir string) []string {
+	env := append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage)
+	if real, err := os.UserHomeDir(); err == nil {
+		if os.Getenv("XDG_DATA_HOME") == "" {
+			env = append(env, "XDG_DATA_HOME="+filepath.Join(real, ".local", "share"))
+		}
+		if os.Getenv("XDG_CONFIG_HOME") == "" {
+			env = append(env, "XDG_CONFIG_HOME="+filepath.Join(real, ".config"))
+		}
+	}
+	return env
+}
+
 // bridge is a running codebridge driven by a go-sdk MCP client.
 type bridge struct {
 	t      *testing.T
@@ -167,7 +189,7 @@ func (s *syncBuffer) String() string {
 func startBridge(t *testing.T, homeDir string, env ...string) *bridge {
 	t.Helper()
 	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage, "CODEBRIDGE_LOG_LEVEL=debug")
+	cmd.Env = append(testEnv(homeDir), "CODEBRIDGE_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
 	b := &bridge{t: t, cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = b.stderr

@@ -29,7 +29,12 @@ debootstrap --variant=minbase --include="$include" bookworm "$rootfs" "$mirror" 
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
        "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
 
+# mktemp made the directory 0700; it becomes the image's / and must let the
+# unprivileged sandbox user in (rootless engines enforce it).
+chmod 755 "$rootfs"
+
 echo "build-image: importing as $image with $engine" >&2
 tar -C "$rootfs" -c . | "$engine" import \
-  --change 'CMD ["python3"]' --change 'ENV LANG=C.UTF-8' - "$image" >&2
+  --change 'CMD ["python3"]' --change 'ENV LANG=C.UTF-8' \
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$image" >&2
 echo "$image"
