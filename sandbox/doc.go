@@ -28,7 +28,18 @@
 // stdin and stdout to descriptors user code does not know about and turns
 // fd 1 and fd 2 into pipes it reads, so nothing the code or a subprocess
 // prints can be taken for a frame. A frame the runtime sends is still
-// untrusted input to the host: the host validates it and bounds what it keeps.
+// untrusted input to the host (code in the sandbox can write to the
+// runtime's descriptors): the host validates it and bounds what it keeps
+// (frames of at most [MaxFrame], output cut to a budget, at most 16 images
+// and 32 MiB of them per result). A line that is not a frame is a
+// [ProtocolError]: the container is replaced.
+//
+// The container's pid 1 is a minimal init forked by the runtime's loader:
+// it reaps orphans, cannot be signalled from inside the container, and exits
+// as the runtime did, telling on stderr whether a SIGKILL was the kernel's
+// out-of-memory killer. [Container.Exited] turns that into the reason the
+// agent reads ("it ran out of memory (the limit is 512 MiB)", "killed by
+// signal 6 (SIGABRT)", ...).
 //
 // Containers carry the label [LabelKey] plus the host name, pid and start
 // time of the bridge that made them, so a later bridge can remove the ones a

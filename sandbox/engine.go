@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 )
@@ -54,6 +55,19 @@ func (l Limits) withDefaults() Limits {
 		l.TmpSize = 256 << 20
 	}
 	return l
+}
+
+// sizeText writes a byte count the way limits are usually given: "512 MiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // ContainerSpec is what an [Engine] needs to start the sandbox container.

@@ -44,22 +44,42 @@ type frame struct {
 	Msg    string          `json:"msg"`
 }
 
-// frameReader decodes newline-delimited frames. It has no size limit: a
-// frame is as long as its line.
+// MaxFrame bounds one frame from the runtime. Frames are untrusted: code
+// in the sandbox can write to the runtime's descriptors, and a line without
+// end must not take the host's memory. Output arrives in frames of at most
+// 1 MiB characters; the largest legitimate frame is an RPC carrying a 64 MiB
+// tool argument, which JSON escaping can make a few times larger.
+const MaxFrame = 256 << 20
+
+// ProtocolError reports that the runtime broke the frame protocol: a line
+// that is not a frame, or a frame over [MaxFrame]. The runtime cannot be
+// trusted after one; the session replaces the container.
+type ProtocolError struct{ msg string }
+
+func (e *ProtocolError) Error() string { return e.msg }
+
+func protocolErrorf(format string, a ...any) error {
+	return &ProtocolError{msg: fmt.Sprintf(format, a...)}
+}
+
+// frameReader decodes newline-delimited frames of up to max bytes.
 type frameReader struct {
-	r *bufio.Reader
+	r    *bufio.Reader
+	max  int
+	line []byte // reused between frames; frames copy what they keep
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 256<<10)}
+	return &frameReader{r: bufio.NewReaderSize(r, 256<<10), max: MaxFrame}
 }
 
 // next returns the next frame. Blank lines are skipped; a line that is not a
-// JSON object is an error naming its first bytes, since the channel is
-// private to the runtime and garbage there means the runtime is broken.
+// JSON object, or longer than the limit, is a [ProtocolError] naming its
+// first bytes, since the channel is private to the runtime and garbage there
+// means the runtime is broken (or code in the sandbox wrote to it).
 func (fr *frameReader) next() (*frame, error) {
 	for {
-		line, err := fr.r.ReadBytes('\n')
+		line, err := fr.readLine()
 		if len(bytes.TrimSpace(line)) == 0 {
 			if err != nil {
 				return nil, err
@@ -67,13 +87,39 @@ func (fr *frameReader) next() (*frame, error) {
 			continue
 		}
 		var f frame
-		if jerr := json.Unmarshal(line, &f); jerr != nil {
-			return nil, fmt.Errorf("sandbox: runtime sent a line that is not a frame (%q...): %w", clip(line, 80), jerr)
+		jerr := json.Unmarshal(line, &f)
+		if cap(fr.line) > 1<<20 {
+			fr.line = nil // do not pin a large frame's buffer
+		}
+		if jerr != nil {
+			return nil, protocolErrorf("sandbox: the runtime sent a line that is not a frame (%q...): %v", clip(line, 80), jerr)
 		}
 		if f.T == "" {
-			return nil, fmt.Errorf("sandbox: runtime sent a frame without a type (%q...)", clip(line, 80))
+			return nil, protocolErrorf("sandbox: the runtime sent a frame without a type (%q...)", clip(line, 80))
 		}
 		return &f, nil
+	}
+}
+
+// readLine reads up to and including the next newline, or to the end of
+// the stream. A line over fr.max bytes is an error, found before more than
+// fr.max bytes of it are held.
+func (fr *frameReader) readLine() ([]byte, error) {
+	fr.line = fr.line[:0]
+	for {
+		chunk, err := fr.r.ReadSlice('\n')
+		if len(fr.line)+len(chunk) > fr.max {
+			head := fr.line
+			if len(head) < 80 {
+				head = append(head, chunk[:min(80-len(head), len(chunk))]...)
+			}
+			fr.line = nil
+			return nil, protocolErrorf("sandbox: the runtime sent a frame over the %s limit (%q...)", sizeText(int64(fr.max)), clip(head, 80))
+		}
+		fr.line = append(fr.line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return fr.line, err
+		}
 	}
 }
 

@@ -87,7 +87,6 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		Cmd:          spec.Cmd,
 		Env:          spec.Env,
 		User:         user,
-		WorkingDir:   "/workspace",
 		Labels:       labels,
 		OpenStdin:    true,
 		StdinOnce:    false,
@@ -252,14 +251,15 @@ func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
 		}
 		st := res.Container.State
 		if st != nil && !st.Running {
-			switch {
-			case st.OOMKilled:
-				return fmt.Sprintf("it ran out of memory (exit %d)", st.ExitCode)
-			case st.ExitCode == 137:
-				return "it was killed (exit 137; out of memory or SIGKILL)"
-			default:
-				return fmt.Sprintf("its main process exited with code %d", st.ExitCode)
+			var memory int64
+			if hc := res.Container.HostConfig; hc != nil {
+				memory = hc.Memory
 			}
+			// Engines do not always know (Podman with cgroup v1 never
+			// does); the sandbox's init reads the memory cgroup itself.
+			oom := st.OOMKilled || c.stderr.saw(oomMarker)
+			knownOOM := oom || c.stderr.saw(notOOMMarker)
+			return exitReason(oom, knownOOM, st.ExitCode, memory)
 		}
 		if time.Now().After(deadline) {
 			return "it stopped answering"
@@ -270,6 +270,50 @@ func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// The lines the sandbox's init (runtime/loader.py) writes to the
+// container's stderr when the runtime was killed with SIGKILL, after
+// reading the memory cgroup's count of out-of-memory kills.
+const (
+	oomMarker    = "codebridge init: out of memory"
+	notOOMMarker = "codebridge init: not out of memory"
+)
+
+// exitReason explains, for the agent, how the container's main process
+// ended. With the runtime's init as pid 1, the exit code is the runtime's
+// own, or 128 + the signal that killed it. oom says the runtime ran out of
+// memory; known says whether anyone could tell (when nobody could, a
+// SIGKILL may have been the kernel's).
+func exitReason(oom, known bool, code int, memory int64) string {
+	limit := ""
+	if memory > 0 {
+		limit = " (the limit is " + sizeText(memory) + ")"
+	}
+	switch {
+	case oom:
+		return "it ran out of memory" + limit + " and the kernel killed it; hold less in memory at once (work in chunks, or through files)"
+	case code > 128 && code <= 128+64:
+		sig := code - 128
+		s := fmt.Sprintf("its Python process was killed by signal %d (%s)", sig, signalName(sig))
+		if sig == 9 && !known {
+			s += "; if the code used much memory, it ran out" + limit
+		}
+		return s
+	}
+	return fmt.Sprintf("its Python process exited with code %d (os._exit() ends the whole sandbox; "+
+		"raise an exception or call sys.exit() to end just the cell)", code)
+}
+
+// signalName names the common Linux signals.
+func signalName(sig int) string {
+	names := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+		7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+		14: "SIGALRM", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS"}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return "signal " + strconv.Itoa(sig)
 }
 
 func (c *mobyContainer) Remove(ctx context.Context) error {
@@ -343,6 +387,22 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// saw reports whether a line the container wrote to stderr starts with
+// prefix (among the most recent ones).
+func (w *logWriter) saw(prefix string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.HasPrefix(string(w.line), prefix) {
+		return true
+	}
+	for _, l := range w.last {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *logWriter) flush() {

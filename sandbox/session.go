@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -319,9 +320,13 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 		case f, ok := <-c.frames:
 			if !ok {
 				if stopping != "" {
-					return lost(stopping, "the code was stopped and the sandbox "+c.ctr.Exited(cellCtx, 2*time.Second))
+					return lost(stopping, "the code was stopped and the sandbox ended: "+c.ended(cellCtx))
 				}
-				return lost(StatusCrashed, "the sandbox died while the code ran: "+c.ctr.Exited(cellCtx, 2*time.Second))
+				if broke := c.protocolError(); broke != "" {
+					return lost(StatusCrashed, "the sandbox's frame channel broke while the code ran: "+broke+
+						"; code that writes to descriptors it did not open can do this")
+				}
+				return lost(StatusCrashed, "the sandbox died while the code ran: "+c.ended(cellCtx))
 			}
 			switch f.T {
 			case frameOut:
@@ -334,8 +339,8 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 					stdout.WriteString(f.Data)
 				}
 			case frameImage:
-				if f.ID == id && len(res.Images) < 16 {
-					res.Images = append(res.Images, Image{MIME: f.Mime, Data: f.Data})
+				if f.ID == id {
+					keepImage(res, f, stderr)
 				}
 			case frameRPC:
 				go s.answer(cellCtx, c, f, req.Handler)
@@ -370,6 +375,46 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 			return lost(stopping, fmt.Sprintf("the code did not stop within %s of being interrupted", s.cfg.Grace))
 		}
 	}
+}
+
+// Bounds on the images one result keeps: the frames come from untrusted code.
+const (
+	maxImages     = 16
+	maxImageBytes = 32 << 20 // base64, all images together
+)
+
+// keepImage adds the image in f to res, or notes on stderr why it was left
+// out.
+func keepImage(res *Result, f *frame, stderr *clipBuffer) {
+	total := len(f.Data)
+	for _, im := range res.Images {
+		total += len(im.Data)
+	}
+	if len(res.Images) >= maxImages || total > maxImageBytes {
+		stderr.WriteString(fmt.Sprintf("[codebridge: an image of %s was left out: a result keeps at most %d images, %s in all]\n",
+			sizeText(int64(len(f.Data))), maxImages, sizeText(maxImageBytes)))
+		return
+	}
+	res.Images = append(res.Images, Image{MIME: f.Mime, Data: f.Data})
+}
+
+// ended says why c's container stopped, waiting a little for the engine
+// to know.
+func (c *live) ended(ctx context.Context) string {
+	if broke := c.protocolError(); broke != "" {
+		return "its frame channel broke: " + broke
+	}
+	return c.ctr.Exited(ctx, 2*time.Second)
+}
+
+// protocolError describes how the runtime broke the frame protocol, or is
+// "" when its stream simply ended. Valid once c.frames is closed.
+func (c *live) protocolError() string {
+	var pe *ProtocolError
+	if errors.As(c.readErr, &pe) {
+		return strings.TrimPrefix(pe.Error(), "sandbox: ")
+	}
+	return ""
 }
 
 // answer handles one RPC from the runtime and sends the result back.

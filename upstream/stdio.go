@@ -31,6 +31,9 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 	}
 	cmd.Stderr = stderr
 	procgroup.Prepare(cmd)
+	// A child that inherited the server's stderr must not keep Wait (and
+	// so crash detection) hanging after the server itself has exited.
+	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, nil, err
@@ -45,6 +48,8 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
+		// The server is gone, crashed or not: whatever it started goes too.
+		procgroup.Kill(cmd)
 		close(p.exited)
 	}()
 	return p, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: maxMessage}, nil

@@ -10,8 +10,8 @@ Threads:
 * the reader thread (:meth:`Channel.start_reader`) reads every frame from the
   host for the whole life of the process: it queues ``exec`` frames for the
   main thread, resolves RPC futures from ``result`` frames, turns
-  ``interrupt`` frames into SIGINT for the main thread, and exits the process
-  at EOF;
+  ``interrupt`` frames into SIGINT for the main thread (and, through
+  ``on_interrupt``, for the cell's processes), and exits the process at EOF;
 * the output pump threads send ``out`` frames.
 
 A frame write on the main thread is a critical section: a KeyboardInterrupt
@@ -72,6 +72,8 @@ class Channel:
         self._interrupt_for = None    # cell an interrupt frame was sent for
         self.flush_output = lambda: None  # set by the output module
         self.on_exit = lambda: None       # cleanup before exiting at EOF
+        self.interrupted = None           # the cell the host interrupted, if any
+        self.on_interrupt = lambda: None  # reader thread, after an interrupt frame
 
     def install(self):
         """Make this the process's channel and take over SIGINT."""
@@ -169,7 +171,9 @@ class Channel:
         cell = self.exec_id
         if self.armed and cell is not None and cell_id in (None, cell):
             self._interrupt_for = cell
+            self.interrupted = cell
             signal.pthread_kill(self._main_ident, signal.SIGINT)
+            self.on_interrupt()
 
     # ---- reading -------------------------------------------------------
 

@@ -8,12 +8,17 @@ cell's value (as ``repr``), like a notebook.
 
 The source is registered in :mod:`linecache` as ``<cell N>`` so tracebacks
 show the user's lines; frames of the runtime itself are stripped from them.
+
+A copy of the runtime forked by ``os.fork()`` in a cell runs the rest of the
+cell and then exits, as a Python program would; it never goes back to the
+runtime's loop, whose channel and locks belong to the parent.
 """
 
 import ast
 import linecache
 import os
 import signal
+import sys
 import traceback
 import types
 
@@ -51,6 +56,19 @@ def _clean(te, seen):
         te = te.__context__
 
 
+def _exit_code(code):
+    """The exit status for ``SystemExit(code)``, as the interpreter does it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        os.write(2, (str(code) + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+    return 1
+
+
 def format_exception(exc):
     """Traceback text of ``exc`` that shows only user code."""
     try:
@@ -69,6 +87,7 @@ class Executor:
         self.namespace = namespace
         self.loop = None
         self._asyncio = None
+        self._pid = os.getpid()
 
     # ---- compile -------------------------------------------------------
 
@@ -124,19 +143,44 @@ class Executor:
             finally:
                 channel.armed = False
                 self.namespace.pop(_VALUE, None)
+            self._end_if_copy(None)
             return "ok", text, None
         except KeyboardInterrupt as exc:
             channel.armed = False
+            self._end_if_copy(exc)
             return "interrupted", None, format_exception(exc)
         except SystemExit as exc:
             channel.armed = False
+            self._end_if_copy(exc)
             return "error", None, format_exception(exc) + _EXIT_NOTE + "\n"
         except BaseException as exc:
             channel.armed = False
+            self._end_if_copy(exc)
             return "error", None, format_exception(exc)
         finally:
             if signal.getsignal(signal.SIGINT) is not channel.on_sigint:
                 signal.signal(signal.SIGINT, channel.on_sigint)
+
+    def _end_if_copy(self, exc):
+        """In a copy of the runtime made by os.fork() in a cell, the end of the
+        cell is the end of the process: exit as a Python program would
+        (SystemExit's code; 1, or 130 for KeyboardInterrupt, after printing
+        the traceback to fd 2), without touching the runtime's channel,
+        threads or locks. Returns at once in the runtime itself."""
+        if os.getpid() == self._pid:
+            return
+        code = 0
+        try:
+            if isinstance(exc, SystemExit):
+                code = _exit_code(exc.code)
+            elif exc is not None:
+                code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+                os.write(2, format_exception(exc).encode("utf-8", "replace"))
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        except BaseException:
+            pass
+        os._exit(code)
 
     @staticmethod
     def _repr(value):

@@ -9,7 +9,9 @@ Startup (see runtime/PROTOCOL.md):
    ``call_tool``, ``display``, ``ToolError``, ``mcp_<alias>``...);
 3. start the reader thread, send ``ready``;
 4. run ``exec`` frames one at a time on the main thread, each ended by a
-   ``done`` frame sent after all of the cell's output.
+   ``done`` frame sent after all of the cell's output; processes a cell
+   leaves behind are stopped when it was interrupted or when they fill the
+   process limit (see ``mcp._procs``).
 
 Errors before frames work go to the original fd 2, which the host logs.
 """
@@ -23,6 +25,7 @@ import types
 from mcp._channel import Channel
 from mcp._executor import Executor
 from mcp._output import Output
+from mcp._procs import Cells, track_forks
 
 __all__ = ["main", "build_namespace"]
 
@@ -88,16 +91,23 @@ def _bind_toon(ns):
     ns["toon"] = toon
 
 
-def _serve(channel, output, executor, frame):
+def _serve(channel, output, executor, procs, frame):
     """Run one exec frame and send its done frame."""
     cell = frame.get("id")
     code = frame.get("code")
+    channel.interrupted = None
+    note = procs.begin()
     output.begin(cell)
     try:
+        if note:
+            output.stderr.write(note)
         if not isinstance(code, str):
             status, value, error = "error", None, "exec frame without code\n"
         else:
             status, value, error = executor.run(cell, code)
+        note = procs.end(channel.interrupted == cell)
+        if note:
+            output.stderr.write(note)
         output.finish()
     finally:
         channel.fail_pending(cell)
@@ -119,6 +129,9 @@ def main():
         hello = first if first.get("t") == "hello" else {}
         namespace = build_namespace(hello.get("servers"), channel)
         executor = Executor(channel, namespace)
+        procs = Cells()
+        channel.on_interrupt = procs.interrupted
+        track_forks()
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())
     os.close(diag)
@@ -131,7 +144,7 @@ def main():
     while True:
         frame = channel.cells.get()
         try:
-            _serve(channel, output, executor, frame)
+            _serve(channel, output, executor, procs, frame)
         except BaseException as exc:  # a runtime bug (or a stray interrupt): keep serving
             try:
                 channel.log("error", "runtime: " + "".join(traceback.format_exception(exc)))
