@@ -116,6 +116,10 @@ func TestExecAndListings(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "from exec") {
 		t.Fatalf("exec: exit %d\n%s\n%s", code, out, errOut)
 	}
+	out, _, code = cli(t, h, "import os; print('uid', os.getuid())\n", []string{"MCP_BRIDGE_CONTAINER_USER=1234:1234"}, "exec", "-")
+	if code != 0 || !strings.Contains(out, "uid 1234") {
+		t.Fatalf("the container user setting did not apply: exit %d\n%s", code, out)
+	}
 	out, _, code = cli(t, h, "raise RuntimeError('nope')\n", nil, "exec", "-")
 	if code != 1 || !strings.Contains(out, "RuntimeError: nope") {
 		t.Fatalf("failing exec: exit %d\n%s", code, out)

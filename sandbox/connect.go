@@ -139,7 +139,7 @@ func startPodmanService(ctx context.Context, podman string, log *slog.Logger) (E
 	}
 	sock := filepath.Join(dir, "podman.sock")
 	cmd := exec.Command(podman, "system", "service", "--time=0", "unix://"+sock)
-	cmd.Stderr = &logWriter{log: log.With("podman-service", sock)}
+	cmd.Stderr = &logWriter{prefix: "podman service: ", log: log.With("socket", sock)}
 	procgroup.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)

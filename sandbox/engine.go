@@ -19,7 +19,7 @@ const (
 
 // DefaultImage is the image used when none is configured: an official slim
 // Python image. Where no registry is reachable, build one from Debian
-// packages with scripts/build-image.sh and set CODEBRIDGE_IMAGE.
+// packages with `codebridge image build` and set CODEBRIDGE_IMAGE.
 const DefaultImage = "docker.io/library/python:3.12-slim"
 
 // Limits are the resource limits of the sandbox container.

@@ -122,7 +122,7 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	c.conn = att.Conn
 	outR, outW := io.Pipe()
 	c.stdout = outR
-	c.stderr = &logWriter{log: e.log.With("container", short(created.ID))}
+	c.stderr = &logWriter{prefix: "sandbox runtime: ", log: e.log.With("container", short(created.ID))}
 	go func() {
 		_, err := stdcopy.StdCopy(outW, c.stderr, att.Reader)
 		if err == nil {
@@ -140,7 +140,7 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 func (e *mobyEngine) explainCreate(image string, err error) error {
 	if isNotFound(err) {
 		return fmt.Errorf("sandbox: image %q is not present on %s and was not pulled: "+
-			"pull it (`podman pull %s`), or build one from Debian packages with scripts/build-image.sh "+
+			"pull it (`podman pull %s`), or build one with `codebridge image build` "+
 			"and set CODEBRIDGE_IMAGE to it: %w", image, e.name, image, err)
 	}
 	return fmt.Errorf("sandbox: creating the container on %s: %w", e.name, err)
@@ -366,6 +366,8 @@ func short(id string) string {
 // own diagnostics, never user output) to the log, a line at a time, with
 // lines capped so a broken runtime cannot flood the host's memory.
 type logWriter struct {
+	prefix string // what wrote it, e.g. "sandbox runtime: "
+
 	log  *slog.Logger
 	mu   sync.Mutex
 	line []byte
@@ -408,7 +410,7 @@ func (w *logWriter) saw(prefix string) bool {
 func (w *logWriter) flush() {
 	s := string(w.line)
 	w.line = w.line[:0]
-	w.log.Warn("sandbox runtime: " + s)
+	w.log.Warn(w.prefix + s)
 	w.last = append(w.last, s)
 	if len(w.last) > 20 {
 		w.last = w.last[1:]

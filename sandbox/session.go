@@ -34,6 +34,8 @@ type Config struct {
 	Engine func(context.Context) (Engine, error)
 	// Image is the sandbox image. Empty means [DefaultImage].
 	Image string
+	// User is the uid:gid the code runs as. Empty means 65534:65534.
+	User string
 	// Limits bound the container's resources.
 	Limits Limits
 	// Servers are announced to the runtime, which makes them Python objects.
@@ -205,10 +207,13 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 		Image: s.cfg.Image,
 		Cmd:   []string{"python3", "-I", "-u", "-c", pyruntime.Loader()},
 		Env: []string{
+			// PATH too: an imported image may carry no environment at all.
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"HOME=/workspace", "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8",
 			"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg",
 		},
 		Limits: s.cfg.Limits,
+		User:   s.cfg.User,
 	})
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 	a.sess = sandbox.NewSession(sandbox.Config{
 		Engine:      a.engines.get,
 		Image:       s.image,
+		User:        s.user,
 		Limits:      s.limits,
 		Servers:     servers,
 		OutputLimit: s.outputLimit,
