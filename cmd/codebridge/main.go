@@ -29,6 +29,14 @@ import (
 )
 
 func main() {
+	// A large tool result passes through several buffers (the upstream's
+	// JSON-RPC line, the decoded result, the frame to the sandbox). A soft
+	// memory limit makes the garbage collector free each one before the
+	// next grows the heap, so the peak stays near the live data instead of
+	// a multiple of it. GOMEMLIMIT, when set, wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(256 << 20)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
