@@ -16,6 +16,14 @@ import (
 type Entry struct {
 	Server string
 	Tool   *mcp.Tool
+	words  *toolWords // the words Rank matches; computed on first need
+}
+
+// toolWords are the lower-case words of a tool's name and description.
+type toolWords struct{ name, desc, server []string }
+
+func newToolWords(server string, t *mcp.Tool) *toolWords {
+	return &toolWords{name: words(t.Name + " " + t.Title), desc: words(t.Description), server: words(server)}
 }
 
 // Hit is one search result.
@@ -36,6 +44,7 @@ type Unavailable struct {
 func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Unavailable) {
 	type part struct {
 		tools []*mcp.Tool
+		words []*toolWords
 		err   error
 	}
 	parts := make([]part, len(p.servers))
@@ -46,7 +55,7 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 			defer wg.Done()
 			sctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			parts[i].tools, parts[i].err = s.Tools(sctx)
+			parts[i].tools, parts[i].words, parts[i].err = s.searchIndex(sctx)
 		}()
 	}
 	wg.Wait()
@@ -57,8 +66,8 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 			down = append(down, Unavailable{Server: s.Name(), Err: parts[i].err})
 			continue
 		}
-		for _, t := range parts[i].tools {
-			entries = append(entries, Entry{Server: s.Name(), Tool: t})
+		for j, t := range parts[i].tools {
+			entries = append(entries, Entry{Server: s.Name(), Tool: t, words: parts[i].words[j]})
 		}
 	}
 	return entries, down
@@ -89,12 +98,13 @@ func Rank(query string, entries []Entry, limit int) []Hit {
 
 	var hits []Hit
 	for i, e := range entries {
-		nameWords := words(e.Tool.Name + " " + e.Tool.Title)
-		descWords := words(e.Tool.Description)
-		serverWords := words(e.Server)
+		w := e.words
+		if w == nil {
+			w = newToolWords(e.Server, e.Tool)
+		}
 		score, matched := 0.0, 0
 		for _, q := range qwords {
-			s := max(match(q, nameWords)*10, match(q, descWords)*4, match(q, serverWords)*3)
+			s := max(match(q, w.name)*10, match(q, w.desc)*4, match(q, w.server)*3)
 			if s > 0 {
 				matched++
 			}
@@ -109,7 +119,7 @@ func Rank(query string, entries []Entry, limit int) []Hit {
 		if best > 0 && fuzzyScore[i] > 0 {
 			score += 2 * float64(fuzzyScore[i]) / float64(best)
 		}
-		score -= float64(len(nameWords)) * 0.05
+		score -= float64(len(w.name)) * 0.05
 		hits = append(hits, Hit{Entry: e, Score: score})
 	}
 	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
@@ -130,7 +140,7 @@ func match(q string, ws []string) float64 {
 			return 1
 		case len(q) >= 3 && strings.HasPrefix(w, q), len(w) >= 4 && strings.HasPrefix(q, w):
 			best = max(best, 0.8)
-		case len(q) >= 4 && len(w) >= 4 && typoDistance(q, w) <= maxTypos(q):
+		case len(q) >= 4 && len(w) >= 4 && abs(len(q)-len(w)) <= maxTypos(q) && typoDistance(q, w) <= maxTypos(q):
 			best = max(best, 0.6)
 		}
 	}
@@ -187,22 +197,39 @@ func words(s string) []string {
 	return out
 }
 
+// maxTypoLen bounds the words typoDistance compares; longer ones are not
+// typo-matched (no real tool word is that long).
+const maxTypoLen = 32
+
 // typoDistance is the optimal string alignment distance between a and b
-// (insertions, deletions, substitutions and adjacent transpositions).
+// (insertions, deletions, substitutions and adjacent transpositions). It
+// allocates nothing: it runs for every word of every tool on each search.
 func typoDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > 2 || d < -2 {
+	var ra, rb [maxTypoLen]rune
+	na, nb := 0, 0
+	for _, r := range a {
+		if na == maxTypoLen {
+			return maxTypoLen
+		}
+		ra[na], na = r, na+1
+	}
+	for _, r := range b {
+		if nb == maxTypoLen {
+			return maxTypoLen
+		}
+		rb[nb], nb = r, nb+1
+	}
+	if d := na - nb; d > 2 || d < -2 {
 		return 3
 	}
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
+	var rows [3][maxTypoLen + 1]int
+	prev2, prev, cur := &rows[0], &rows[1], &rows[2]
+	for j := 0; j <= nb; j++ {
 		prev[j] = j
 	}
-	for i := 1; i <= len(ra); i++ {
+	for i := 1; i <= na; i++ {
 		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
+		for j := 1; j <= nb; j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
@@ -214,5 +241,12 @@ func typoDistance(a, b string) int {
 		}
 		prev2, prev, cur = prev, cur, prev2
 	}
-	return prev[len(rb)]
+	return prev[nb]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -35,6 +35,8 @@ type Server struct {
 	failures int       // consecutive failed starts
 	retryAt  time.Time // no new start before this, after failures
 	tools    []*mcp.Tool
+	words    []*toolWords // search words of a tool list, built on the first search
+	wordsOf  *mcp.Tool    // the first tool of the list words was built for
 	stopped  bool
 }
 
@@ -243,6 +245,27 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	}
 	s.mu.Unlock()
 	return tools, nil
+}
+
+// searchIndex returns the tools with their search words, computed once
+// per tool list.
+func (s *Server) searchIndex(ctx context.Context) ([]*mcp.Tool, []*toolWords, error) {
+	tools, err := s.Tools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.words) != len(tools) || (len(tools) > 0 && s.wordsOf != tools[0]) {
+		s.words, s.wordsOf = make([]*toolWords, len(tools)), nil
+		if len(tools) > 0 {
+			s.wordsOf = tools[0]
+		}
+		for i, t := range tools {
+			s.words[i] = newToolWords(s.spec.Name, t)
+		}
+	}
+	return tools, s.words, nil
 }
 
 // Call calls tool with arguments (a JSON object, or empty for none). A
