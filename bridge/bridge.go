@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
@@ -36,6 +37,9 @@ type Bridge struct {
 	pool *upstream.Pool
 	opts Options
 	log  *slog.Logger
+
+	mu       sync.Mutex
+	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
 }
 
 // New returns a bridge that runs code in sess and proxies calls to pool.
@@ -55,7 +59,7 @@ func New(sess *sandbox.Session, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	return &Bridge{sess: sess, pool: pool, opts: opts, log: opts.Log}
+	return &Bridge{sess: sess, pool: pool, opts: opts, log: opts.Log, toolGens: map[string]uint64{}}
 }
 
 // Server returns an MCP server that shows run_python.
@@ -84,12 +88,19 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	return b.RunPython(ctx, a.Code, timeout, a.Servers), nil
+	onOutput, stop := startProgress(ctx, req)
+	defer stop()
+	return b.run(ctx, a.Code, timeout, a.Servers, onOutput), nil
 }
 
 // RunPython runs code as run_python does and returns what the model would
 // read. A zero timeout means the default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
+	return b.run(ctx, code, timeout, servers, nil)
+}
+
+// run is RunPython with a hook that sees the output as it arrives.
+func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) *mcp.CallToolResult {
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}
@@ -102,12 +113,32 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 			return res
 		}
 	}
-	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, Handler: rpcHandler{b}})
+	asTOON := b.opts.Output == "toon"
+	res, err := b.sess.Run(ctx, sandbox.Request{
+		Code: code, Timeout: timeout, Handler: rpcHandler{b},
+		JSON: asTOON, Stale: b.staleServers, OnOutput: onOutput,
+	})
 	if err != nil {
 		return errorResult("%v", err)
 	}
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	return render(res, timeout)
+	return render(res, timeout, asTOON)
+}
+
+// staleServers names the upstreams whose tool lists changed since the
+// sandbox last heard (they said so, or restarted), so that the runtime
+// drops its cached lists. The session calls it as each cell is sent.
+func (b *Bridge) staleServers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var stale []string
+	for _, s := range b.pool.Servers() {
+		if g := s.ToolsGeneration(); g != b.toolGens[s.Name()] {
+			b.toolGens[s.Name()] = g
+			stale = append(stale, s.Name())
+		}
+	}
+	return stale
 }
 
 // startServers starts the named servers in parallel. It returns an error

@@ -3,7 +3,8 @@
 // code makes of the upstream servers while it runs.
 //
 // Files by concept: tool.go holds the tool's definition (kept small and
-// independent of what is configured), run.go the run_python handler,
-// render.go the text the model reads, and rpc.go the requests the sandbox
-// runtime sends (list_tools, call_tool, ...; see runtime/PROTOCOL.md).
+// independent of what is configured), bridge.go the run_python handler,
+// progress.go the progress notifications of long runs, render.go the text
+// the model reads, and rpc.go the requests the sandbox runtime sends
+// (list_tools, call_tool, ...; see runtime/PROTOCOL.md).
 package bridge

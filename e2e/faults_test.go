@@ -216,8 +216,8 @@ func TestFaultEndlessOutput(t *testing.T) {
 			b := b.in(t)
 			setMarker(t, b)
 			r := b.run(c.code, "timeout", 3)
-			mustFail(t, r, "bytes of output omitted", "[status: timeout after 3s; the code was interrupted; variables and imports were kept]")
-			// Head and tail of each stream (20,000 bytes each by default),
+			mustFail(t, r, "characters omitted; ", "[status: timeout after 3s; the code was interrupted; variables and imports were kept]")
+			// Head and tail of each stream (20,000 characters by default),
 			// markers and the status: bounded, whatever was printed.
 			if len(r.text) > 50_000 {
 				t.Fatalf("the answer has %d bytes; output is not capped", len(r.text))

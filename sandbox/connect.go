@@ -139,6 +139,9 @@ func startPodmanService(ctx context.Context, podman string, log *slog.Logger) (E
 	}
 	sock := filepath.Join(dir, "podman.sock")
 	cmd := exec.Command(podman, "system", "service", "--time=0", "unix://"+sock)
+	// conmon writes files (an "oom" marker) into its working directory,
+	// which it inherits from the service: keep them out of the user's.
+	cmd.Dir = dir
 	cmd.Stderr = &logWriter{prefix: "podman service: ", log: log.With("socket", sock)}
 	procgroup.Prepare(cmd)
 	if err := cmd.Start(); err != nil {

@@ -28,20 +28,22 @@ const (
 // frame is one decoded message from the runtime. Fields not used by a type
 // stay zero. Params stays raw: the RPC handler decodes it.
 type frame struct {
-	T      string          `json:"t"`
-	ID     int64           `json:"id"`
-	Exec   int64           `json:"exec"`
-	Stream string          `json:"stream"`
-	Data   string          `json:"data"`
-	Mime   string          `json:"mime"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Status string          `json:"status"`
-	Value  *string         `json:"value"`
-	Error  *string         `json:"error"`
-	Python string          `json:"python"`
-	Level  string          `json:"level"`
-	Msg    string          `json:"msg"`
+	T      string            `json:"t"`
+	ID     int64             `json:"id"`
+	Exec   int64             `json:"exec"`
+	Stream string            `json:"stream"`
+	Data   string            `json:"data"`
+	Mime   string            `json:"mime"`
+	Method string            `json:"method"`
+	Params json.RawMessage   `json:"params"`
+	Status string            `json:"status"`
+	Value  *string           `json:"value"`
+	Error  *string           `json:"error"`
+	JSON   json.RawMessage   `json:"json"`  // done: the final value as JSON
+	Spill  map[string]*Spill `json:"spill"` // done: streams saved to files
+	Python string            `json:"python"`
+	Level  string            `json:"level"`
+	Msg    string            `json:"msg"`
 }
 
 // MaxFrame bounds one frame from the runtime. Frames are untrusted: code
@@ -175,12 +177,23 @@ func (fw *frameWriter) sendResult(id int64, value json.RawMessage, errType, errM
 	head := `{"t":"result","id":` + strconv.FormatInt(id, 10) + `,"ok":true,"value":`
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
+	if len(value) > 64<<10 {
+		// A large value is written in place rather than copied into one
+		// buffer: a 64 MiB tool result must not cost another 64 MiB.
+		return writeAll(fw.w, []byte(head), value, []byte("}\n"))
+	}
 	fw.buf = append(append(append(fw.buf[:0], head...), value...), "}\n"...)
 	_, err := fw.w.Write(fw.buf)
-	if cap(fw.buf) > 1<<20 {
-		fw.buf = nil // do not pin a large result's buffer
-	}
 	return err
+}
+
+func writeAll(w io.Writer, parts ...[]byte) error {
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (fw *frameWriter) write(b []byte) error {

@@ -93,7 +93,7 @@ func TestKeepImageBounds(t *testing.T) {
 	if len(res.Images) != maxImages {
 		t.Fatalf("kept %d images, want %d", len(res.Images), maxImages)
 	}
-	out := stderr.output().Text
+	out := stderr.output(nil).Text
 	if n := strings.Count(out, "was left out"); n != 4 { // the second big one, and 3 past the count
 		t.Fatalf("%d images reported as left out, want 4:\n%s", n, out)
 	}

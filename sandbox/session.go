@@ -46,8 +46,9 @@ type Config struct {
 	// Grace is how long interrupted code gets to stop before the container
 	// is replaced. Zero means 2 seconds.
 	Grace time.Duration
-	// OutputLimit is how many bytes of each stream a result keeps (head and
-	// tail). Zero means 20,000.
+	// OutputLimit is how many characters of each stream a result keeps
+	// (head and tail). The runtime saves a stream that prints more to a
+	// file in the workspace, which the cut output names. Zero means 20,000.
 	OutputLimit int
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
@@ -80,6 +81,10 @@ type Result struct {
 	// when there was none or it was None.
 	Value    string
 	HasValue bool
+	// JSON is the final value as JSON, when the request asked for it and
+	// the value is JSON data (dicts, lists, strings, numbers, booleans and
+	// None, up to about 1 MiB); otherwise nil.
+	JSON json.RawMessage
 	// Traceback is the error the code raised, showing the user's frames.
 	Traceback string
 	Images    []Image
@@ -96,6 +101,17 @@ type Request struct {
 	Code    string
 	Timeout time.Duration
 	Handler RPCHandler
+	// JSON asks for the final value as JSON too (Result.JSON).
+	JSON bool
+	// Stale, when set, is called as the cell is sent, after the cells
+	// before it ended. It names the upstream servers whose tools changed
+	// since it was last called; the runtime drops its cached tool lists
+	// for them before the code runs.
+	Stale func() []string
+	// OnOutput, when set, is called with each piece of the cell's output
+	// as it arrives (stream is "stdout" or "stderr"), on the goroutine
+	// that collects the cell's frames: it must return quickly.
+	OnOutput func(stream, text string)
 }
 
 // Session is the one persistent sandbox of a bridge. Cells run one at a
@@ -289,8 +305,9 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 
 	res := &Result{StateKept: true}
 	stdout, stderr := newClipBuffer(s.cfg.OutputLimit), newClipBuffer(s.cfg.OutputLimit)
+	var spill map[string]*Spill // from the done frame
 	finish := func() *Result {
-		res.Stdout, res.Stderr = stdout.output(), stderr.output()
+		res.Stdout, res.Stderr = stdout.output(spill["stdout"]), stderr.output(spill["stderr"])
 		return res
 	}
 	lost := func(status Status, notice string) *Result {
@@ -300,7 +317,16 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 		return finish()
 	}
 
-	if err := c.w.send(map[string]any{"t": frameExec, "id": id, "code": req.Code}); err != nil {
+	exec := map[string]any{"t": frameExec, "id": id, "code": req.Code, "limit": s.cfg.OutputLimit}
+	if req.JSON {
+		exec["json"] = true
+	}
+	if req.Stale != nil {
+		if stale := req.Stale(); len(stale) > 0 {
+			exec["stale"] = stale
+		}
+	}
+	if err := c.w.send(exec); err != nil {
 		return lost(StatusCrashed, "the sandbox could not take the code ("+c.ctr.Exited(cellCtx, time.Second)+")")
 	}
 
@@ -343,6 +369,9 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 				} else {
 					stdout.WriteString(f.Data)
 				}
+				if req.OnOutput != nil {
+					req.OnOutput(f.Stream, f.Data)
+				}
 			case frameImage:
 				if f.ID == id {
 					keepImage(res, f, stderr)
@@ -359,6 +388,10 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 				if f.Error != nil {
 					res.Traceback = *f.Error
 				}
+				if req.JSON && len(f.JSON) > 0 && res.HasValue {
+					res.JSON = f.JSON
+				}
+				spill = f.Spill
 				switch {
 				case stopping != "":
 					res.Status = stopping

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge/codebridge/discovery"
@@ -38,6 +39,11 @@ type Server struct {
 	words    []*toolWords // search words of a tool list, built on the first search
 	wordsOf  *mcp.Tool    // the first tool of the list words was built for
 	stopped  bool
+	started  bool // a session was up before: the next one is a restart
+
+	// gen counts the changes to the server's tool list: list_changed
+	// notifications and restarts.
+	gen atomic.Uint64
 }
 
 // conn is one live session with a server process (or remote endpoint).
@@ -154,6 +160,10 @@ func (s *Server) connect(done chan struct{}) {
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
 	s.conn = c
 	s.tools = nil
+	if s.started {
+		s.gen.Add(1) // a restarted server may have other tools
+	}
+	s.started = true
 	s.log.Info("upstream started", "took", time.Since(start).Round(time.Millisecond))
 	go func() {
 		_ = c.cs.Wait()
@@ -174,6 +184,7 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 			s.mu.Lock()
 			s.tools = nil
 			s.mu.Unlock()
+			s.gen.Add(1)
 			s.log.Debug("tool list changed")
 		},
 	})
@@ -215,6 +226,11 @@ func (s *Server) explain(what string, err error) error {
 	return errors.New(msg)
 }
 
+// ToolsGeneration counts the changes to the server's tool list so far (it
+// said its tools changed, or it restarted): whoever cached the tools
+// fetches them again when the count moved.
+func (s *Server) ToolsGeneration() uint64 { return s.gen.Load() }
+
 // Tools returns the server's tools, starting it when needed. The list is
 // cached until the server reports a change or restarts.
 func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
@@ -230,6 +246,7 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	}
 	s.mu.Unlock()
 
+	gen := s.gen.Load()
 	lctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	tools := []*mcp.Tool{}
@@ -240,7 +257,7 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 		tools = append(tools, t)
 	}
 	s.mu.Lock()
-	if s.conn == c {
+	if s.conn == c && s.gen.Load() == gen { // not a list from before a change
 		s.tools = tools
 	}
 	s.mu.Unlock()

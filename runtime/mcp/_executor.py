@@ -4,7 +4,8 @@ Every cell runs in one persistent globals dict (the ``__main__`` module), so
 variables, imports and functions persist. Code is compiled with
 ``PyCF_ALLOW_TOP_LEVEL_AWAIT``; a cell that awaits runs on one persistent
 asyncio event loop. When the last statement is an expression its value is the
-cell's value (as ``repr``), like a notebook.
+cell's value (as ``repr``), like a notebook; when the host asks, a value
+that is JSON data (see :func:`json_data`) is also sent as JSON.
 
 The source is registered in :mod:`linecache` as ``<cell N>`` so tracebacks
 show the user's lines; frames of the runtime itself are stripped from them.
@@ -22,7 +23,7 @@ import sys
 import traceback
 import types
 
-__all__ = ["Executor", "format_exception"]
+__all__ = ["Executor", "format_exception", "json_data"]
 
 _FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
@@ -31,6 +32,53 @@ _CELL_PREFIX = "<cell "
 _VALUE = "__codebridge_value__"
 _EXIT_NOTE = ("exit() and sys.exit() end this cell, not the sandbox: "
               "the session and its variables are kept.")
+JSON_MAX = 1 << 20   # a final value is sent as JSON up to about this many bytes
+_JSON_DEPTH = 100
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def json_data(value, budget=JSON_MAX):
+    """True when ``value`` is JSON data whose JSON takes about ``budget``
+    bytes at most: a tree of dict (with str keys), list, str, int, finite
+    float, bool and None, nested at most 100 deep (so no cycles). Exact
+    types only: a tuple, a set or a subclass keeps its repr."""
+    size = 0
+    stack = [(value, 0)]
+    try:
+        while stack:
+            v, depth = stack.pop()
+            t = type(v)
+            if t is str:
+                size += len(v) + 2
+            elif t is dict or t is list:
+                if depth >= _JSON_DEPTH:
+                    return False
+                size += 2 + len(v)
+                if t is list:
+                    stack.extend((item, depth + 1) for item in v)
+                    continue
+                for k, item in v.items():
+                    if type(k) is not str:
+                        return False
+                    size += len(k) + 3
+                    stack.append((item, depth + 1))
+            elif t is int:
+                if v.bit_length() > 3000:   # beyond Python's int-to-str limit
+                    return False
+                size += v.bit_length() // 3 + 2
+            elif t is float:
+                if v != v or v in _INFINITIES:
+                    return False
+                size += 24
+            elif v is None or t is bool:
+                size += 5
+            else:
+                return False
+            if size > budget:
+                return False
+    except RuntimeError:   # changed by a thread while being walked
+        return False
+    return True
 
 
 def _is_cell(filename):
@@ -123,8 +171,10 @@ class Executor:
 
     # ---- run -----------------------------------------------------------
 
-    def run(self, cell_id, code):
-        """Run one cell; return ``(status, value, error)`` for the done frame."""
+    def run(self, cell_id, code, want_json=False):
+        """Run one cell; return ``(status, value, error, data)`` for the done
+        frame. ``data`` is the final value itself when ``want_json`` is true
+        and it is JSON data (the done frame carries it as JSON), else None."""
         filename = f"{_CELL_PREFIX}{cell_id}>"
         self.register_source(filename, code)
         channel = self.channel
@@ -144,19 +194,20 @@ class Executor:
                 channel.armed = False
                 self.namespace.pop(_VALUE, None)
             self._end_if_copy(None)
-            return "ok", text, None
+            data = value if want_json and value is not None and json_data(value) else None
+            return "ok", text, None, data
         except KeyboardInterrupt as exc:
             channel.armed = False
             self._end_if_copy(exc)
-            return "interrupted", None, format_exception(exc)
+            return "interrupted", None, format_exception(exc), None
         except SystemExit as exc:
             channel.armed = False
             self._end_if_copy(exc)
-            return "error", None, format_exception(exc) + _EXIT_NOTE + "\n"
+            return "error", None, format_exception(exc) + _EXIT_NOTE + "\n", None
         except BaseException as exc:
             channel.armed = False
             self._end_if_copy(exc)
-            return "error", None, format_exception(exc)
+            return "error", None, format_exception(exc), None
         finally:
             if signal.getsignal(signal.SIGINT) is not channel.on_sigint:
                 signal.signal(signal.SIGINT, channel.on_sigint)

@@ -9,7 +9,8 @@ Startup (see runtime/PROTOCOL.md):
    ``call_tool``, ``display``, ``ToolError``, ``mcp_<alias>``...);
 3. start the reader thread, send ``ready``;
 4. run ``exec`` frames one at a time on the main thread, each ended by a
-   ``done`` frame sent after all of the cell's output; processes a cell
+   ``done`` frame sent after all of the cell's output (first dropping the
+   cached tool lists the frame names as stale); processes a cell
    leaves behind are stopped when it was interrupted or when they fill the
    process limit (see ``mcp._procs``).
 
@@ -96,23 +97,35 @@ def _serve(channel, output, executor, procs, frame):
     cell = frame.get("id")
     code = frame.get("code")
     channel.interrupted = None
+    if frame.get("stale"):  # upstream tool lists that changed since the last cell
+        from mcp import _proxy
+        _proxy.forget(frame["stale"])
     note = procs.begin()
-    output.begin(cell)
+    output.begin(cell, frame.get("limit"))
     try:
         if note:
             output.stderr.write(note)
         if not isinstance(code, str):
-            status, value, error = "error", None, "exec frame without code\n"
+            status, value, error, data = "error", None, "exec frame without code\n", None
         else:
-            status, value, error = executor.run(cell, code)
+            status, value, error, data = executor.run(cell, code, frame.get("json") is True)
         note = procs.end(channel.interrupted == cell)
         if note:
             output.stderr.write(note)
         output.finish()
     finally:
         channel.fail_pending(cell)
-        output.idle()
-    channel.send({"t": "done", "id": cell, "status": status, "value": value, "error": error})
+        spill = output.idle()
+    done = {"t": "done", "id": cell, "status": status, "value": value, "error": error}
+    if data is not None:
+        done["json"] = data
+    if spill:
+        done["spill"] = spill
+    try:
+        channel.send(done)
+    except (TypeError, ValueError, RecursionError):  # the JSON value after all
+        done.pop("json", None)
+        channel.send(done)
 
 
 def main():

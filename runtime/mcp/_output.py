@@ -21,9 +21,20 @@ Bytes that are not UTF-8 become U+FFFD; incremental decoders keep multi-byte
 characters that are split across reads. Output that arrives between cells
 (from threads or background processes) is kept, up to 1 MiB per path, and
 sent at the start of the next cell.
+
+While a cell runs, a flusher thread sends Python-level output that waited
+more than 100 ms, so a line printed before a long sleep reaches the host
+(and the agent's progress messages) at once.
+
+Every out frame of a cell also passes through :class:`Spill`, which counts
+the characters of each stream. The host shows at most ``limit`` characters
+of a stream (the exec frame's budget); once a stream passes it, the
+stream's complete output of the cell goes to a file in the workspace, whose
+path the done frame reports.
 """
 
 import codecs
+import errno
 import fcntl
 import io
 import os
@@ -31,14 +42,16 @@ import select
 import sys
 import termios
 import threading
-from time import monotonic
+from time import monotonic, sleep
 
-__all__ = ["Output", "StreamWriter"]
+__all__ = ["Output", "StreamWriter", "Spill"]
 
 CHUNK = 1 << 20            # characters per out frame, at most
 FLUSH_SIZE = 64 * 1024     # flush when more is buffered
 FLUSH_AGE = 0.1            # flush at a write this long after the last flush
 PENDING_CAP = 1 << 20      # output kept between cells, per path
+SPILL_DIR = "/workspace/.codebridge/output"  # where output over the budget goes
+SPILL_MAX = 32 << 20       # bytes one spill file holds at most
 
 
 def _utf8_decoder():
@@ -54,9 +67,11 @@ def _out_frames(cell, stream, text):
 class TextOutput:
     """The ordered buffer behind sys.stdout and sys.stderr."""
 
-    def __init__(self, channel):
+    def __init__(self, channel, spill):
         self.channel = channel
+        self.spill = spill
         self.lock = threading.Lock()
+        self._wake = threading.Event()
         self._parts = []        # [(stream, text)] in write order
         self._size = 0
         self._last = monotonic()
@@ -113,6 +128,26 @@ class TextOutput:
         """Start the 100 ms flush clock afresh (at cell start)."""
         self._last = monotonic()
 
+    def start_flusher(self):
+        """Start the thread that sends output waiting too long in a cell."""
+        threading.Thread(target=self._flush_loop, name="codebridge-flush", daemon=True).start()
+
+    def wake_flusher(self):
+        """A cell started: the flusher watches it until it ends."""
+        self._wake.set()
+
+    def _flush_loop(self):
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self.channel.exec_id is not None:
+                sleep(FLUSH_AGE)
+                if self._parts and monotonic() - self._last >= FLUSH_AGE:
+                    try:
+                        self.flush()
+                    except Exception as exc:  # keep watching whatever happens
+                        self.channel.log("error", f"flusher: {type(exc).__name__}: {exc}")
+
     def _flush_locked(self):
         self._last = monotonic()
         if not self._parts:
@@ -133,18 +168,164 @@ class TextOutput:
             else:
                 groups.append((stream, [text]))
         if len(groups) == 1:
-            text = "".join(groups[0][1])
+            stream, text = groups[0][0], "".join(groups[0][1])
+            self.spill.add(stream, text)
             if len(text) <= CHUNK:
-                self.channel.send({"t": "out", "id": cell, "stream": groups[0][0], "data": text})
+                self.channel.send({"t": "out", "id": cell, "stream": stream, "data": text})
                 return
-        self.channel.send_many(frame for stream, texts in groups
-                               for frame in _out_frames(cell, stream, "".join(texts)))
+            self.channel.send_many(_out_frames(cell, stream, text))
+            return
+        joined = [(stream, "".join(texts)) for stream, texts in groups]
+        for stream, text in joined:
+            self.spill.add(stream, text)
+        self.channel.send_many(frame for stream, text in joined
+                               for frame in _out_frames(cell, stream, text))
 
     def _trim_locked(self):
         while self._size > PENDING_CAP and self._parts:
             _, text = self._parts.pop(0)
             self._size -= len(text)
             self._dropped += len(text)
+
+
+class _StreamSpill:
+    """What one stream of the running cell printed, for :class:`Spill`."""
+
+    __slots__ = ("lock", "count", "kept", "fd", "path", "room", "saved", "error")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.count = 0          # characters sent so far
+        self.kept = []          # the texts, until the count passes the budget
+        self.fd = None          # the open spill file
+        self.path = None
+        self.room = 0           # bytes the file may still take
+        self.saved = 0          # characters written to the file
+        self.error = None       # why the file is missing or incomplete
+
+
+class Spill:
+    """Saves a stream's complete output of a cell once it passes the budget.
+
+    :meth:`add` sees the text of every out frame of the running cell. Up to
+    ``limit`` characters a stream's text is only kept in memory, so a cell
+    that prints little does no file work. The text that passes the budget
+    creates ``SPILL_DIR/cell-<id>-<stream>.txt`` holding everything so far;
+    later text is appended. A file takes at most ``SPILL_MAX`` bytes and half
+    the free space of the workspace; a file that cannot be written is
+    reported in the done frame, never raised into the cell.
+    """
+
+    def __init__(self):
+        self._cell = None
+        self._limit = 0
+        self._streams = {}
+
+    def begin(self, cell, limit):
+        """Start counting for ``cell``; no ``limit`` (0, None) spills nothing."""
+        self._cell = cell
+        self._limit = limit if type(limit) is int and limit > 0 else 0
+        self._streams = {"stdout": _StreamSpill(), "stderr": _StreamSpill()} if self._limit else {}
+
+    def add(self, stream, text):
+        """Account for ``text`` sent on ``stream`` as output of the cell."""
+        s = self._streams.get(stream)
+        if s is None:
+            return
+        with s.lock:
+            s.count += len(text)
+            if s.kept is not None:
+                if s.count <= self._limit:
+                    s.kept.append(text)
+                    return
+                s.kept.append(text)
+                text = "".join(s.kept)
+                s.kept = None
+                self._open(s, stream)
+            if s.fd is not None:
+                self._write(s, text)
+
+    def end(self):
+        """Close the files; return ``{stream: {path?, chars, error?}}`` for
+        the streams that passed the budget, or None when none did."""
+        report = {}
+        for stream, s in self._streams.items():
+            with s.lock:
+                if s.kept is not None:
+                    continue
+                self._close(s)
+                entry = {"chars": s.saved}
+                if s.path is not None:
+                    entry["path"] = s.path
+                if s.error is not None:
+                    entry["error"] = s.error
+                report[stream] = entry
+        self._streams = {}
+        return report or None
+
+    def _open(self, s, stream):
+        folder = SPILL_DIR
+        base = os.path.join(folder, f"cell-{self._cell}-{stream}")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for n in range(1, 100):  # a file of that name is the user's: keep it
+                path = base + (".txt" if n == 1 else f"-{n}.txt")
+                try:
+                    s.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                except FileExistsError:
+                    continue
+                s.path = path
+                break
+            else:
+                raise FileExistsError(errno.EEXIST, "files of that name exist", base + ".txt")
+        except OSError as exc:
+            s.error = f"could not create a file for it in {folder}: {_reason(exc)}"
+            return
+        try:
+            st = os.statvfs(folder)
+            s.room = min(SPILL_MAX, st.f_bavail * st.f_frsize // 2)
+        except OSError:
+            s.room = SPILL_MAX
+
+    def _write(self, s, text):
+        data = text.encode("utf-8", "replace")
+        full = len(data) > s.room
+        if full:
+            text = data[:s.room].decode("utf-8", "ignore")  # whole characters only
+            data = text.encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(s.fd, view):]
+        except OSError as exc:
+            s.error = f"writing the file failed: {_reason(exc)}"
+            self._close(s)
+            return
+        s.saved += len(text)
+        s.room -= len(data)
+        if full:
+            s.error = (f"a spill file holds at most {_size(SPILL_MAX)} and half the "
+                       "workspace's free space")
+            self._close(s)
+
+    @staticmethod
+    def _close(s):
+        if s.fd is not None:
+            try:
+                os.close(s.fd)
+            except OSError:
+                pass
+            s.fd = None
+
+
+def _size(n):
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def _reason(exc):
+    if exc.errno == errno.ENOSPC:
+        return "the workspace is full (delete files in /workspace to make room)"
+    return exc.strerror or str(exc)
 
 
 class _BinaryWriter(io.BufferedIOBase):
@@ -248,6 +429,7 @@ class FdPump:
     def __init__(self, channel, text, stream, fd):
         self.channel = channel
         self.text = text
+        self.spill = text.spill
         self.stream = stream
         self.fd = fd
         self.lock = threading.Lock()
@@ -328,6 +510,7 @@ class FdPump:
         self._send(cell, text)
 
     def _send(self, cell, text):
+        self.spill.add(self.stream, text)
         if len(text) <= CHUNK:
             self.channel.send({"t": "out", "id": cell, "stream": self.stream, "data": text})
         else:
@@ -360,7 +543,8 @@ class Output:
 
     def __init__(self, channel):
         self.channel = channel
-        self.text = TextOutput(channel)
+        self.spill = Spill()
+        self.text = TextOutput(channel, self.spill)
         self._keep = (sys.stdin, sys.stdout, sys.stderr)  # the originals
         self._null = os.open(os.devnull, os.O_RDWR)       # private, non-inheritable
         os.dup2(self._null, 0)
@@ -386,10 +570,12 @@ class Output:
     def start(self):
         for pump in self.pumps:
             pump.start()
+        self.text.start_flusher()
 
-    def begin(self, cell):
+    def begin(self, cell, limit=None):
         """Start capturing for ``cell``: repair fds and streams, then send
-        what was written between cells."""
+        what was written between cells. ``limit`` is the host's budget in
+        characters per stream, past which a stream is saved to a file."""
         self._restore_fds()
         if sys.stdout is not self.stdout or sys.stderr is not self.stderr or self.stdin.closed:
             self._install_streams()
@@ -397,10 +583,12 @@ class Output:
         with out.lock, err.lock:
             with self.text.lock:
                 self.channel.exec_id = cell
+                self.spill.begin(cell, limit)
                 self.text.reset_clock()
                 self.text._flush_locked()
             out.send_pending_locked(cell)
             err.send_pending_locked(cell)
+        self.text.wake_flusher()
 
     def finish(self):
         """Send all output of the cell: buffered text, then the fd pipes."""
@@ -409,10 +597,12 @@ class Output:
             pump.drain()
 
     def idle(self):
-        """No cell runs any more: later output waits for the next cell."""
+        """No cell runs any more: later output waits for the next cell.
+        Returns the spill report for the done frame (see :meth:`Spill.end`)."""
         out, err = self.pumps
         with out.lock, err.lock, self.text.lock:
             self.channel.exec_id = None
+            return self.spill.end()
 
     def _restore_fds(self):
         try:

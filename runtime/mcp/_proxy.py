@@ -4,7 +4,8 @@
 :class:`Server` record and one :class:`ServerProxy` per server. A proxy has no
 public attributes of its own: every public name is looked up among the
 server's tools (fetched with the ``list_tools`` RPC on first use, then
-cached), so a tool named like a helper stays reachable. Each tool is an
+cached until the host reports that the server's tools changed: see
+:func:`forget`), so a tool named like a helper stays reachable. Each tool is an
 ``async`` function with a real signature and docstring (see ``_schema``) and
 a ``.sync`` twin for blocking use; ``mcp_x.tool_sync`` is the same twin.
 """
@@ -16,7 +17,8 @@ from mcp import _channel
 from mcp._naming import assign
 from mcp._results import MCPError, convert
 
-__all__ = ["Server", "ServerProxy", "install", "servers", "find_server", "resolve_server"]
+__all__ = ["Server", "ServerProxy", "install", "servers", "find_server", "resolve_server",
+           "forget"]
 
 _servers = {}   # original name -> Server, in hello order
 _aliases = {}   # alias -> Server
@@ -69,13 +71,23 @@ class Server:
     def set_tools(self, tools):
         """Install a fresh tool list (drops functions built from the old one)."""
         tools = [t for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)]
-        module = sys.modules.get(self.module)
-        if module is not None:  # drop tool functions cached on mcp.servers.<alias>
-            for pyname in self._by_python:
-                module.__dict__.pop(pyname, None)
+        self.forget()
         self.tools = tools
         self.names = assign(t["name"] for t in tools)
         self._by_python = {self.names[t["name"]]: t for t in tools}
+
+    def forget(self):
+        """Drop the cached tool list and every function built from it (on
+        the proxy and on ``mcp.servers.<alias>``); the next use fetches the
+        list again. Functions the user kept in variables still work: they
+        call the tool by its original name."""
+        module = sys.modules.get(self.module)
+        if module is not None:
+            for pyname in self._by_python:
+                module.__dict__.pop(pyname, None)
+        self.tools = None
+        self.names = {}
+        self._by_python = {}
         self._functions = {}
         self.proxy.__dict__.clear()
         self.proxy.__dict__["_ServerProxy__server"] = self
@@ -203,6 +215,15 @@ class ServerProxy:
         if server.tools is None:
             return f"<MCP server {server.name!r} as {server.python}; dir() lists its tools>"
         return f"<MCP server {server.name!r} as {server.python}: {len(server.tools)} tools>"
+
+
+def forget(names):
+    """Drop the cached tool lists of the servers called ``names`` (original
+    names, from the exec frame's ``stale``: their tools changed upstream)."""
+    for name in names if isinstance(names, list) else ():
+        server = _servers.get(name) if isinstance(name, str) else None
+        if server is not None:
+            server.forget()
 
 
 def install(hello_servers):

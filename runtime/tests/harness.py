@@ -303,11 +303,12 @@ class Runtime:
 
     # ---- cells ---------------------------------------------------------
 
-    def start(self, code):
+    def start(self, code, **fields):
+        """Send an exec frame; ``fields`` are its optional fields (limit, json, stale)."""
         cell = Cell(self._next_id)
         self._next_id += 1
         self._cells[cell.id] = cell
-        self.send({"t": "exec", "id": cell.id, "code": code})
+        self.send({"t": "exec", "id": cell.id, "code": code, **fields})
         return cell
 
     def wait(self, cell, timeout=60):
@@ -316,8 +317,8 @@ class Runtime:
                                  f"stderr: {self.stderr_text()}")
         return cell
 
-    def run(self, code, timeout=60):
-        return self.wait(self.start(code), timeout)
+    def run(self, code, timeout=60, **fields):
+        return self.wait(self.start(code, **fields), timeout)
 
     def wait_output(self, cell, needle, timeout=10):
         deadline = time.monotonic() + timeout

@@ -6,7 +6,8 @@ servers: with --strict it exits on any method it does not know, the way
 some servers die on the newer `server/discover` probe.
 
 Tools: echo, add, fail (returns isError), sleep, big (a long text),
-stats (structured content), crash (exits the process).
+stats (structured content), crash (exits the process), grow (adds a tool
+and sends notifications/tools/list_changed).
 """
 import json
 import os
@@ -36,7 +37,10 @@ TOOLS = [
      "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "sum": {"type": "number"}}}},
     {"name": "crash", "description": "Exit the server process at once.",
      "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "grow", "description": "Add a tool called `name` (it answers with its name) and say the tool list changed.",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
 ]
+GROWN = set()  # tools added by grow
 
 
 def text(s, is_error=False):
@@ -62,6 +66,8 @@ def call(name, args):
         v = args["values"]
         s = {"count": len(v), "sum": sum(v)}
         return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+    if name in GROWN:
+        return text(f"{name} is here")
     if name == "crash":
         sys.stderr.write("stub: crashing as asked\n")
         sys.stderr.flush()
@@ -95,6 +101,21 @@ def sleep_call(id_, seconds):
     reply(id_, text("slept"))
 
 
+def grow(id_, name):
+    """Add a tool, tell the client its tool list changed, then answer."""
+    if not name:
+        reply(id_, text("grow needs a name", is_error=True))
+        return
+    if name not in GROWN and not any(t["name"] == name for t in TOOLS):
+        GROWN.add(name)
+        TOOLS.append({"name": name, "description": f"Added by grow: answers {name!r}.",
+                      "inputSchema": {"type": "object", "properties": {}}})
+    with _write:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n")
+        sys.stdout.flush()
+    reply(id_, text(f"added {name}"))
+
+
 def log_event(line):
     path = os.environ.get("STUB_EVENTS")
     if path:
@@ -112,13 +133,15 @@ def main():
         method, id_ = msg.get("method"), msg.get("id")
         if method == "initialize":
             reply(id_, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                        "capabilities": {"tools": {}},
+                        "capabilities": {"tools": {"listChanged": True}},
                         "serverInfo": {"name": NAME, "version": "1.0"}})
         elif method == "tools/list":
             reply(id_, {"tools": TOOLS})
         elif method == "tools/call" and msg["params"]["name"] == "sleep":
             args = msg["params"].get("arguments") or {}
             threading.Thread(target=sleep_call, args=(id_, float(args["seconds"])), daemon=True).start()
+        elif method == "tools/call" and msg["params"]["name"] == "grow":
+            grow(id_, str((msg["params"].get("arguments") or {}).get("name", "")))
         elif method == "tools/call":
             res = call(msg["params"]["name"], msg["params"].get("arguments") or {})
             if res is None:
