@@ -76,11 +76,16 @@ func (l *lastLine) complete(lines string) {
 }
 
 // head is the first maxLineChars characters of s (sharing its memory).
-func head(s string) string {
-	if len(s) <= maxLineChars {
-		return s
+func head(s string) string { return prefixChars(s, maxLineChars) }
+
+// prefixChars is the first n characters of s, whole characters only.
+func prefixChars(s string, n int) string {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 	}
-	return s[:byteOffset(s, maxLineChars)]
+	return s[:i]
 }
 
 // latest is the line being written, or else the last complete line.
@@ -96,21 +101,7 @@ func (l *lastLine) latest() string {
 // clipChars cuts s to n characters, whole characters only, and copies it
 // so that a large piece of output is not kept alive.
 func clipChars(s string, n int) string {
-	if len(s) <= n {
-		return strings.Clone(s)
-	}
-	return strings.Clone(s[:byteOffset(s, n)])
-}
-
-// byteOffset is the byte offset of the n-th character of s.
-func byteOffset(s string, n int) int {
-	for i := range s {
-		if n == 0 {
-			return i
-		}
-		n--
-	}
-	return len(s)
+	return strings.Clone(prefixChars(s, n))
 }
 
 // progressMessage is what one notification says: "12s: <latest line>".

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import unittest
 import zipfile
 from pathlib import Path
 
@@ -350,3 +351,24 @@ class Runtime:
     def _threads_done(self, timeout):
         for thread in self._threads:
             thread.join(timeout)
+
+
+class RuntimeTestCase(unittest.TestCase):
+    """Tests that share one runtime per class. At the end no frame may have
+    come after its cell's ``done``, nor for a cell that was never sent."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rt = Runtime()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rt.close()
+        assert not cls.rt.late, f"frames after done: {cls.rt.late[:3]}"
+        assert not cls.rt.stray, f"frames for unknown cells: {cls.rt.stray[:3]}"
+
+    def run_ok(self, code, **fields):
+        """Run a cell that must succeed; return it."""
+        cell = self.rt.run(code, **fields)
+        self.assertEqual(cell.status, "ok", cell)
+        return cell

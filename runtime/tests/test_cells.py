@@ -3,25 +3,10 @@
 import time
 import unittest
 
-from tests.harness import Runtime
+from tests.harness import Runtime, RuntimeTestCase
 
 
-class CellTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.rt = Runtime()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.rt.close()
-        assert not cls.rt.late, f"frames after done: {cls.rt.late[:3]}"
-        assert not cls.rt.stray, f"frames for unknown cells: {cls.rt.stray[:3]}"
-
-    def run_ok(self, code):
-        cell = self.rt.run(code)
-        self.assertEqual(cell.status, "ok", cell)
-        return cell
-
+class CellTest(RuntimeTestCase):
     def test_ready(self):
         self.assertRegex(self.rt.ready["python"], r"^3\.\d+\.\d+")
 

@@ -5,7 +5,7 @@ spill files (limit / spill), final values as JSON (json), stale tool lists
 import ast
 import unittest
 
-from tests.harness import TOOLS, FakeUpstream, Runtime
+from tests.harness import TOOLS, FakeUpstream, Runtime, RuntimeTestCase
 
 
 class SpillTest(unittest.TestCase):
@@ -116,21 +116,11 @@ class SpillTest(unittest.TestCase):
         self.assertEqual(len(cell.stdout), 5001)
 
 
-class JSONValueTest(unittest.TestCase):
+class JSONValueTest(RuntimeTestCase):
     """With ``json: true`` a final value that is JSON data comes as JSON too."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.rt = Runtime()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.rt.close()
-
     def done(self, code, **fields):
-        cell = self.rt.run(code, **fields)
-        self.assertEqual(cell.status, "ok", cell)
-        return cell.done
+        return self.run_ok(code, **fields).done
 
     def test_records(self):
         done = self.done("[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]", json=True)

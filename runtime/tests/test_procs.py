@@ -10,25 +10,10 @@ not start.
 
 import unittest
 
-from tests.harness import Runtime
+from tests.harness import Runtime, RuntimeTestCase
 
 
-class ForkedCopyTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.rt = Runtime()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.rt.close()
-        assert not cls.rt.late, f"frames after done: {cls.rt.late[:3]}"
-        assert not cls.rt.stray, f"frames for unknown cells: {cls.rt.stray[:3]}"
-
-    def run_ok(self, code):
-        cell = self.rt.run(code)
-        self.assertEqual(cell.status, "ok", cell)
-        return cell
-
+class ForkedCopyTest(RuntimeTestCase):
     def exit_code(self, var="pid"):
         return self.waited(var).value
 

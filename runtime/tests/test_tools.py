@@ -5,24 +5,10 @@ import json
 import time
 import unittest
 
-from tests.harness import PNG, TOOLS, Runtime
+from tests.harness import PNG, TOOLS, RuntimeTestCase
 
 
-class ToolTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.rt = Runtime()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.rt.close()
-        assert not cls.rt.late, f"frames after done: {cls.rt.late[:3]}"
-
-    def run_ok(self, code):
-        cell = self.rt.run(code)
-        self.assertEqual(cell.status, "ok", cell)
-        return cell
-
+class ToolTest(RuntimeTestCase):
     def value(self, code):
         return self.run_ok(code).value
 
