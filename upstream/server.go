@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -306,7 +307,7 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 }
 
 func (s *Server) callError(what string, c *conn, ctx context.Context, err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, mcp.ErrConnectionClosed) {
 		// The server went away; wait for its exit so that its last stderr
 		// lines are in the buffer before they are quoted.
 		select {

@@ -34,15 +34,26 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 	// A child that inherited the server's stderr must not keep Wait (and
 	// so crash detection) hanging after the server itself has exited.
 	cmd.WaitDelay = time.Second
-	stdin, err := cmd.StdinPipe()
+	// Plain pipes rather than cmd.StdinPipe/StdoutPipe: cmd.Wait closes
+	// those as soon as the process exits, and it runs here alongside the
+	// reads, which then fail with "file already closed" instead of EOF.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close() // the child's ends
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
 		return nil, nil, fmt.Errorf("starting %q: %w", spec.Command, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
@@ -52,7 +63,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 		procgroup.Kill(cmd)
 		close(p.exited)
 	}()
-	return p, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: maxMessage}, nil
+	return p, &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxMessage}, nil
 }
 
 // stop ends the process group: the server has had its stdin closed (the
