@@ -204,16 +204,8 @@ class StaleTest(unittest.TestCase):
         self.assertEqual(self.value("1", stale="everything"), "1")
 
 
-class LiveOutputTest(unittest.TestCase):
+class LiveOutputTest(RuntimeTestCase):
     """Output printed before a long pause reaches the host while the cell runs."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.rt = Runtime()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.rt.close()
 
     def test_line_before_sleep_arrives_during_the_cell(self):
         cell = self.rt.start("print('working')\nimport time\ntime.sleep(60)")
