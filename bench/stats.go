@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"time"
 )
 
 // sample is a set of measurements of one quantity.
@@ -33,15 +32,6 @@ func (s sample) median() float64 { return s.quantile(0.5) }
 func (s sample) p99() float64    { return s.quantile(0.99) }
 func (s sample) min() float64    { return s.quantile(0) }
 func (s sample) max() float64    { return s.quantile(1) }
-
-// durations converts to a sample in seconds.
-func durations(ds []time.Duration) sample {
-	s := make(sample, len(ds))
-	for i, d := range ds {
-		s[i] = d.Seconds()
-	}
-	return s
-}
 
 // fmtSeconds formats seconds with a unit that keeps three significant
 // digits readable (µs, ms or s).

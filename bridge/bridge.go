@@ -3,7 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -12,7 +12,6 @@ import (
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/errgroup"
 )
 
 // Options configure a [Bridge].
@@ -144,20 +143,8 @@ func (b *Bridge) staleServers() []string {
 // startServers starts the named servers in parallel. It returns an error
 // result when a name is unknown or a server does not start.
 func (b *Bridge) startServers(ctx context.Context, names []string) *mcp.CallToolResult {
-	servers := make([]*upstream.Server, 0, len(names))
-	for _, n := range names {
-		s, err := b.pool.Get(n)
-		if err != nil {
-			return errorResult("%v", err)
-		}
-		servers = append(servers, s)
-	}
-	var g errgroup.Group
-	for _, s := range servers {
-		g.Go(func() error { return s.Start(ctx) })
-	}
-	if err := g.Wait(); err != nil {
-		return errorResult("%v", fmt.Errorf("starting the servers the call named: %w", err))
+	if err := errors.Join(b.pool.Start(ctx, names)...); err != nil {
+		return errorResult("starting the servers the call named: %v", err)
 	}
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/upstream"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // rpcHandler answers the sandbox runtime's requests (runtime/PROTOCOL.md).
@@ -95,23 +93,12 @@ type startEntry struct {
 
 func (h rpcHandler) startServers(ctx context.Context, p serverParams) (json.RawMessage, error) {
 	out := make([]startEntry, len(p.Servers))
-	var g errgroup.Group
-	for i, name := range p.Servers {
-		out[i].Name = name
-		g.Go(func() error {
-			s, err := h.b.pool.Get(name)
-			if err == nil {
-				err = s.Start(ctx)
-			}
-			if err != nil {
-				out[i].Error = err.Error()
-			} else {
-				out[i].OK = true
-			}
-			return nil
-		})
+	for i, err := range h.b.pool.Start(ctx, p.Servers) {
+		out[i] = startEntry{Name: p.Servers[i], OK: err == nil}
+		if err != nil {
+			out[i].Error = err.Error()
+		}
 	}
-	_ = g.Wait()
 	return json.Marshal(out)
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,5 +261,4 @@ func TestKilledBridgeContainerRemovedAtNextStart(t *testing.T) {
 		t.Fatalf("the killed bridge's container was not removed by the next bridge: %v\nstderr:\n%s", left, b2.stderr)
 	}
 	mustContain(t, b2.stderr.String(), "removed")
-	_ = fmt.Sprint()
 }

@@ -84,6 +84,26 @@ func (p *Pool) Get(name string) (*Server, error) {
 	return nil, fmt.Errorf("no MCP server %q is configured; configured servers: %s", name, strings.Join(names, ", "))
 }
 
+// Start starts the named servers in parallel and waits for them. The
+// error at i is names[i]'s: an unknown name, or why it did not start.
+func (p *Pool) Start(ctx context.Context, names []string) []error {
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := p.Get(name)
+			if err == nil {
+				err = s.Start(ctx)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 // Close stops every running server, in parallel, and waits for them.
 func (p *Pool) Close() error {
 	var wg sync.WaitGroup

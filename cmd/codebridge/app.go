@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -84,9 +83,4 @@ func (a *app) close() {
 	case <-time.After(10 * time.Second):
 		a.log.Error("shutdown took longer than 10s; exiting anyway")
 	}
-}
-
-// background returns a context for commands that run to completion.
-func background() (context.Context, context.CancelFunc) {
-	return context.WithCancel(context.Background())
 }

@@ -172,14 +172,12 @@ func parseSettings(fs *flag.FlagSet, argv []string, getenv func(string) string) 
 		usage := k.usage + " (" + strings.Join(k.envs, ", ") + ")"
 		fs.Var(values[i], k.flag, usage)
 	}
-	// The flag for config adds to the files from the environment.
 	if err := fs.Parse(argv); err != nil {
 		return nil, nil, err
 	}
 	if s.timeout > s.maxTimeout {
 		s.timeout = s.maxTimeout
 	}
-	s.limits.NoFile = 1024
 	return s, fs.Args(), nil
 }
 
