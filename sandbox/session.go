@@ -353,10 +353,6 @@ func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
 				if stopping != "" {
 					return lost(stopping, "the code was stopped and the sandbox ended: "+c.ended(cellCtx))
 				}
-				if broke := c.protocolError(); broke != "" {
-					return lost(StatusCrashed, "the sandbox's frame channel broke while the code ran: "+broke+
-						"; code that writes to descriptors it did not open can do this")
-				}
 				return lost(StatusCrashed, "the sandbox died while the code ran: "+c.ended(cellCtx))
 			}
 			switch f.T {
@@ -440,7 +436,7 @@ func keepImage(res *Result, f *frame, stderr *clipBuffer) {
 // to know.
 func (c *live) ended(ctx context.Context) string {
 	if broke := c.protocolError(); broke != "" {
-		return "its frame channel broke: " + broke
+		return "its frame channel broke: " + broke + "; code that writes to descriptors it did not open can do this"
 	}
 	return c.ctr.Exited(ctx, 2*time.Second)
 }

@@ -328,6 +328,17 @@ class Runtime:
                 raise AssertionError(f"{needle!r} never printed: {cell!r}")
             time.sleep(0.01)
 
+    def wait_file(self, path, timeout=10):
+        """Wait until code in the runtime has created ``path``: the sign that
+        something it does between cells has happened. (The host and the
+        runtime share the file system unless CODEBRIDGE_TEST_COMMAND puts the
+        runtime in a container of its own.)"""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} was never created")
+            time.sleep(0.01)
+
     def interrupt(self, cell):
         self.send({"t": "interrupt", "id": cell.id})
 

@@ -1,9 +1,11 @@
 """Cells and output, through a real runtime process driven like the host."""
 
+import os
+import tempfile
 import time
 import unittest
 
-from tests.harness import Runtime, RuntimeTestCase
+from tests.harness import COMMAND, Runtime, RuntimeTestCase
 
 
 class CellTest(RuntimeTestCase):
@@ -136,11 +138,20 @@ class CellTest(RuntimeTestCase):
         self.assertEqual(len(cell.stdout), size)
         self.assertTrue(cell.stdout.startswith("abcdefg\nabcdefg\n"))
 
+    @unittest.skipIf(COMMAND, "the marker files live in the runtime's own container")
     def test_output_between_cells_goes_to_next_cell(self):
+        marks = tempfile.mkdtemp()
         self.run_ok("import threading, time, subprocess\n"
-                    "threading.Thread(target=lambda: (time.sleep(0.2), print('late thread'))).start()\n"
-                    "subprocess.Popen(['sh', '-c', 'sleep 0.2; echo late process'])")
-        time.sleep(0.6)
+                    f"marks = {marks!r}\n"
+                    "def late():\n"
+                    "    time.sleep(0.2)\n"
+                    "    print('late thread')\n"
+                    "    open(marks + '/thread', 'w').close()\n"
+                    "threading.Thread(target=late).start()\n"
+                    "subprocess.Popen(['sh', '-c', 'sleep 0.2; echo late process; touch \"$0\"', marks + '/process'])")
+        # Both printed after the cell ended, while no cell ran.
+        self.rt.wait_file(os.path.join(marks, "thread"))
+        self.rt.wait_file(os.path.join(marks, "process"))
         cell = self.run_ok("print('now')")
         self.assertEqual(sorted(cell.stdout.splitlines()), ["late process", "late thread", "now"])
         self.assertTrue(cell.stdout.endswith("now\n"))
@@ -199,10 +210,8 @@ class CellTest(RuntimeTestCase):
         cell = self.rt.start("import time\nbefore = 'kept'\nprint('sleeping', flush=True)\n"
                              "time.sleep(60)\nafter = 1")
         self.rt.wait_output(cell, "sleeping")
-        t0 = time.monotonic()
         self.rt.interrupt(cell)
-        self.rt.wait(cell, 10)
-        self.assertLess(time.monotonic() - t0, 5)
+        self.rt.wait(cell, 10)  # far less than the sleep: it was cut short
         self.assertEqual(cell.status, "interrupted")
         self.assertIn("KeyboardInterrupt", cell.error)
         self.assertIn(f'File "<cell {cell.id}>", line 4', cell.error)
@@ -229,8 +238,7 @@ class CellTest(RuntimeTestCase):
 
     def test_interrupt_while_printing_keeps_frames_whole(self):
         cell = self.rt.start("print('go', flush=True)\nwhile True:\n    print('z' * 1000, flush=True)")
-        self.rt.wait_output(cell, "go")
-        time.sleep(0.2)
+        self.rt.wait_output(cell, ("z" * 1000 + "\n") * 20)  # well into the loop
         self.rt.interrupt(cell)
         self.rt.wait(cell, 10)
         self.assertEqual(cell.status, "interrupted")  # and the harness parsed every frame
@@ -263,14 +271,12 @@ class LifecycleTest(unittest.TestCase):
     def test_eof_exits(self):
         rt = Runtime()
         self.assertEqual(rt.run("1").value, "1")
-        t0 = time.monotonic()
         self.assertEqual(rt.close(timeout=5), 0)
-        self.assertLess(time.monotonic() - t0, 2)
 
     def test_eof_during_cell_exits(self):
         rt = Runtime()
-        rt.start("import time\ntime.sleep(60)")
-        time.sleep(0.1)
+        cell = rt.start("print('running', flush=True)\nimport time\ntime.sleep(60)")
+        rt.wait_output(cell, "running")
         self.assertEqual(rt.close(timeout=5), 0)
 
     def test_no_servers(self):
