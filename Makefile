@@ -41,7 +41,7 @@ test-python:
 	$(ENGINE) run --rm --network none --read-only --tmpfs /tmp:rw,mode=1777 \
 	  --user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=512:512 \
 	  -e PYTHONDONTWRITEBYTECODE=1 -v $(CURDIR):/src:ro -w /src $(IMAGE) \
-	  python3 -m unittest discover -s runtime/tests -t runtime
+	  python3 -m unittest discover -s pyruntime/tests -t pyruntime
 
 # Measure codebridge on this machine against the DESIGN.md targets; prints
 # the table and writes it to BENCHMARKS.md (a few minutes).

@@ -6,5 +6,5 @@
 // independent of what is configured), bridge.go the run_python handler,
 // progress.go the progress notifications of long runs, render.go the text
 // the model reads, and rpc.go the requests the sandbox runtime sends
-// (list_tools, call_tool, ...; see runtime/PROTOCOL.md).
+// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md).
 package bridge

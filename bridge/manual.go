@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	pyruntime "github.com/codebridge/codebridge/runtime"
+	"github.com/codebridge/codebridge/pyruntime"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/codebridge/codebridge/upstream"
 )
 
-// rpcHandler answers the sandbox runtime's requests (runtime/PROTOCOL.md).
+// rpcHandler answers the sandbox runtime's requests (pyruntime/PROTOCOL.md).
 type rpcHandler struct{ b *Bridge }
 
 type serverParams struct {

@@ -7,7 +7,7 @@
 //     engine. One implementation (moby.go) speaks the Docker Engine API, which
 //     Docker and Podman's Docker-compatible service both answer; connect.go
 //     picks the engine and starts a private Podman service when none runs.
-//   - The frame channel (frame.go) is the wire format of runtime/PROTOCOL.md:
+//   - The frame channel (frame.go) is the wire format of pyruntime/PROTOCOL.md:
 //     one JSON object per line over the container's stdin and stdout.
 //   - [Session] (session.go) owns the one container of a bridge: it creates it
 //     on first use, delivers the embedded runtime through stdin, runs cells one

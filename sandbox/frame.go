@@ -11,7 +11,7 @@ import (
 	"sync"
 )
 
-// Frame types, as runtime/PROTOCOL.md defines them.
+// Frame types, as pyruntime/PROTOCOL.md defines them.
 const (
 	frameHello     = "hello"
 	frameExec      = "exec"

@@ -272,7 +272,7 @@ func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
 	}
 }
 
-// The lines the sandbox's init (runtime/loader.py) writes to the
+// The lines the sandbox's init (pyruntime/loader.py) writes to the
 // container's stderr when the runtime was killed with SIGKILL, after
 // reading the memory cgroup's count of out-of-memory kills.
 const (

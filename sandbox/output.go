@@ -21,7 +21,7 @@ type Output struct {
 }
 
 // Spill is the runtime's report on a stream that went over the budget
-// (the done frame's spill field; see runtime/PROTOCOL.md).
+// (the done frame's spill field; see pyruntime/PROTOCOL.md).
 type Spill struct {
 	Path  string `json:"path"`  // the file, or "" when it could not be made
 	Chars int64  `json:"chars"` // characters in the file

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	pyruntime "github.com/codebridge/codebridge/runtime"
+	"github.com/codebridge/codebridge/pyruntime"
 )
 
 // ServerInfo describes one configured upstream server to the runtime.
@@ -20,7 +20,7 @@ type ServerInfo struct {
 }
 
 // RPCHandler answers the requests the runtime sends while a cell runs
-// (list_tools, call_tool, ...; see runtime/PROTOCOL.md). HandleRPC is
+// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md). HandleRPC is
 // called on its own goroutine per request; ctx is cancelled when the cell
 // ends or its call is cancelled. The value must be valid JSON.
 type RPCHandler interface {

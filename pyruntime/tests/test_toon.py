@@ -1,7 +1,7 @@
-"""Runs every official TOON encode fixture against runtime/mcp/toon.py.
+"""Runs every official TOON encode fixture against pyruntime/mcp/toon.py.
 
 Run from the repository root:
-    python3 -m unittest discover -s runtime/tests -t runtime
+    python3 -m unittest discover -s pyruntime/tests -t pyruntime
 """
 
 import decimal
@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "testdata/toon/encode"
-TOON_PY = ROOT / "runtime/mcp/toon.py"
+TOON_PY = ROOT / "pyruntime/mcp/toon.py"
 
 
 def _load_toon():

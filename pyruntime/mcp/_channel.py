@@ -1,6 +1,6 @@
 """The frame channel to the host: frame writer, reader thread and RPC futures.
 
-Frames are JSON objects, one per line (see runtime/PROTOCOL.md). The channel
+Frames are JSON objects, one per line (see pyruntime/PROTOCOL.md). The channel
 owns two private, non-inheritable descriptors: ``in_fd`` (frames from the
 host) and ``out_fd`` (frames to the host). Nothing else writes to ``out_fd``.
 

@@ -8,7 +8,7 @@ In a cell:
     from mcp import runtime                       # discovery helpers
 
 ``print(runtime.capability_summary())`` prints a one-page manual. The
-runtime's entry point is ``mcp._main.main()`` (see runtime/PROTOCOL.md).
+runtime's entry point is ``mcp._main.main()`` (see pyruntime/PROTOCOL.md).
 """
 
 from mcp._results import BridgeError, MCPError, ToolError

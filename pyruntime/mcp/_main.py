@@ -1,6 +1,6 @@
 """Entry point of the sandbox runtime: ``mcp._main.main()``.
 
-Startup (see runtime/PROTOCOL.md):
+Startup (see pyruntime/PROTOCOL.md):
 
 1. move the frame descriptors (fd 0 in, fd 1 out) to private,
    non-inheritable fds; point fd 0 at /dev/null and fd 1 / fd 2 at pipes

@@ -1,15 +1,12 @@
-// Package runtime holds the Python side of codebridge: the `mcp` package
+// Package pyruntime holds the Python side of codebridge: the `mcp` package
 // that runs inside the sandbox container, and the loader that installs it.
 //
 // The Python sources are embedded in the Go binary. The host starts the
 // container with `python3 -I -u -c` [Loader] and writes [Archive] to its
-// stdin; runtime/PROTOCOL.md is the contract both sides keep. The Python
+// stdin; pyruntime/PROTOCOL.md is the contract both sides keep. The Python
 // code is stdlib-only and is tested with unittest inside the real sandbox
-// image (runtime/tests).
-//
-// The package name shadows the standard library's runtime package; import
-// it under another name, for example pyruntime.
-package runtime
+// image (pyruntime/tests).
+package pyruntime
 
 import (
 	"archive/zip"

@@ -1,7 +1,7 @@
 """Warm ``print(1)`` cells, timed by the host side (exec frame written ->
 done frame read), in one thread with no reader-thread handoff.
 
-    python3 runtime/tests/bench_exec.py [cells]
+    python3 pyruntime/tests/bench_exec.py [cells]
 
 With CODEBRIDGE_TEST_COMMAND set (see harness.py) the runtime runs in a
 container and the time includes the engine's stdio relay.
