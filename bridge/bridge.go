@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
@@ -14,11 +13,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Defaults of [Options], stated once.
+const (
+	DefaultTimeout    = 30 * time.Second
+	DefaultMaxTimeout = 120 * time.Second
+)
+
 // Options configure a [Bridge].
 type Options struct {
-	// DefaultTimeout applies when a call gives none. Zero means 30 seconds.
+	// DefaultTimeout applies when a call gives none. Zero means
+	// [DefaultTimeout].
 	DefaultTimeout time.Duration
-	// MaxTimeout caps every call's timeout. Zero means 120 seconds.
+	// MaxTimeout caps every call's timeout. Zero means [DefaultMaxTimeout].
 	MaxTimeout time.Duration
 	// Output is "text" (the default) or "toon": final values that are
 	// JSON data are then shown as TOON.
@@ -29,25 +35,25 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Bridge serves run_python over MCP. It owns neither the session nor the
-// pool: the caller closes them after the server stops.
+// Bridge serves run_python over MCP. It owns its sandbox session (stdio
+// has exactly one) and answers that session's requests; it does not own
+// the pool or the manager: the caller closes them after [Bridge.Close].
 type Bridge struct {
-	sess *sandbox.Session
 	pool *upstream.Pool
 	opts Options
 	log  *slog.Logger
-
-	mu       sync.Mutex
-	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
+	host *sandboxHost
+	sess *sandbox.Session
 }
 
-// New returns a bridge that runs code in sess and proxies calls to pool.
-func New(sess *sandbox.Session, pool *upstream.Pool, opts Options) *Bridge {
+// New returns a bridge whose code runs in a session made by sandboxes
+// with cfg, and whose calls go to pool.
+func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.DefaultTimeout == 0 {
-		opts.DefaultTimeout = 30 * time.Second
+		opts.DefaultTimeout = DefaultTimeout
 	}
 	if opts.MaxTimeout == 0 {
-		opts.MaxTimeout = 120 * time.Second
+		opts.MaxTimeout = DefaultMaxTimeout
 	}
 	if opts.DefaultTimeout > opts.MaxTimeout {
 		opts.DefaultTimeout = opts.MaxTimeout
@@ -58,8 +64,17 @@ func New(sess *sandbox.Session, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	return &Bridge{sess: sess, pool: pool, opts: opts, log: opts.Log, toolGens: map[string]uint64{}}
+	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
+	b.host = newSandboxHost(pool, opts.Log)
+	b.sess = sandboxes.NewSession(cfg, b.host)
+	return b
 }
+
+// Session is the bridge's sandbox session.
+func (b *Bridge) Session() *sandbox.Session { return b.sess }
+
+// Close removes the bridge's sandbox; a cell still running ends.
+func (b *Bridge) Close() error { return b.sess.Close() }
 
 // Server returns an MCP server that shows run_python.
 func (b *Bridge) Server() *mcp.Server {
@@ -112,32 +127,15 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 			return res
 		}
 	}
-	asTOON := b.opts.Output == "toon"
-	res, err := b.sess.Run(ctx, sandbox.Request{
-		Code: code, Timeout: timeout, Handler: rpcHandler{b},
-		JSON: asTOON, Stale: b.staleServers, OnOutput: onOutput,
-	})
+	if onOutput != nil {
+		ctx = withOutput(ctx, onOutput)
+	}
+	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
 		return errorResult("%v", err)
 	}
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	return render(res, timeout, asTOON)
-}
-
-// staleServers names the upstreams whose tool lists changed since the
-// sandbox last heard (they said so, or restarted), so that the runtime
-// drops its cached lists. The session calls it as each cell is sent.
-func (b *Bridge) staleServers() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var stale []string
-	for _, s := range b.pool.Servers() {
-		if g := s.ToolsGeneration(); g != b.toolGens[s.Name()] {
-			b.toolGens[s.Name()] = g
-			stale = append(stale, s.Name())
-		}
-	}
-	return stale
+	return render(res, timeout)
 }
 
 // startServers starts the named servers in parallel. It returns an error

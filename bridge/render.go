@@ -7,16 +7,14 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/toon"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // render turns a cell's result into what the model reads: stdout, then
 // stderr, then the final value or the traceback, then a status line when
 // the cell did not simply succeed. The text stands on its own; images
-// follow it as image content. With asTOON, a final value that came as JSON
-// is shown as TOON rather than as its Python repr.
-func render(r *sandbox.Result, timeout time.Duration, asTOON bool) *mcp.CallToolResult {
+// follow it as image content.
+func render(r *sandbox.Result, timeout time.Duration) *mcp.CallToolResult {
 	var b strings.Builder
 	section := func(s string) {
 		if s == "" {
@@ -32,7 +30,7 @@ func render(r *sandbox.Result, timeout time.Duration, asTOON bool) *mcp.CallTool
 		section("[stderr]\n" + r.Stderr.Text)
 	}
 	if r.HasValue {
-		section(value(r, asTOON))
+		section(r.Value)
 	}
 	section(r.Traceback)
 
@@ -64,17 +62,6 @@ func render(r *sandbox.Result, timeout time.Duration, asTOON bool) *mcp.CallTool
 		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: img.MIME, Data: data})
 	}
 	return res
-}
-
-// value is the text of the final value: its TOON encoding when asTOON and
-// the value came as JSON, else its repr.
-func value(r *sandbox.Result, asTOON bool) string {
-	if asTOON && len(r.JSON) > 0 {
-		if t, err := toon.EncodeJSON(r.JSON); err == nil {
-			return t
-		}
-	}
-	return r.Value
 }
 
 func stateLine(r *sandbox.Result) string {

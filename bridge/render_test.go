@@ -38,7 +38,7 @@ func TestRender(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := render(&c.res, 2*time.Second, false)
+			r := render(&c.res, 2*time.Second)
 			text := r.Content[0].(*mcp.TextContent).Text
 			for _, w := range c.want {
 				if !strings.Contains(text, w) {
@@ -65,28 +65,5 @@ func TestToolDefinitionIsSmall(t *testing.T) {
 	size := len(tl.Name) + len(tl.Description) + len(inputSchema)
 	if size > 1000 {
 		t.Fatalf("run_python definition is %d bytes; keep it under 1,000", size)
-	}
-}
-
-func TestRenderTOON(t *testing.T) {
-	res := sandbox.Result{Status: sandbox.StatusOK, StateKept: true, HasValue: true,
-		Value: "[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]",
-		JSON:  []byte(`[{"id":1,"name":"a"},{"id":2,"name":"b"}]`)}
-	text := func(asTOON bool) string {
-		return render(&res, time.Second, asTOON).Content[0].(*mcp.TextContent).Text
-	}
-	if got, want := text(true), "[2]{id,name}:\n  1,a\n  2,b"; got != want {
-		t.Errorf("toon: got %q, want %q", got, want)
-	}
-	if got := text(false); got != res.Value {
-		t.Errorf("text mode: got %q, want the repr", got)
-	}
-	res.JSON = nil // not JSON data: the repr
-	if got := text(true); got != res.Value {
-		t.Errorf("no JSON: got %q, want the repr", got)
-	}
-	res.JSON = []byte(`{"broken"`)
-	if got := text(true); got != res.Value {
-		t.Errorf("bad JSON: got %q, want the repr", got)
 	}
 }

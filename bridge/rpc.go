@@ -6,46 +6,42 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
 )
 
-// rpcHandler answers the sandbox runtime's requests (pyruntime/PROTOCOL.md).
-type rpcHandler struct{ b *Bridge }
+// method answers one RPC method of the runtime (pyruntime/PROTOCOL.md).
+type method func(ctx context.Context, h *sandboxHost, params json.RawMessage) (json.RawMessage, error)
 
-type serverParams struct {
-	Server    string          `json:"server"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Servers   []string        `json:"servers"`
-	Query     string          `json:"query"`
-	Limit     int             `json:"limit"`
-	Detail    string          `json:"detail"`
+// methods are the RPC methods the bridge answers, each with its own
+// parameter type (package protocol).
+var methods = map[string]method{
+	protocol.MListServers:  typed(listServers),
+	protocol.MListTools:    typed(listTools),
+	protocol.MCallTool:     typed(callTool),
+	protocol.MStartServers: typed(startServers),
+	protocol.MSearchTools:  typed(searchTools),
 }
 
-func (h rpcHandler) HandleRPC(ctx context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
-	var p serverParams
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("the parameters of %s are not valid: %v", method, err)
+// typed decodes a method's parameters into P before calling fn.
+func typed[P any](fn func(context.Context, *sandboxHost, P) (json.RawMessage, error)) method {
+	return func(ctx context.Context, h *sandboxHost, raw json.RawMessage) (json.RawMessage, error) {
+		var p P
+		if len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+			}
 		}
+		return fn(ctx, h, p)
 	}
-	switch method {
-	case "call_tool":
-		return h.callTool(ctx, p)
-	case "list_tools":
-		return h.listTools(ctx, p)
-	case "list_servers":
-		return h.listServers()
-	case "start_servers":
-		return h.startServers(ctx, p)
-	case "search_tools":
-		return h.searchTools(ctx, p)
-	}
-	return nil, fmt.Errorf("the bridge does not know the request %q (runtime and bridge versions differ?)", method)
 }
 
-func (h rpcHandler) callTool(ctx context.Context, p serverParams) (json.RawMessage, error) {
-	s, err := h.b.pool.Get(p.Server)
+func unknownMethod(name string) error {
+	return fmt.Errorf("the bridge does not know the request %q (runtime and bridge versions differ?)", name)
+}
+
+func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (json.RawMessage, error) {
+	s, err := h.pool.Get(p.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +55,8 @@ func (h rpcHandler) callTool(ctx context.Context, p serverParams) (json.RawMessa
 	return json.Marshal(res)
 }
 
-func (h rpcHandler) listTools(ctx context.Context, p serverParams) (json.RawMessage, error) {
-	s, err := h.b.pool.Get(p.Server)
+func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) (json.RawMessage, error) {
+	s, err := h.pool.Get(p.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -71,30 +67,18 @@ func (h rpcHandler) listTools(ctx context.Context, p serverParams) (json.RawMess
 	return json.Marshal(tools)
 }
 
-type serverEntry struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Running     bool   `json:"running"`
-}
-
-func (h rpcHandler) listServers() (json.RawMessage, error) {
-	out := []serverEntry{}
-	for _, s := range h.b.pool.Servers() {
-		out = append(out, serverEntry{Name: s.Name(), Description: s.Description(), Running: s.Running()})
+func listServers(_ context.Context, h *sandboxHost, _ protocol.ListServersParams) (json.RawMessage, error) {
+	out := []protocol.ServerEntry{}
+	for _, s := range h.pool.Servers() {
+		out = append(out, protocol.ServerEntry{Name: s.Name(), Description: s.Description(), Running: s.Running()})
 	}
 	return json.Marshal(out)
 }
 
-type startEntry struct {
-	Name  string `json:"name"`
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-}
-
-func (h rpcHandler) startServers(ctx context.Context, p serverParams) (json.RawMessage, error) {
-	out := make([]startEntry, len(p.Servers))
-	for i, err := range h.b.pool.Start(ctx, p.Servers) {
-		out[i] = startEntry{Name: p.Servers[i], OK: err == nil}
+func startServers(ctx context.Context, h *sandboxHost, p protocol.StartServersParams) (json.RawMessage, error) {
+	out := make([]protocol.StartEntry, len(p.Servers))
+	for i, err := range h.pool.Start(ctx, p.Servers) {
+		out[i] = protocol.StartEntry{Name: p.Servers[i], OK: err == nil}
 		if err != nil {
 			out[i].Error = err.Error()
 		}
@@ -105,35 +89,27 @@ func (h rpcHandler) startServers(ctx context.Context, p serverParams) (json.RawM
 // searchWait bounds how long a search waits for a server to start.
 const searchWait = 20 * time.Second
 
-type searchHit struct {
-	Server       string  `json:"server"`
-	Tool         string  `json:"tool"`
-	Description  string  `json:"description"`
-	Score        float64 `json:"score"`
-	InputSchema  any     `json:"inputSchema,omitempty"`
-	OutputSchema any     `json:"outputSchema,omitempty"`
-}
-
-type searchDown struct {
-	Server      string `json:"server"`
-	Unavailable string `json:"unavailable"`
-}
-
-func (h rpcHandler) searchTools(ctx context.Context, p serverParams) (json.RawMessage, error) {
+func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsParams) (json.RawMessage, error) {
 	if p.Limit <= 0 {
 		p.Limit = 5
 	}
-	entries, down := h.b.pool.Catalogue(ctx, searchWait)
+	entries, down := h.pool.Catalogue(ctx, searchWait)
 	out := []any{}
 	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {
-		r := searchHit{Server: hit.Server, Tool: hit.Tool.Name, Description: hit.Tool.Description, Score: hit.Score}
-		if p.Detail == "full" {
-			r.InputSchema, r.OutputSchema = hit.Tool.InputSchema, hit.Tool.OutputSchema
-		}
-		out = append(out, r)
+		out = append(out, SearchHit(hit, p.Detail == "full"))
 	}
 	for _, d := range down {
-		out = append(out, searchDown{Server: d.Server, Unavailable: d.Err.Error()})
+		out = append(out, protocol.SearchDown{Server: d.Server, Unavailable: d.Err.Error()})
 	}
 	return json.Marshal(out)
+}
+
+// SearchHit is a ranked tool as the runtime and the command line show it;
+// full adds its schemas.
+func SearchHit(hit upstream.Hit, full bool) protocol.SearchHit {
+	r := protocol.SearchHit{Server: hit.Server, Tool: hit.Tool.Name, Description: hit.Tool.Description, Score: hit.Score}
+	if full {
+		r.InputSchema, r.OutputSchema = hit.Tool.InputSchema, hit.Tool.OutputSchema
+	}
+	return r
 }

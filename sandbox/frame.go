@@ -3,48 +3,15 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
-)
+	"sync/atomic"
 
-// Frame types, as pyruntime/PROTOCOL.md defines them.
-const (
-	frameHello     = "hello"
-	frameExec      = "exec"
-	frameInterrupt = "interrupt"
-	frameResult    = "result"
-	frameReady     = "ready"
-	frameOut       = "out"
-	frameImage     = "image"
-	frameRPC       = "rpc"
-	frameDone      = "done"
-	frameLog       = "log"
+	"github.com/codebridge/codebridge/protocol"
 )
-
-// frame is one decoded message from the runtime. Fields not used by a type
-// stay zero. Params stays raw: the RPC handler decodes it.
-type frame struct {
-	T      string            `json:"t"`
-	ID     int64             `json:"id"`
-	Exec   int64             `json:"exec"`
-	Stream string            `json:"stream"`
-	Data   string            `json:"data"`
-	Mime   string            `json:"mime"`
-	Method string            `json:"method"`
-	Params json.RawMessage   `json:"params"`
-	Status string            `json:"status"`
-	Value  *string           `json:"value"`
-	Error  *string           `json:"error"`
-	JSON   json.RawMessage   `json:"json"`  // done: the final value as JSON
-	Spill  map[string]*Spill `json:"spill"` // done: streams saved to files
-	Python string            `json:"python"`
-	Level  string            `json:"level"`
-	Msg    string            `json:"msg"`
-}
 
 // MaxFrame bounds one frame from the runtime. Frames are untrusted: code
 // in the sandbox can write to the runtime's descriptors, and a line without
@@ -64,6 +31,13 @@ func protocolErrorf(format string, a ...any) error {
 	return &ProtocolError{msg: fmt.Sprintf(format, a...)}
 }
 
+// malformed is a frame of a known type whose fields had the wrong shape.
+// It does not break the channel: a cell answers a malformed RPC with an
+// error when its id could be read, and ignores anything else.
+type malformed struct{ err *protocol.ShapeError }
+
+func (m malformed) Type() string { return m.err.T }
+
 // frameReader decodes newline-delimited frames of up to max bytes.
 type frameReader struct {
 	r    *bufio.Reader
@@ -75,11 +49,12 @@ func newFrameReader(r io.Reader) *frameReader {
 	return &frameReader{r: bufio.NewReaderSize(r, 256<<10), max: MaxFrame}
 }
 
-// next returns the next frame. Blank lines are skipped; a line that is not a
-// JSON object, or longer than the limit, is a [ProtocolError] naming its
+// next returns the next frame. Blank lines are skipped. A line that is not
+// a frame, or is longer than the limit, is a [ProtocolError] naming its
 // first bytes, since the channel is private to the runtime and garbage there
-// means the runtime is broken (or code in the sandbox wrote to it).
-func (fr *frameReader) next() (*frame, error) {
+// means the runtime is broken (or code in the sandbox wrote to it). A frame
+// of a known type with fields of the wrong shape comes back as [malformed].
+func (fr *frameReader) next() (protocol.Frame, error) {
 	for {
 		line, err := fr.readLine()
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -88,18 +63,18 @@ func (fr *frameReader) next() (*frame, error) {
 			}
 			continue
 		}
-		var f frame
-		jerr := json.Unmarshal(line, &f)
+		f, derr := protocol.Decode(line)
 		if cap(fr.line) > 1<<20 {
 			fr.line = nil // do not pin a large frame's buffer
 		}
-		if jerr != nil {
-			return nil, protocolErrorf("sandbox: the runtime sent a line that is not a frame (%q...): %v", clip(line, 80), jerr)
+		var shape *protocol.ShapeError
+		switch {
+		case errors.As(derr, &shape):
+			return malformed{shape}, nil
+		case derr != nil:
+			return nil, protocolErrorf("sandbox: the runtime sent %v", derr)
 		}
-		if f.T == "" {
-			return nil, protocolErrorf("sandbox: the runtime sent a frame without a type (%q...)", clip(line, 80))
-		}
-		return &f, nil
+		return f, nil
 	}
 }
 
@@ -132,93 +107,152 @@ func clip(b []byte, n int) []byte {
 	return b
 }
 
-// frameWriter encodes frames to the runtime. It is safe for concurrent use:
-// RPC answers are written from many goroutines.
-type frameWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
-}
-
-func newFrameWriter(w io.Writer) *frameWriter { return &frameWriter{w: w} }
-
-// send writes one frame built from fields: v is marshalled, and must encode
-// to a JSON object.
-func (fw *frameWriter) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("sandbox: encoding frame: %w", err)
-	}
-	return fw.write(b)
-}
-
-// sendResult answers RPC id. value must be valid JSON (it is spliced in
-// unchanged, to spare a copy of large tool results); errMsg, when non-empty,
-// makes it a failed RPC.
-func (fw *frameWriter) sendResult(id int64, value json.RawMessage, errType, errMsg string) error {
-	if errMsg != "" {
-		return fw.send(map[string]any{
-			"t": frameResult, "id": id, "ok": false,
-			"error": map[string]string{"type": errType, "message": errMsg},
-		})
-	}
-	if len(value) == 0 {
-		value = json.RawMessage("null")
-	}
-	if bytes.IndexByte(value, '\n') >= 0 {
-		// Compact keeps the frame on one line; valid JSON only has
-		// newlines as whitespace.
-		var c bytes.Buffer
-		if err := json.Compact(&c, value); err != nil {
-			return fmt.Errorf("sandbox: RPC %d result is not JSON: %w", id, err)
-		}
-		value = c.Bytes()
-	}
-	head := `{"t":"result","id":` + strconv.FormatInt(id, 10) + `,"ok":true,"value":`
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	if len(value) > 64<<10 {
-		// A large value is written in place rather than copied into one
-		// buffer: a 64 MiB tool result must not cost another 64 MiB.
-		return writeAll(fw.w, []byte(head), value, []byte("}\n"))
-	}
-	fw.buf = append(append(append(fw.buf[:0], head...), value...), "}\n"...)
-	_, err := fw.w.Write(fw.buf)
-	return err
-}
-
-func writeAll(w io.Writer, parts ...[]byte) error {
-	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (fw *frameWriter) write(b []byte) error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	fw.buf = append(append(fw.buf[:0], b...), '\n')
-	_, err := fw.w.Write(fw.buf)
-	if cap(fw.buf) > 1<<20 {
-		fw.buf = nil
-	}
-	return err
-}
-
 // errChannelClosed reports that the runtime's frame stream ended.
 var errChannelClosed = errors.New("sandbox: the runtime's frame channel closed")
 
-// writeRaw writes bytes that are not frames (the bootstrap header and
-// archive), under the same lock as frames.
-func (fw *frameWriter) writeRaw(parts ...[]byte) error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	for _, p := range parts {
-		if _, err := fw.w.Write(p); err != nil {
-			return err
+// errDropped is what a write learns when its frame was not written: its
+// cell ended first, or the container is going away.
+var errDropped = errors.New("sandbox: the frame was dropped (its cell ended, or the container is being replaced)")
+
+// outbox writes frames to the runtime from one goroutine of its own, so
+// that no caller ever blocks on the container's stdin: a runtime that stops
+// reading fills the pipe and stalls only the outbox, while the session's
+// timeouts, interrupts and replacement go on. Removing the container closes
+// the stream, which ends a write that is stuck. Writes are in order, except
+// that urgent ones (interrupts) go before those still waiting.
+type outbox struct {
+	w    io.Writer
+	cell atomic.Int64 // the running cell; answers for other cells are dropped
+
+	mu     sync.Mutex
+	queue  []*outItem
+	closed bool
+	wake   chan struct{}
+}
+
+// outItem is one frame (or bootstrap bytes) to write, in parts.
+type outItem struct {
+	parts [][]byte
+	cell  int64           // the cell it belongs to; 0 for none
+	done  func(err error) // called once, after the write or the drop; may be nil
+}
+
+func newOutbox(w io.Writer) *outbox {
+	o := &outbox{w: w, wake: make(chan struct{}, 1)}
+	go o.loop()
+	return o
+}
+
+// post queues it and returns at once.
+func (o *outbox) post(it *outItem, urgent bool) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		it.finish(errDropped)
+		return
+	}
+	if urgent {
+		o.queue = append([]*outItem{it}, o.queue...)
+	} else {
+		o.queue = append(o.queue, it)
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send queues frame f for cell (0: for no cell in particular).
+func (o *outbox) send(f protocol.Frame, cell int64, urgent bool, done func(error)) {
+	line, err := protocol.Encode(f)
+	if err != nil {
+		(&outItem{done: done}).finish(err)
+		return
+	}
+	o.post(&outItem{parts: [][]byte{line}, cell: cell, done: done}, urgent)
+}
+
+// write queues parts and waits until they are written, the outbox closes,
+// or ctx ends.
+func (o *outbox) write(ctx context.Context, parts ...[]byte) error {
+	res := make(chan error, 1)
+	o.post(&outItem{parts: parts, done: func(err error) { res <- err }}, false)
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (o *outbox) loop() {
+	for {
+		it, ok := o.pop()
+		if !ok {
+			return
+		}
+		if it.cell != 0 && it.cell != o.cell.Load() {
+			it.finish(errDropped)
+			continue
+		}
+		var err error
+		for _, p := range it.parts {
+			if _, err = o.w.Write(p); err != nil {
+				break
+			}
+		}
+		it.finish(err)
+		if err != nil {
+			o.close()
+			return
 		}
 	}
-	return nil
+}
+
+// pop waits for the next item; false once the outbox is closed.
+func (o *outbox) pop() (*outItem, bool) {
+	for {
+		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return nil, false
+		}
+		if len(o.queue) > 0 {
+			it := o.queue[0]
+			o.queue[0] = nil
+			o.queue = o.queue[1:]
+			o.mu.Unlock()
+			return it, true
+		}
+		o.mu.Unlock()
+		<-o.wake
+	}
+}
+
+// close drops what waits and refuses what comes. A write in progress ends
+// when the container's stream closes.
+func (o *outbox) close() {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.closed = true
+	queue := o.queue
+	o.queue = nil
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	for _, it := range queue {
+		it.finish(errDropped)
+	}
+}
+
+func (it *outItem) finish(err error) {
+	if it.done != nil {
+		it.done(err)
+	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"github.com/codebridge/codebridge/protocol"
 	"io"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func TestFrameReaderLimit(t *testing.T) {
 	small := `{"t":"out","id":1,"stream":"stdout","data":"` + strings.Repeat("y", 900) + `"}` + "\n"
 	fr := newFrameReader(io.MultiReader(strings.NewReader(small), &endless{}))
 	fr.max = 1000
-	if f, err := fr.next(); err != nil || len(f.Data) != 900 {
+	if f, err := fr.next(); err != nil || len(f.(protocol.Out).Data) != 900 {
 		t.Fatalf("a frame under the limit: %v", err)
 	}
 	_, err := fr.next()
@@ -85,10 +86,10 @@ func TestKeepImageBounds(t *testing.T) {
 	res := &Result{}
 	stderr := newClipBuffer(10000)
 	big := strings.Repeat("A", maxImageBytes/2+1)
-	keepImage(res, &frame{Mime: "image/png", Data: big}, stderr)
-	keepImage(res, &frame{Mime: "image/png", Data: big}, stderr) // over the byte budget
+	keepImage(res, protocol.Image{Mime: "image/png", Data: big}, stderr)
+	keepImage(res, protocol.Image{Mime: "image/png", Data: big}, stderr) // over the byte budget
 	for range maxImages + 2 {
-		keepImage(res, &frame{Mime: "image/png", Data: "AAAA"}, stderr)
+		keepImage(res, protocol.Image{Mime: "image/png", Data: "AAAA"}, stderr)
 	}
 	if len(res.Images) != maxImages {
 		t.Fatalf("kept %d images, want %d", len(res.Images), maxImages)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/codebridge/codebridge/protocol"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,11 +23,7 @@ type Output struct {
 
 // Spill is the runtime's report on a stream that went over the budget
 // (the done frame's spill field; see pyruntime/PROTOCOL.md).
-type Spill struct {
-	Path  string `json:"path"`  // the file, or "" when it could not be made
-	Chars int64  `json:"chars"` // characters in the file
-	Error string `json:"error"` // why the file is missing or incomplete
-}
+type Spill = protocol.Spill
 
 // clipBuffer keeps the first limit/2 and the last limit/2 characters
 // written to it and counts the rest, so a cell that prints without end

@@ -10,48 +10,85 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/pyruntime"
 )
 
-// ServerInfo describes one configured upstream server to the runtime.
-type ServerInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
+// Host is what a session needs from the program that runs it (the bridge):
+// the one interface through which the sandbox reaches out. Each session
+// has one; the ctx a method gets carries the values of the ctx given to
+// [Session.Run], so that the host can tell which call a cell serves.
+type Host interface {
+	// Servers are announced to a new runtime, which makes them Python
+	// objects.
+	Servers() []protocol.ServerInfo
+	// Stale is called as a cell is sent, after the cells before it ended.
+	// It names the upstream servers whose tools changed since it was last
+	// called; the runtime drops its cached tool lists for them.
+	Stale() []string
+	// Answer handles one request the runtime sent while the cell ran
+	// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md), on a
+	// goroutine of its own; ctx ends with the cell. The value must be
+	// valid JSON.
+	Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error)
+	// Output sees each piece of the cell's output as it arrives (stream is
+	// "stdout" or "stderr"), on the goroutine that collects the cell's
+	// frames: it must return quickly.
+	Output(ctx context.Context, stream, text string)
 }
 
-// RPCHandler answers the requests the runtime sends while a cell runs
-// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md). HandleRPC is
-// called on its own goroutine per request; ctx is cancelled when the cell
-// ends or its call is cancelled. The value must be valid JSON.
-type RPCHandler interface {
-	HandleRPC(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-}
+// Defaults of a [Config], stated once.
+const (
+	DefaultStartTimeout = 60 * time.Second
+	DefaultGrace        = 2 * time.Second
+	DefaultOutputLimit  = 20000
+	// MaxInFlight bounds the requests one cell has in flight on the host
+	// at once. The runtime's next request is not read until one is
+	// answered (backpressure), so the host's memory stays bounded however
+	// many calls the code gathers.
+	MaxInFlight = 64
+)
 
 // Config configures a [Session].
 type Config struct {
-	// Engine returns the container engine; it is called on first use and
-	// again after a failure. It must be safe for concurrent use.
-	Engine func(context.Context) (Engine, error)
 	// Image is the sandbox image. Empty means [DefaultImage].
 	Image string
 	// User is the uid:gid the code runs as. Empty means 65534:65534.
 	User string
 	// Limits bound the container's resources.
 	Limits Limits
-	// Servers are announced to the runtime, which makes them Python objects.
-	Servers []ServerInfo
 	// StartTimeout bounds creating the container and loading the runtime.
-	// Zero means 60 seconds.
+	// Zero means [DefaultStartTimeout].
 	StartTimeout time.Duration
 	// Grace is how long interrupted code gets to stop before the container
-	// is replaced. Zero means 2 seconds.
+	// is replaced. Zero means [DefaultGrace].
 	Grace time.Duration
 	// OutputLimit is how many characters of each stream a result keeps
 	// (head and tail). The runtime saves a stream that prints more to a
-	// file in the workspace, which the cut output names. Zero means 20,000.
+	// file in the workspace, which the cut output names. Zero means
+	// [DefaultOutputLimit].
 	OutputLimit int
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.OutputLimit == 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return cfg
 }
 
 // Status is how a cell ended.
@@ -77,14 +114,11 @@ type Result struct {
 	Status Status
 	Stdout Output
 	Stderr Output
-	// Value is the repr of the cell's final expression; HasValue is false
-	// when there was none or it was None.
+	// Value is the repr of the cell's final expression (or its TOON text,
+	// when the request asked and it is JSON data); HasValue is false when
+	// there was none or it was None.
 	Value    string
 	HasValue bool
-	// JSON is the final value as JSON, when the request asked for it and
-	// the value is JSON data (dicts, lists, strings, numbers, booleans and
-	// None, up to about 1 MiB); otherwise nil.
-	JSON json.RawMessage
 	// Traceback is the error the code raised, showing the user's frames.
 	Traceback string
 	Images    []Image
@@ -100,61 +134,24 @@ type Result struct {
 type Request struct {
 	Code    string
 	Timeout time.Duration
-	Handler RPCHandler
-	// JSON asks for the final value as JSON too (Result.JSON).
-	JSON bool
-	// Stale, when set, is called as the cell is sent, after the cells
-	// before it ended. It names the upstream servers whose tools changed
-	// since it was last called; the runtime drops its cached tool lists
-	// for them before the code runs.
-	Stale func() []string
-	// OnOutput, when set, is called with each piece of the cell's output
-	// as it arrives (stream is "stdout" or "stderr"), on the goroutine
-	// that collects the cell's frames: it must return quickly.
-	OnOutput func(stream, text string)
+	// TOON asks for a final value that is JSON data as TOON text.
+	TOON bool
 }
 
-// Session is the one persistent sandbox of a bridge. Cells run one at a
-// time, in the order they arrive; Run is safe for concurrent use.
+// Session is one persistent sandbox: one container at a time, with the
+// runtime loaded. Cells run one at a time, in the order they arrive; Run is
+// safe for concurrent use. Make sessions with [Manager.NewSession].
 type Session struct {
-	cfg  Config
-	log  *slog.Logger
-	turn chan struct{} // holds a token while a cell runs
+	cfg    Config
+	host   Host
+	engine func(context.Context) (Engine, error)
+	log    *slog.Logger
+	turn   chan struct{} // holds a token while a cell runs
 
-	mu     sync.Mutex // guards cur and closed
+	mu     sync.Mutex // guards cur, closed and nextID
 	cur    *live
 	closed bool
 	nextID int64
-}
-
-// live is one running container with its runtime loaded.
-type live struct {
-	ctr     Container
-	w       *frameWriter
-	frames  chan *frame
-	quit    chan struct{}
-	readErr error // valid once frames is closed
-	python  string
-}
-
-// NewSession returns a session; no container starts until the first Run.
-func NewSession(cfg Config) *Session {
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
-	if cfg.Grace == 0 {
-		cfg.Grace = 2 * time.Second
-	}
-	if cfg.OutputLimit == 0 {
-		cfg.OutputLimit = 20000
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	return &Session{cfg: cfg, log: cfg.Log, turn: make(chan struct{}, 1)}
 }
 
 // ErrClosed is returned by Run after Close.
@@ -179,7 +176,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := s.run(ctx, c, req)
+	res := s.newCell(ctx, c, req).run()
 	res.Duration = time.Since(start)
 	return res, nil
 }
@@ -203,11 +200,22 @@ func (s *Session) container(ctx context.Context) (*live, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		go s.discard(c)
+		go c.discard(s.log)
 		return nil, ErrClosed
 	}
 	s.cur = c
 	return c, nil
+}
+
+// live is one running container with its runtime loaded.
+type live struct {
+	ctr     Container
+	out     *outbox
+	frames  chan protocol.Frame
+	quit    chan struct{}
+	readErr error // valid once frames is closed
+	python  string
+	gone    sync.Once
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -215,11 +223,28 @@ func (s *Session) container(ctx context.Context) (*live, error) {
 func (s *Session) start(ctx context.Context) (*live, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
-	eng, err := s.cfg.Engine(ctx)
+	eng, err := s.engine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctr, err := eng.Start(ctx, ContainerSpec{
+	ctr, err := eng.Start(ctx, s.spec())
+	if err != nil {
+		return nil, err
+	}
+	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{})}
+	go c.read(s.log)
+	if err := c.greet(ctx, s.host.Servers()); err != nil {
+		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
+		c.discard(s.log)
+		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, s.cfg.Image)
+	}
+	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python)
+	return c, nil
+}
+
+// spec is the container every new runtime gets.
+func (s *Session) spec() ContainerSpec {
+	return ContainerSpec{
 		Image: s.cfg.Image,
 		Cmd:   []string{"python3", "-I", "-u", "-c", pyruntime.Loader()},
 		Env: []string{
@@ -230,42 +255,40 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 		},
 		Limits: s.cfg.Limits,
 		User:   s.cfg.User,
-	})
-	if err != nil {
-		return nil, err
 	}
-	c := &live{ctr: ctr, w: newFrameWriter(ctr.Stdin()), frames: make(chan *frame, 64), quit: make(chan struct{})}
-	go c.read(s.log)
+}
 
-	fail := func(what string, err error) (*live, error) {
-		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
-		s.discard(c)
-		return nil, fmt.Errorf("sandbox: %s: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", what, err, reason, s.cfg.Image)
-	}
+// greet delivers the runtime, says hello and waits for ready.
+func (c *live) greet(ctx context.Context, servers []protocol.ServerInfo) error {
 	archive := pyruntime.Archive()
-	if err := c.w.writeRaw([]byte(fmt.Sprintf("%16d", len(archive))), archive); err != nil {
-		return fail("loading the runtime", err)
+	if err := c.out.write(ctx, []byte(fmt.Sprintf("%16d", len(archive))), archive); err != nil {
+		return fmt.Errorf("loading the runtime: %w", err)
 	}
-	servers := s.cfg.Servers
 	if servers == nil {
-		servers = []ServerInfo{}
+		servers = []protocol.ServerInfo{}
 	}
-	if err := c.w.send(map[string]any{"t": frameHello, "servers": servers}); err != nil {
-		return fail("greeting the runtime", err)
+	hello, err := protocol.Encode(protocol.Hello{V: protocol.Version, Servers: servers})
+	if err != nil {
+		return err
+	}
+	if err := c.out.write(ctx, hello); err != nil {
+		return fmt.Errorf("greeting the runtime: %w", err)
 	}
 	for {
 		select {
 		case f, ok := <-c.frames:
 			if !ok {
-				return fail("the runtime stopped before it was ready", c.readErr)
+				return fmt.Errorf("the runtime stopped before it was ready: %v", c.readErr)
 			}
-			if f.T == frameReady {
-				c.python = f.Python
-				s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", f.Python)
-				return c, nil
+			if r, isReady := f.(protocol.Ready); isReady {
+				if r.V != protocol.Version {
+					return fmt.Errorf("the runtime speaks protocol version %d and this host version %d: the runtime comes from another codebridge build (rebuild codebridge from one source tree)", r.V, protocol.Version)
+				}
+				c.python = r.Python
+				return nil
 			}
 		case <-ctx.Done():
-			return fail("waiting for the runtime", ctx.Err())
+			return fmt.Errorf("waiting for the runtime: %w", ctx.Err())
 		}
 	}
 }
@@ -280,8 +303,8 @@ func (c *live) read(log *slog.Logger) {
 			c.readErr = err
 			return
 		}
-		if f.T == frameLog {
-			log.Info("sandbox runtime: "+f.Msg, "level", f.Level)
+		if l, ok := f.(protocol.Log); ok {
+			log.Info("sandbox runtime: "+clipText(l.Msg, 2000), "level", clipText(l.Level, 20))
 			continue
 		}
 		select {
@@ -293,143 +316,13 @@ func (c *live) read(log *slog.Logger) {
 	}
 }
 
-// run sends one cell to c and collects its frames until it is done.
-func (s *Session) run(ctx context.Context, c *live, req Request) *Result {
-	s.mu.Lock()
-	s.nextID++
-	id := s.nextID
-	s.mu.Unlock()
-
-	cellCtx, cancelCell := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelCell() // cancels the cell's in-flight RPCs
-
-	res := &Result{StateKept: true}
-	stdout, stderr := newClipBuffer(s.cfg.OutputLimit), newClipBuffer(s.cfg.OutputLimit)
-	var spill map[string]*Spill // from the done frame
-	finish := func() *Result {
-		res.Stdout, res.Stderr = stdout.output(spill["stdout"]), stderr.output(spill["stderr"])
-		return res
+// clipText cuts s to n bytes for a log line: text from the sandbox must
+// not flood the host's log.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	lost := func(status Status, notice string) *Result {
-		s.replace(c)
-		res.Status, res.StateKept = status, false
-		res.Notice = notice + "; the sandbox was restarted, so variables, imports and files from earlier calls are gone"
-		return finish()
-	}
-
-	exec := map[string]any{"t": frameExec, "id": id, "code": req.Code, "limit": s.cfg.OutputLimit}
-	if req.JSON {
-		exec["json"] = true
-	}
-	if req.Stale != nil {
-		if stale := req.Stale(); len(stale) > 0 {
-			exec["stale"] = stale
-		}
-	}
-	if err := c.w.send(exec); err != nil {
-		return lost(StatusCrashed, "the sandbox could not take the code ("+c.ctr.Exited(cellCtx, time.Second)+")")
-	}
-
-	timer := time.NewTimer(req.Timeout)
-	defer timer.Stop()
-	done := ctx.Done()
-	var grace <-chan time.Time
-	var stopping Status // why we interrupted, once we have
-	interrupt := func(why Status) {
-		if stopping != "" {
-			return
-		}
-		stopping = why
-		if err := c.w.send(map[string]any{"t": frameInterrupt, "id": id}); err != nil {
-			s.log.Warn("sending interrupt", "err", err)
-		}
-		grace = time.After(s.cfg.Grace)
-	}
-
-	for {
-		select {
-		case f, ok := <-c.frames:
-			if !ok {
-				if stopping != "" {
-					return lost(stopping, "the code was stopped and the sandbox ended: "+c.ended(cellCtx))
-				}
-				return lost(StatusCrashed, "the sandbox died while the code ran: "+c.ended(cellCtx))
-			}
-			switch f.T {
-			case frameOut:
-				if f.ID != id {
-					continue // late output of an earlier cell's thread
-				}
-				if f.Stream == "stderr" {
-					stderr.WriteString(f.Data)
-				} else {
-					stdout.WriteString(f.Data)
-				}
-				if req.OnOutput != nil {
-					req.OnOutput(f.Stream, f.Data)
-				}
-			case frameImage:
-				if f.ID == id {
-					keepImage(res, f, stderr)
-				}
-			case frameRPC:
-				go s.answer(cellCtx, c, f, req.Handler)
-			case frameDone:
-				if f.ID != id {
-					continue
-				}
-				if f.Value != nil {
-					res.Value, res.HasValue = *f.Value, true
-				}
-				if f.Error != nil {
-					res.Traceback = *f.Error
-				}
-				if req.JSON && len(f.JSON) > 0 && res.HasValue {
-					res.JSON = f.JSON
-				}
-				spill = f.Spill
-				switch {
-				case stopping != "":
-					res.Status = stopping
-				case f.Status == "ok":
-					res.Status = StatusOK
-				default:
-					res.Status = StatusError
-				}
-				return finish()
-			default:
-				s.log.Debug("ignoring a frame", "type", f.T)
-			}
-		case <-timer.C:
-			interrupt(StatusTimeout)
-		case <-done:
-			done = nil
-			interrupt(StatusCancelled)
-		case <-grace:
-			return lost(stopping, fmt.Sprintf("the code did not stop within %s of being interrupted", s.cfg.Grace))
-		}
-	}
-}
-
-// Bounds on the images one result keeps: the frames come from untrusted code.
-const (
-	maxImages     = 16
-	maxImageBytes = 32 << 20 // base64, all images together
-)
-
-// keepImage adds the image in f to res, or notes on stderr why it was left
-// out.
-func keepImage(res *Result, f *frame, stderr *clipBuffer) {
-	total := len(f.Data)
-	for _, im := range res.Images {
-		total += len(im.Data)
-	}
-	if len(res.Images) >= maxImages || total > maxImageBytes {
-		stderr.WriteString(fmt.Sprintf("[codebridge: an image of %s was left out: a result keeps at most %d images, %s in all]\n",
-			sizeText(int64(len(f.Data))), maxImages, sizeText(maxImageBytes)))
-		return
-	}
-	res.Images = append(res.Images, Image{MIME: f.Mime, Data: f.Data})
+	return s[:n] + fmt.Sprintf("... [%d bytes cut]", len(s)-n)
 }
 
 // ended says why c's container stopped, waiting a little for the engine
@@ -451,25 +344,18 @@ func (c *live) protocolError() string {
 	return ""
 }
 
-// answer handles one RPC from the runtime and sends the result back.
-func (s *Session) answer(ctx context.Context, c *live, f *frame, h RPCHandler) {
-	if h == nil {
-		_ = c.w.sendResult(f.ID, nil, "BridgeError", "this bridge answers no requests from the sandbox")
-		return
-	}
-	val, err := h.HandleRPC(ctx, f.Method, f.Params)
-	if err != nil {
-		msg := err.Error()
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			msg = "the call was cancelled because the run_python call ended"
+// discard stops c's reader and writer and removes the container, which
+// also ends any write stuck on its stdin. It runs once.
+func (c *live) discard(log *slog.Logger) {
+	c.gone.Do(func() {
+		close(c.quit)
+		c.out.close()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := c.ctr.Remove(ctx); err != nil {
+			log.Warn("removing the sandbox container", "err", err)
 		}
-		err = c.w.sendResult(f.ID, nil, "BridgeError", msg)
-	} else {
-		err = c.w.sendResult(f.ID, val, "", "")
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Debug("answering an RPC", "method", f.Method, "err", err)
-	}
+	})
 }
 
 // replace drops c as the current container and removes it; the next Run
@@ -480,20 +366,7 @@ func (s *Session) replace(c *live) {
 		s.cur = nil
 	}
 	s.mu.Unlock()
-	s.discard(c)
-}
-
-func (s *Session) discard(c *live) {
-	select {
-	case <-c.quit:
-	default:
-		close(c.quit)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := c.ctr.Remove(ctx); err != nil {
-		s.log.Warn("removing the sandbox container", "err", err)
-	}
+	c.discard(s.log)
 }
 
 // Python reports the sandbox's Python version, or "" before the first Run.
@@ -514,9 +387,18 @@ func (s *Session) Close() error {
 	s.cur = nil
 	s.closed = true
 	s.mu.Unlock()
-	if c == nil {
-		return nil
+	if c != nil {
+		c.discard(s.log)
 	}
-	s.discard(c)
 	return nil
+}
+
+// noHost is the Host of a session made without one.
+type noHost struct{}
+
+func (noHost) Servers() []protocol.ServerInfo { return nil }
+func (noHost) Stale() []string                { return nil }
+func (noHost) Output(context.Context, string, string) {}
+func (noHost) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
+	return nil, errors.New("this bridge answers no requests from the sandbox")
 }

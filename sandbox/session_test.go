@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/codebridge/codebridge/protocol"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +72,13 @@ func (p *proc) Remove(context.Context) error {
 
 // localSession starts a session whose runtime is a local python3, with the
 // spill files going to a temporary directory.
-func localSession(t *testing.T, cfg Config) (*Session, string) {
+func localSession(t *testing.T, cfg Config, host Host) (*Session, string) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
-	cfg.Engine = func(context.Context) (Engine, error) { return procEngine{}, nil }
-	s := NewSession(cfg)
+	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return procEngine{}, nil }}
+	s := m.NewSession(cfg, host)
 	t.Cleanup(func() { _ = s.Close() })
 	dir := filepath.Join(t.TempDir(), "output")
 	run(t, s, Request{Code: fmt.Sprintf("import mcp._output as o\no.SPILL_DIR = %q", dir)})
@@ -97,19 +99,19 @@ func run(t *testing.T, s *Session, req Request) *Result {
 }
 
 func TestSessionSpillsOutputOverTheBudget(t *testing.T) {
-	s, dir := localSession(t, Config{OutputLimit: 100})
 	var mu sync.Mutex
 	var seen strings.Builder
-	res := run(t, s, Request{
-		Code: "import sys\nprint('x' * 500)\nprint('short', file=sys.stderr)",
-		OnOutput: func(stream, text string) {
-			mu.Lock()
-			defer mu.Unlock()
-			if stream == "stdout" {
-				seen.WriteString(text)
-			}
-		},
-	})
+	s, dir := localSession(t, Config{OutputLimit: 100}, &testHost{output: func(stream, text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stream == "stdout" {
+			seen.WriteString(text)
+		}
+	}})
+	mu.Lock()
+	seen.Reset() // the set-up cell's output
+	mu.Unlock()
+	res := run(t, s, Request{Code: "import sys\nprint('x' * 500)\nprint('short', file=sys.stderr)"})
 	full := strings.Repeat("x", 500) + "\n"
 	path := filepath.Join(dir, "cell-2-stdout.txt")
 	if res.Stdout.Path != path || res.Stdout.Omitted != 401 || res.Stdout.Total != 501 {
@@ -130,7 +132,7 @@ func TestSessionSpillsOutputOverTheBudget(t *testing.T) {
 }
 
 func TestSessionSaysWhenSpillingFails(t *testing.T) {
-	s, _ := localSession(t, Config{OutputLimit: 100})
+	s, _ := localSession(t, Config{OutputLimit: 100}, nil)
 	run(t, s, Request{Code: "o.SPILL_DIR = '/dev/null/output'"})
 	res := run(t, s, Request{Code: "print('y' * 500)"})
 	if res.Stdout.Path != "" || !strings.Contains(res.Stdout.Text,
@@ -139,22 +141,45 @@ func TestSessionSaysWhenSpillingFails(t *testing.T) {
 	}
 }
 
-func TestSessionJSONValue(t *testing.T) {
-	s, _ := localSession(t, Config{})
-	res := run(t, s, Request{Code: `[{"id": 1, "name": "a"}]`, JSON: true})
-	var got any
-	if err := json.Unmarshal(res.JSON, &got); err != nil || fmt.Sprint(got) != "[map[id:1 name:a]]" {
-		t.Fatalf("JSON %s (%v)", res.JSON, err)
+func TestSessionTOONValue(t *testing.T) {
+	s, _ := localSession(t, Config{}, nil)
+	res := run(t, s, Request{Code: `[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]`, TOON: true})
+	if want := "[2]{id,name}:\n  1,a\n  2,b"; res.Value != want {
+		t.Fatalf("value %q, want TOON %q", res.Value, want)
 	}
-	if res.Value != "[{'id': 1, 'name': 'a'}]" {
-		t.Fatalf("value %q", res.Value)
+	if res := run(t, s, Request{Code: `[1, 2]`}); res.Value != "[1, 2]" {
+		t.Fatalf("value %q without asking for TOON, want the repr", res.Value)
 	}
-	if res := run(t, s, Request{Code: `[1, 2]`}); res.JSON != nil {
-		t.Fatalf("JSON %s without asking", res.JSON)
+	if res := run(t, s, Request{Code: `(1, 2)`, TOON: true}); res.Value != "(1, 2)" {
+		t.Fatalf("a tuple came as %q, want its repr", res.Value)
 	}
-	if res := run(t, s, Request{Code: `(1, 2)`, JSON: true}); res.JSON != nil {
-		t.Fatalf("a tuple came as JSON: %s", res.JSON)
+}
+
+// testHost is a Host whose parts a test fills in.
+type testHost struct {
+	servers []protocol.ServerInfo
+	stale   func() []string
+	answer  func(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error)
+	output  func(stream, text string)
+}
+
+func (h *testHost) Servers() []protocol.ServerInfo { return h.servers }
+func (h *testHost) Stale() []string {
+	if h.stale == nil {
+		return nil
 	}
+	return h.stale()
+}
+func (h *testHost) Output(_ context.Context, stream, text string) {
+	if h.output != nil {
+		h.output(stream, text)
+	}
+}
+func (h *testHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
+	if h.answer == nil {
+		return nil, fmt.Errorf("unexpected %s", rpc.Method)
+	}
+	return h.answer(ctx, rpc)
 }
 
 // toolLister answers list_tools with a list the test changes.
@@ -163,9 +188,9 @@ type toolLister struct {
 	tools []string
 }
 
-func (h *toolLister) HandleRPC(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
-	if method != "list_tools" {
-		return nil, fmt.Errorf("unexpected %s", method)
+func (h *toolLister) answer(_ context.Context, rpc protocol.RPC) (json.RawMessage, error) {
+	if rpc.Method != protocol.MListTools {
+		return nil, fmt.Errorf("unexpected %s", rpc.Method)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -177,19 +202,22 @@ func (h *toolLister) HandleRPC(_ context.Context, method string, _ json.RawMessa
 }
 
 func TestSessionStaleToolLists(t *testing.T) {
-	s, _ := localSession(t, Config{Servers: []ServerInfo{{Name: "up"}}})
 	h := &toolLister{tools: []string{"a"}}
+	var stale []string
+	host := &testHost{servers: []protocol.ServerInfo{{Name: "up"}}, answer: h.answer, stale: func() []string { return stale }}
+	s, _ := localSession(t, Config{}, host)
 	list := "[t['name'] for t in runtime.list_tools_sync('up')]"
-	if res := run(t, s, Request{Code: list, Handler: h}); res.Value != "['a']" {
+	if res := run(t, s, Request{Code: list}); res.Value != "['a']" {
 		t.Fatalf("tools %s", res.Value)
 	}
 	h.mu.Lock()
 	h.tools = append(h.tools, "b")
 	h.mu.Unlock()
-	if res := run(t, s, Request{Code: list, Handler: h, Stale: func() []string { return nil }}); res.Value != "['a']" {
+	if res := run(t, s, Request{Code: list}); res.Value != "['a']" {
 		t.Fatalf("the cached list was not used: %s", res.Value)
 	}
-	res := run(t, s, Request{Code: list, Handler: h, Stale: func() []string { return []string{"up"} }})
+	stale = []string{"up"}
+	res := run(t, s, Request{Code: list})
 	if res.Value != "['a', 'b']" {
 		t.Fatalf("a stale list was kept: %s", res.Value)
 	}

@@ -16,14 +16,13 @@ import (
 // the engine, the sandbox session and the bridge over them. serve, exec,
 // doctor and the listing commands all start from one.
 type app struct {
-	settings *settings
-	log      *slog.Logger
-	specs    []discovery.Server
-	problems []discovery.Problem
-	engines  *engineProvider
-	pool     *upstream.Pool
-	sess     *sandbox.Session
-	bridge   *bridge.Bridge
+	settings  *settings
+	log       *slog.Logger
+	specs     []discovery.Server
+	problems  []discovery.Problem
+	sandboxes *sandbox.Manager
+	pool      *upstream.Pool
+	bridge    *bridge.Bridge
 }
 
 func newApp(s *settings, stderr io.Writer) *app {
@@ -32,23 +31,16 @@ func newApp(s *settings, stderr io.Writer) *app {
 	self, _ := os.Executable()
 	specs, problems := discovery.Load(discovery.Options{Files: s.configs, Self: self})
 	a := &app{settings: s, log: log, specs: specs, problems: problems}
-	a.engines = newEngineProvider(s.engine, log)
-
-	servers := make([]sandbox.ServerInfo, len(specs))
-	for i, sp := range specs {
-		servers[i] = sandbox.ServerInfo{Name: sp.Name, Description: sp.Description}
-	}
-	a.sess = sandbox.NewSession(sandbox.Config{
-		Engine:      a.engines.get,
+	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
+	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
+	sandboxCfg := sandbox.Config{
 		Image:       s.image,
 		User:        s.user,
 		Limits:      s.limits,
-		Servers:     servers,
 		OutputLimit: s.outputLimit,
 		Log:         log,
-	})
-	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
-	a.bridge = bridge.New(a.sess, a.pool, bridge.Options{
+	}
+	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, bridge.Options{
 		DefaultTimeout: s.timeout,
 		MaxTimeout:     s.maxTimeout,
 		Output:         s.output,
@@ -72,11 +64,11 @@ func (a *app) close() {
 	go func() {
 		defer close(done)
 		c := make(chan struct{}, 2)
-		go func() { _ = a.sess.Close(); c <- struct{}{} }()
+		go func() { _ = a.bridge.Close(); c <- struct{}{} }()
 		go func() { _ = a.pool.Close(); c <- struct{}{} }()
 		<-c
 		<-c
-		a.engines.close()
+		_ = a.sandboxes.Close()
 	}()
 	select {
 	case <-done:

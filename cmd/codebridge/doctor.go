@@ -53,7 +53,7 @@ func runDoctor(c *cli, argv []string) int {
 	}
 
 	start = time.Now()
-	eng, err := a.engines.get(ctx)
+	eng, err := a.sandboxes.Engine(ctx)
 	if err != nil {
 		add(check{Name: "engine", Detail: err.Error(),
 			Fix: "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"}, start)
@@ -129,7 +129,7 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	out = append(out, check{Name: "image", OK: true, Detail: a.settings.image + " is present", TookMS: time.Since(start).Milliseconds()})
 
 	start = time.Now()
-	res, err := a.sess.Run(ctx, sandbox.Request{Code: probeCode, Timeout: time.Minute})
+	res, err := a.bridge.Session().Run(ctx, sandbox.Request{Code: probeCode, Timeout: time.Minute})
 	took := time.Since(start).Milliseconds()
 	if err != nil || res.Status != sandbox.StatusOK {
 		detail := fmt.Sprint(err)

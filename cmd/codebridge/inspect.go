@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/protocol"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -138,15 +140,9 @@ func runSearch(c *cli, argv []string) int {
 	entries, down := a.pool.Catalogue(ctx, 30*time.Second)
 	hits := upstream.Rank(strings.Join(rest, " "), entries, limit)
 	if asJSON {
-		type hit struct {
-			Server      string  `json:"server"`
-			Tool        string  `json:"tool"`
-			Description string  `json:"description"`
-			Score       float64 `json:"score"`
-		}
-		out := []hit{}
+		out := []protocol.SearchHit{}
 		for _, h := range hits {
-			out = append(out, hit{h.Server, h.Tool.Name, h.Tool.Description, h.Score})
+			out = append(out, bridge.SearchHit(h, false))
 		}
 		return printJSON(c.stdout, out)
 	}

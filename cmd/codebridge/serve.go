@@ -34,7 +34,7 @@ func runServe(c *cli, argv []string) int {
 	defer stop()
 	// Connect to the engine and clear stale containers in the background,
 	// so the first call does not wait for it and start-up stays instant.
-	go a.engines.warm()
+	go a.sandboxes.Warm()
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
 	err := a.bridge.Server().Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}})

@@ -174,7 +174,7 @@ class Executor:
     def run(self, cell_id, code, want_json=False):
         """Run one cell; return ``(status, value, error, data)`` for the done
         frame. ``data`` is the final value itself when ``want_json`` is true
-        and it is JSON data (the done frame carries it as JSON), else None."""
+        and it is JSON data (the host asked to see it as TOON), else None."""
         filename = f"{_CELL_PREFIX}{cell_id}>"
         self.register_source(filename, code)
         channel = self.channel

@@ -28,7 +28,9 @@ from mcp._executor import Executor
 from mcp._output import Output
 from mcp._procs import Cells, track_forks
 
-__all__ = ["main", "build_namespace"]
+__all__ = ["main", "build_namespace", "PROTOCOL_VERSION"]
+
+PROTOCOL_VERSION = 2  # protocol.Version on the host; both sides check it
 
 
 def _fatal(fd, message):
@@ -108,7 +110,7 @@ def _serve(channel, output, executor, procs, frame):
         if not isinstance(code, str):
             status, value, error, data = "error", None, "exec frame without code\n", None
         else:
-            status, value, error, data = executor.run(cell, code, frame.get("json") is True)
+            status, value, error, data = executor.run(cell, code, frame.get("render") == "toon")
         note = procs.end(channel.interrupted == cell)
         if note:
             output.stderr.write(note)
@@ -116,16 +118,21 @@ def _serve(channel, output, executor, procs, frame):
     finally:
         channel.fail_pending(cell)
         spill = output.idle()
+    if data is not None:  # the exec asked for TOON, and the value is JSON data
+        value = _toon_text(data, value)
     done = {"t": "done", "id": cell, "status": status, "value": value, "error": error}
-    if data is not None:
-        done["json"] = data
     if spill:
         done["spill"] = spill
+    channel.send(done)
+
+
+def _toon_text(data, fallback):
+    """``data`` as TOON text, or ``fallback`` (its repr) if encoding fails."""
     try:
-        channel.send(done)
-    except (TypeError, ValueError, RecursionError):  # the JSON value after all
-        done.pop("json", None)
-        channel.send(done)
+        from mcp.toon import toon
+        return toon(data)
+    except Exception:
+        return fallback
 
 
 def main():
@@ -140,6 +147,9 @@ def main():
         if first is None:
             channel._exit()
         hello = first if first.get("t") == "hello" else {}
+        if hello and hello.get("v") != PROTOCOL_VERSION:
+            channel.log("error", f"the host speaks protocol version {hello.get('v')!r}, "
+                                 f"this runtime {PROTOCOL_VERSION}")
         namespace = build_namespace(hello.get("servers"), channel)
         executor = Executor(channel, namespace)
         procs = Cells()
@@ -150,7 +160,7 @@ def main():
     os.close(diag)
     output.start()
     channel.start_reader()
-    channel.send({"t": "ready", "python": sys.version.split()[0]})
+    channel.send({"t": "ready", "v": PROTOCOL_VERSION, "python": sys.version.split()[0]})
     if first.get("t") != "hello":
         channel.log("warning", f"first frame was {first.get('t')!r}, not hello")
         channel.dispatch(first)

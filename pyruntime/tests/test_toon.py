@@ -111,8 +111,8 @@ class TestExtras(unittest.TestCase):
         with self.assertRaises(ValueError):
             toon(loop)
 
-    def test_matches_go_edge_cases(self):
-        # Same expectations as TestEncodeJSONDetails in toon/toon_test.go.
+    def test_edge_cases(self):
+        # Details the fixtures do not cover.
         cases = [
             ({"a": 1, "b": 2}, {}, "a: 1\nb: 2"),
             ([{"a": 1, "b": "x"}, {"b": "y", "a": 2}], {}, "[2]{a,b}:\n  1,x\n  2,y"),

@@ -1,0 +1,75 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/upstream"
+)
+
+// sandboxHost is what one sandbox session reaches out to: the configured
+// servers, the runtime's requests, and the output of its cells. It is the
+// bridge's side of [sandbox.Host].
+type sandboxHost struct {
+	pool *upstream.Pool
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
+}
+
+func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
+	return &sandboxHost{pool: pool, log: log, toolGens: map[string]uint64{}}
+}
+
+// Servers are the configured upstreams, in config order.
+func (h *sandboxHost) Servers() []protocol.ServerInfo {
+	var out []protocol.ServerInfo
+	for _, s := range h.pool.Servers() {
+		out = append(out, protocol.ServerInfo{Name: s.Name(), Description: s.Description()})
+	}
+	return out
+}
+
+// Stale names the upstreams whose tool lists changed since the sandbox
+// last heard (they said so, or restarted), so that the runtime drops its
+// cached lists.
+func (h *sandboxHost) Stale() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var stale []string
+	for _, s := range h.pool.Servers() {
+		if g := s.ToolsGeneration(); g != h.toolGens[s.Name()] {
+			h.toolGens[s.Name()] = g
+			stale = append(stale, s.Name())
+		}
+	}
+	return stale
+}
+
+// Answer handles one request of the runtime (rpc.go).
+func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
+	m, ok := methods[rpc.Method]
+	if !ok {
+		return nil, unknownMethod(rpc.Method)
+	}
+	return m(ctx, h, rpc.Params)
+}
+
+// Output passes a cell's output to the run_python call that ran it, when
+// that call watches its output (progress notifications).
+func (h *sandboxHost) Output(ctx context.Context, stream, text string) {
+	if f, ok := ctx.Value(outputKey{}).(func(stream, text string)); ok {
+		f(stream, text)
+	}
+}
+
+// outputKey carries a run_python call's output watcher in its context.
+type outputKey struct{}
+
+func withOutput(ctx context.Context, f func(stream, text string)) context.Context {
+	return context.WithValue(ctx, outputKey{}, f)
+}

@@ -1,0 +1,136 @@
+package protocol
+
+import "encoding/json"
+
+// Version is the protocol version this host speaks. Bump it when a frame or
+// a method changes in a way the other side cannot ignore.
+const Version = 2
+
+// Frame is one message on the channel; Type is its "t".
+type Frame interface{ Type() string }
+
+// Frame types.
+const (
+	THello     = "hello"
+	TExec      = "exec"
+	TInterrupt = "interrupt"
+	TResult    = "result"
+	TReady     = "ready"
+	TOut       = "out"
+	TImage     = "image"
+	TRPC       = "rpc"
+	TDone      = "done"
+	TLog       = "log"
+)
+
+// ServerInfo announces one configured upstream server to the runtime.
+type ServerInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Hello is the host's first frame after the bootstrap.
+type Hello struct {
+	V       int          `json:"v"`
+	Servers []ServerInfo `json:"servers"`
+}
+
+// Exec asks the runtime to run one cell.
+type Exec struct {
+	ID   int64  `json:"id"`
+	Code string `json:"code"`
+	// Limit is the output budget in characters per stream; 0 saves nothing.
+	Limit int `json:"limit,omitempty"`
+	// Render, when "toon", asks for a final value that is JSON data to be
+	// shown as TOON text instead of its repr.
+	Render string `json:"render,omitempty"`
+	// Stale names servers whose cached tool lists the runtime must drop.
+	Stale []string `json:"stale,omitempty"`
+}
+
+// Interrupt stops cell ID if it still runs.
+type Interrupt struct {
+	ID int64 `json:"id"`
+}
+
+// Result answers the [RPC] with the same ID.
+type Result struct {
+	ID    int64           `json:"id"`
+	OK    bool            `json:"ok"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Error *RPCError       `json:"error,omitempty"`
+}
+
+// RPCError is why an RPC failed.
+type RPCError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Ready is the runtime's answer to [Hello].
+type Ready struct {
+	V      int    `json:"v"`
+	Python string `json:"python"`
+}
+
+// Out is a piece of a cell's output.
+type Out struct {
+	ID     int64  `json:"id"`
+	Stream string `json:"stream"` // "stdout" or "stderr"
+	Data   string `json:"data"`
+}
+
+// Image is a picture a cell shows.
+type Image struct {
+	ID   int64  `json:"id"`
+	Mime string `json:"mime"`
+	Data string `json:"data"` // base64
+}
+
+// RPC is a request of the runtime to the host, made by cell Exec.
+type RPC struct {
+	ID     int64           `json:"id"`
+	Exec   int64           `json:"exec"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// Done ends cell ID; every [Out] of the cell came before it.
+type Done struct {
+	ID     int64  `json:"id"`
+	Status string `json:"status"` // "ok", "error" or "interrupted"
+	// Value is the repr of the final expression (or its TOON text, when
+	// the exec asked and it is JSON data); nil when there was none.
+	Value *string `json:"value"`
+	// Error is the traceback, nil when the cell did not raise.
+	Error *string           `json:"error"`
+	Spill map[string]*Spill `json:"spill,omitempty"`
+}
+
+// Spill reports a stream that went over the output budget.
+type Spill struct {
+	Path  string `json:"path,omitempty"` // the file, or "" when it could not be made
+	Chars int64  `json:"chars"`          // characters in the file
+	Error string `json:"error,omitempty"`
+}
+
+// Log is a diagnostic for the host's log.
+type Log struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+}
+
+// Unknown is a frame of a type this host does not know; it is ignored.
+type Unknown struct{ T string }
+
+func (Hello) Type() string     { return THello }
+func (Exec) Type() string      { return TExec }
+func (Interrupt) Type() string { return TInterrupt }
+func (Result) Type() string    { return TResult }
+func (Ready) Type() string     { return TReady }
+func (Out) Type() string       { return TOut }
+func (Image) Type() string     { return TImage }
+func (RPC) Type() string       { return TRPC }
+func (Done) Type() string      { return TDone }
+func (Log) Type() string       { return TLog }
+func (u Unknown) Type() string { return u.T }

@@ -1,0 +1,73 @@
+package protocol
+
+import "encoding/json"
+
+// RPC methods the runtime may call. Each has its own parameter type; the
+// answer types are below.
+const (
+	MListServers  = "list_servers"
+	MListTools    = "list_tools"
+	MCallTool     = "call_tool"
+	MStartServers = "start_servers"
+	MSearchTools  = "search_tools"
+)
+
+// ListServersParams are the parameters of list_servers (none).
+type ListServersParams struct{}
+
+// ServerEntry is one server in the answer to list_servers.
+type ServerEntry struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Running     bool   `json:"running"`
+}
+
+// ListToolsParams are the parameters of list_tools; it starts the server.
+// The answer is the server's tools as MCP Tool objects.
+type ListToolsParams struct {
+	Server string `json:"server"`
+}
+
+// CallToolParams are the parameters of call_tool. The answer is the
+// upstream's CallToolResult as JSON.
+type CallToolParams struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// StartServersParams are the parameters of start_servers.
+type StartServersParams struct {
+	Servers []string `json:"servers"`
+}
+
+// StartEntry is one server in the answer to start_servers.
+type StartEntry struct {
+	Name  string `json:"name"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// SearchToolsParams are the parameters of search_tools.
+type SearchToolsParams struct {
+	Query  string `json:"query"`
+	Limit  int    `json:"limit"`
+	Detail string `json:"detail"` // "summary" or "full"
+}
+
+// SearchHit is one ranked tool in the answer to search_tools.
+type SearchHit struct {
+	Server       string  `json:"server"`
+	Tool         string  `json:"tool"`
+	Description  string  `json:"description"`
+	Score        float64 `json:"score"`
+	InputSchema  any     `json:"inputSchema,omitempty"`
+	OutputSchema any     `json:"outputSchema,omitempty"`
+}
+
+// SearchDown names a server that could not be searched; such entries come
+// after the hits in the answer to search_tools.
+type SearchDown struct {
+	Server      string `json:"server"`
+	Unavailable string `json:"unavailable"`
+}

@@ -1,0 +1,255 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codebridge/codebridge/protocol"
+)
+
+// cell is one run of code on a live container: it sends the exec frame,
+// collects the frames that come back until the cell is done, answers its
+// requests, and enforces its time limit. The control path (timer,
+// cancellation, grace) never waits on a write to the container.
+type cell struct {
+	s      *Session
+	c      *live
+	id     int64
+	req    Request
+	caller context.Context // the ctx of Run, for the host
+	ctx    context.Context // ends with the cell: cancels its requests
+	cancel context.CancelFunc
+	done   <-chan struct{} // the caller's cancellation; nil once seen
+
+	res            *Result
+	stdout, stderr *clipBuffer
+	spill          map[string]*protocol.Spill
+
+	slots    chan struct{} // one token per request in flight
+	freed    chan struct{} // a request finished
+	stopping Status        // why the cell was interrupted, once it was
+	grace    <-chan time.Time
+}
+
+func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.mu.Unlock()
+	cellCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &cell{
+		s: s, c: c, id: id, req: req, caller: ctx, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
+		res:    &Result{StateKept: true},
+		stdout: newClipBuffer(s.cfg.OutputLimit), stderr: newClipBuffer(s.cfg.OutputLimit),
+		slots: make(chan struct{}, MaxInFlight), freed: make(chan struct{}, 1),
+	}
+}
+
+// run sends the cell and waits for its end. The timer runs from before the
+// send: a runtime that does not read cannot make a cell wait forever.
+func (cl *cell) run() *Result {
+	defer cl.cancel()
+	defer cl.c.out.cell.CompareAndSwap(cl.id, 0)
+	timer := time.NewTimer(cl.req.Timeout)
+	defer timer.Stop()
+	cl.c.out.cell.Store(cl.id)
+	exec := protocol.Exec{ID: cl.id, Code: cl.req.Code, Limit: cl.s.cfg.OutputLimit, Stale: cl.s.host.Stale()}
+	if cl.req.TOON {
+		exec.Render = "toon"
+	}
+	cl.c.out.send(exec, 0, false, nil)
+	for {
+		frames := cl.c.frames
+		if len(cl.slots) == cap(cl.slots) {
+			frames = nil // every slot busy: read no more until one frees
+		}
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return cl.containerEnded()
+			}
+			if cl.frame(f) {
+				return cl.finish()
+			}
+		case <-cl.freed:
+		case <-timer.C:
+			cl.interrupt(StatusTimeout)
+		case <-cl.done:
+			cl.done = nil
+			cl.interrupt(StatusCancelled)
+		case <-cl.grace:
+			return cl.lost(cl.stopping, fmt.Sprintf("the code did not stop within %s of being interrupted", cl.s.cfg.Grace))
+		}
+	}
+}
+
+// frame handles one frame from the runtime; true when the cell is done.
+func (cl *cell) frame(f protocol.Frame) bool {
+	switch f := f.(type) {
+	case protocol.Out:
+		cl.output(f)
+	case protocol.Image:
+		if f.ID == cl.id {
+			keepImage(cl.res, f, cl.stderr)
+		}
+	case protocol.RPC:
+		cl.slots <- struct{}{} // never blocks: run reads no frame while all are taken
+		go cl.answer(f)
+	case protocol.Done:
+		if f.ID != cl.id {
+			return false // an earlier cell's, after its end
+		}
+		cl.doneFrame(f)
+		return true
+	case malformed:
+		cl.malformed(f)
+	default:
+		cl.s.log.Debug("ignoring a frame", "type", clipText(f.Type(), 40))
+	}
+	return false
+}
+
+func (cl *cell) output(f protocol.Out) {
+	if f.ID != cl.id {
+		return // late output of an earlier cell's thread
+	}
+	if f.Stream == "stderr" {
+		cl.stderr.WriteString(f.Data)
+	} else {
+		cl.stdout.WriteString(f.Data)
+	}
+	cl.s.host.Output(cl.caller, f.Stream, f.Data)
+}
+
+func (cl *cell) doneFrame(f protocol.Done) {
+	res := cl.res
+	if f.Value != nil {
+		res.Value, res.HasValue = *f.Value, true
+	}
+	if f.Error != nil {
+		res.Traceback = *f.Error
+	}
+	cl.spill = f.Spill
+	switch {
+	case cl.stopping != "":
+		res.Status = cl.stopping
+	case f.Status == "ok":
+		res.Status = StatusOK
+	default:
+		res.Status = StatusError
+	}
+}
+
+// malformed answers an RPC frame whose fields had the wrong shape with an
+// error, when its id could be read, so that the code's call fails at once;
+// any other malformed frame is ignored.
+func (cl *cell) malformed(f malformed) {
+	cl.s.log.Debug("ignoring a malformed frame", "err", f.err)
+	if f.err.T == protocol.TRPC && f.err.ID != 0 {
+		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause), nil)
+	}
+}
+
+// interrupt asks the runtime to stop the cell, once, and gives it the
+// grace to do so. The interrupt goes before frames still waiting.
+func (cl *cell) interrupt(why Status) {
+	if cl.stopping != "" {
+		return
+	}
+	cl.stopping = why
+	cl.c.out.send(protocol.Interrupt{ID: cl.id}, 0, true, nil)
+	cl.grace = time.After(cl.s.cfg.Grace)
+}
+
+// answer handles one request on its own goroutine and frees its slot once
+// the answer is written or dropped.
+func (cl *cell) answer(f protocol.RPC) {
+	val, err := cl.s.host.Answer(cl.ctx, f)
+	if err != nil && cl.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = errors.New("the call was cancelled because the run_python call ended")
+	}
+	cl.reply(f.ID, val, err, func() {
+		<-cl.slots
+		select {
+		case cl.freed <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// reply queues the answer to request id; release runs once it is written
+// or dropped. Answers to an ended cell are dropped.
+func (cl *cell) reply(id int64, val []byte, err error, release func()) {
+	done := func(werr error) {
+		if werr != nil && !errors.Is(werr, errDropped) && cl.ctx.Err() == nil {
+			cl.s.log.Debug("answering an RPC", "id", id, "err", werr)
+		}
+		if release != nil {
+			release()
+		}
+	}
+	if err != nil {
+		cl.c.out.send(protocol.Result{ID: id, Error: &protocol.RPCError{Type: "BridgeError", Message: err.Error()}}, cl.id, false, done)
+		return
+	}
+	parts, perr := protocol.ResultParts(id, val)
+	if perr != nil {
+		cl.c.out.send(protocol.Result{ID: id, Error: &protocol.RPCError{Type: "BridgeError", Message: perr.Error()}}, cl.id, false, done)
+		return
+	}
+	cl.c.out.post(&outItem{parts: parts, cell: cl.id, done: done}, false)
+}
+
+// containerEnded is the cell's end when the runtime's frames stop.
+func (cl *cell) containerEnded() *Result {
+	if cl.stopping != "" {
+		return cl.lost(cl.stopping, "the code was stopped and the sandbox ended: "+cl.c.ended(cl.ctx))
+	}
+	return cl.lost(StatusCrashed, "the sandbox died while the code ran: "+cl.c.ended(cl.ctx))
+}
+
+// lost replaces the container, which frees every writer stuck on it.
+func (cl *cell) lost(status Status, notice string) *Result {
+	cl.s.replace(cl.c)
+	cl.res.Status, cl.res.StateKept = status, false
+	cl.res.Notice = notice + "; the sandbox was restarted, so variables, imports and files from earlier calls are gone"
+	return cl.finish()
+}
+
+func (cl *cell) finish() *Result {
+	cl.res.Stdout = cl.stdout.output(cl.spill["stdout"])
+	cl.res.Stderr = cl.stderr.output(cl.spill["stderr"])
+	return cl.res
+}
+
+// Bounds on the images one result keeps: the frames come from untrusted code.
+const (
+	maxImages     = 16
+	maxImageBytes = 32 << 20 // base64, all images together
+)
+
+// imageTypes are the pictures a result may carry; the MIME type comes from
+// untrusted code, and clients render what they get.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// keepImage adds the image in f to res, or notes on stderr why it was left
+// out.
+func keepImage(res *Result, f protocol.Image, stderr *clipBuffer) {
+	if !imageTypes[strings.ToLower(f.Mime)] {
+		stderr.WriteString(fmt.Sprintf("[codebridge: an image of type %q was left out: only PNG, JPEG, GIF and WebP are shown]\n", clip([]byte(f.Mime), 40)))
+		return
+	}
+	total := len(f.Data)
+	for _, im := range res.Images {
+		total += len(im.Data)
+	}
+	if len(res.Images) >= maxImages || total > maxImageBytes {
+		stderr.WriteString(fmt.Sprintf("[codebridge: an image of %s was left out: a result keeps at most %d images, %s in all]\n",
+			sizeText(int64(len(f.Data))), maxImages, sizeText(maxImageBytes)))
+		return
+	}
+	res.Images = append(res.Images, Image{MIME: strings.ToLower(f.Mime), Data: f.Data})
+}

@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Manager connects to one container engine, on first need, and makes the
+// sessions that run on it. Connecting also removes the containers that
+// bridges killed earlier left behind. A failed connection is tried again on
+// the next need. Sessions are cheap: many share the one connection.
+type Manager struct {
+	opts    EngineOptions
+	log     *slog.Logger
+	connect func(context.Context) (Engine, error)
+
+	mu  sync.Mutex
+	eng Engine
+}
+
+// NewManager returns a manager for the engine opts describe; nothing
+// connects until a session needs the engine (or [Manager.Warm]).
+func NewManager(opts EngineOptions) *Manager {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	m := &Manager{opts: opts, log: opts.Log}
+	m.connect = func(ctx context.Context) (Engine, error) { return Connect(ctx, m.opts) }
+	return m
+}
+
+// NewSession returns a session on this manager's engine that reaches out
+// through host (nil: it answers every request of the runtime with an
+// error). No container starts until its first Run.
+func (m *Manager) NewSession(cfg Config, host Host) *Session {
+	cfg = cfg.withDefaults()
+	if host == nil {
+		host = noHost{}
+	}
+	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1)}
+}
+
+// Engine returns the engine, connecting (and sweeping stale containers)
+// the first time.
+func (m *Manager) Engine(ctx context.Context) (Engine, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.eng != nil {
+		return m.eng, nil
+	}
+	start := time.Now()
+	eng, err := m.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.log.Debug("engine connected", "engine", eng.Name(), "took", time.Since(start).Round(time.Millisecond))
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if n, err := eng.RemoveStale(rctx); err != nil {
+		m.log.Warn("removing stale containers", "err", err)
+	} else if n > 0 {
+		m.log.Info("removed containers left by earlier bridges", "count", n)
+	}
+	m.eng = eng
+	return eng, nil
+}
+
+// Warm connects now, so that the first cell does not wait for it. Errors
+// are left for that cell to report.
+func (m *Manager) Warm() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := m.Engine(ctx); err != nil {
+		m.log.Debug("engine not ready at start-up", "err", err)
+	}
+}
+
+// Close releases the engine connection (and stops a Podman service the
+// engine started). Close the sessions first.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.eng == nil {
+		return nil
+	}
+	err := m.eng.Close()
+	m.eng = nil
+	return err
+}
