@@ -154,12 +154,15 @@ func (cl *cell) malformed(f malformed) {
 }
 
 // interrupt asks the runtime to stop the cell, once, and gives it the
-// grace to do so. The interrupt goes before frames still waiting.
+// grace to do so. The interrupt goes before frames still waiting, and the
+// cell's requests are cancelled: their answers would come too late, and
+// their slots must free so that the runtime's last frames are read.
 func (cl *cell) interrupt(why Status) {
 	if cl.stopping != "" {
 		return
 	}
 	cl.stopping = why
+	cl.cancel()
 	cl.c.out.send(protocol.Interrupt{ID: cl.id}, 0, true, nil)
 	cl.grace = time.After(cl.s.cfg.Grace)
 }
@@ -169,7 +172,7 @@ func (cl *cell) interrupt(why Status) {
 func (cl *cell) answer(f protocol.RPC) {
 	val, err := cl.s.host.Answer(cl.ctx, f)
 	if err != nil && cl.ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = errors.New("the call was cancelled because the run_python call ended")
+		err = errors.New("the call was cancelled because the run_python call was stopped")
 	}
 	cl.reply(f.ID, val, err, func() {
 		<-cl.slots
