@@ -39,13 +39,14 @@ func newApp(s *settings, stderr io.Writer) *app {
 		servers[i] = sandbox.ServerInfo{Name: sp.Name, Description: sp.Description}
 	}
 	a.sess = sandbox.NewSession(sandbox.Config{
-		Engine:      a.engines.get,
+		Engine:      a.sandboxEngine,
 		Image:       s.image,
 		User:        s.user,
 		Limits:      s.limits,
 		Servers:     servers,
 		OutputLimit: s.outputLimit,
 		Log:         log,
+		// TODO(lead): pass s.ociRuntime to the sandbox
 	})
 	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
 	a.bridge = bridge.New(a.sess, a.pool, bridge.Options{

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // clientConfig is a place an MCP client keeps its server list.
@@ -33,21 +35,34 @@ var knownConfigs = []clientConfig{
 	{"vscode", "Library/Application Support/Code/User/settings.json", "mcp.servers"},
 }
 
+func (c *cli) importCommand() *cobra.Command {
+	var o importOptions
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Read the MCP servers of Claude Desktop, Claude Code, Cursor and VS Code and write ~/MCPs files",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&o.write, "write", false, "write the files (default: show what would be written)")
+	fs.StringVar(&o.home, "home", "", "home directory to read client configs from (default: yours)")
+	fs.StringVar(&o.dir, "dir", "", "where to write (default: HOME/MCPs)")
+	fs.StringArrayVar(&o.from, "from", nil, "read this client config `file` too (repeatable); its format is detected")
+	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logKnobs), commandLogLevel, func(s *settings, _ []string) int {
+		return c.runImport(s, o)
+	})
+}
+
+// importOptions are import's flags.
+type importOptions struct {
+	write     bool
+	home, dir string
+	from      []string
+}
+
 // runImport copies MCP server definitions from other clients into ~/MCPs,
 // one file per client. Without --write it only shows what it would write.
-func runImport(c *cli, argv []string) int {
-	var write bool
-	var homeDir, outDir string
-	var from stringList
-	s, _, code := c.parse("import", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&write, "write", false, "write the files (default: show what would be written)")
-		fs.StringVar(&homeDir, "home", "", "home directory to read client configs from (default: yours)")
-		fs.StringVar(&outDir, "dir", "", "where to write (default: HOME/MCPs)")
-		fs.Var(&from, "from", "read this client config `file` too (repeatable); its format is detected")
-	})
-	if s == nil {
-		return code
-	}
+func (c *cli) runImport(s *settings, o importOptions) int {
+	write, homeDir, outDir, from := o.write, o.home, o.dir, o.from
 	if homeDir == "" {
 		homeDir, _ = os.UserHomeDir()
 	}
@@ -270,9 +285,3 @@ func stripJSONC(b []byte) []byte {
 	}
 	return out.Bytes()
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

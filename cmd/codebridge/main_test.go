@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,7 +12,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
+
+// parseFlags parses argv with every setting's flag, then resolves the
+// settings against env, as a command does.
+func parseFlags(argv []string, env map[string]string) (*settings, error) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var names []string
+	for _, k := range knobs {
+		if k.flag != "" {
+			names = append(names, k.flag)
+		}
+	}
+	sf := addSettingFlags(fs, names, serveLogLevel)
+	if err := fs.Parse(argv); err != nil {
+		return nil, err
+	}
+	return sf.resolve(func(k string) string { return env[k] })
+}
 
 func TestSettings(t *testing.T) {
 	cases := []struct {
@@ -20,9 +42,10 @@ func TestSettings(t *testing.T) {
 		check   func(*settings) bool
 		wantErr string
 	}{
-		{name: "defaults", check: func(s *settings) bool {
+		{name: "defaults", env: map[string]string{"HOME": "/h"}, check: func(s *settings) bool {
 			return s.engine == "auto" && s.timeout == 30*time.Second && s.maxTimeout == 120*time.Second &&
-				s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534"
+				s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534" &&
+				s.image == "" && s.ociRuntime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
 		}},
 		{name: "codebridge env", env: map[string]string{"CODEBRIDGE_MEMORY": "2g", "CODEBRIDGE_ENGINE": "docker"},
 			check: func(s *settings) bool { return s.limits.Memory == 2<<30 && s.engine == "docker" }},
@@ -38,20 +61,25 @@ func TestSettings(t *testing.T) {
 			check: func(s *settings) bool { return s.image == "a" }},
 		{name: "flag wins over env", env: map[string]string{"CODEBRIDGE_TIMEOUT": "10"}, argv: []string{"--timeout", "5"},
 			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
+		{name: "flag wins over a bad env", env: map[string]string{"CODEBRIDGE_TIMEOUT": "soon"}, argv: []string{"-t", "5"},
+			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
 		{name: "configs add up", env: map[string]string{"CODEBRIDGE_CONFIG": "/a.json" + string(os.PathListSeparator) + "/b.json"}, argv: []string{"--config", "/c.json"},
 			check: func(s *settings) bool { return strings.Join(s.configs, ",") == "/a.json,/b.json,/c.json" }},
 		{name: "default timeout capped", argv: []string{"--timeout", "500"},
 			check: func(s *settings) bool { return s.timeout == 120*time.Second }},
+		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.ociRuntime == "runsc" }},
+		{name: "oci runtime env", env: map[string]string{"CODEBRIDGE_OCI_RUNTIME": "kata-runtime"}, check: func(s *settings) bool { return s.ociRuntime == "kata-runtime" }},
+		{name: "bad oci runtime", argv: []string{"--oci-runtime", "runsc --debug"}, wantErr: "not a runtime name"},
+		{name: "state dir from XDG", env: map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/x"}, check: func(s *settings) bool { return s.stateDir == "/x/codebridge" }},
+		{name: "state dir with ~", env: map[string]string{"HOME": "/h", "MCP_BRIDGE_STATE_DIR": "~/MCPs"}, check: func(s *settings) bool { return s.stateDir == "/h/MCPs" }},
 		{name: "bad env names it", env: map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, wantErr: `MCP_BRIDGE_MEMORY: "lots" is not a size`},
 		{name: "bad engine", argv: []string{"--engine", "lxc"}, wantErr: `"lxc" is not an engine`},
-		{name: "root user refused", env: map[string]string{"CODEBRIDGE_USER": "0:0"}, wantErr: "as root"},
 		{name: "negative timeout", argv: []string{"--timeout", "-1"}, wantErr: "not a positive number of seconds"},
 		{name: "flag given twice", argv: []string{"--image", "a", "--image", "b"}, wantErr: "given twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := newFlagSet("serve", "", "", &bytes.Buffer{})
-			s, _, err := parseSettings(fs, c.argv, func(k string) string { return c.env[k] })
+			s, err := parseFlags(c.argv, c.env)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err = %v, want %q", err, c.wantErr)
@@ -63,6 +91,75 @@ func TestSettings(t *testing.T) {
 			}
 			if !c.check(s) {
 				t.Fatalf("unexpected settings: %+v", *s)
+			}
+		})
+	}
+}
+
+// The sandbox never runs as uid 0 or gid 0, however the number is spelled.
+func TestUserNeverRoot(t *testing.T) {
+	for _, bad := range []string{"0", "00", "0:0", "00:00", "65534:0", "65534:000", "0:65534", "root", "root:65534", "65534:root", ":", "1:", ":1", "1:2:3", "99999999999:1"} {
+		for _, how := range []struct {
+			argv []string
+			env  map[string]string
+		}{{argv: []string{"--user", bad}}, {env: map[string]string{"CODEBRIDGE_USER": bad}}, {env: map[string]string{"MCP_BRIDGE_CONTAINER_USER": bad}}} {
+			if s, err := parseFlags(how.argv, how.env); err == nil {
+				t.Errorf("user %q accepted (%v %v): %q", bad, how.argv, how.env, s.user)
+			}
+		}
+	}
+	for _, good := range []string{"65534:65534", "1000", "1000:1000", "nobody", "nobody:nogroup", "10:10"} {
+		if s, err := parseFlags([]string{"--user", good}, nil); err != nil || s.user != good {
+			t.Errorf("user %q: %v", good, err)
+		}
+	}
+}
+
+// Every value the Python code-execution bridge documents for its settings
+// (README and GUIDE of elusznik/mcp-server-code-execution-mode) starts
+// codebridge, mapped to the same meaning or accepted and ignored.
+func TestPythonBridgeDocumentedValues(t *testing.T) {
+	cases := []struct {
+		env, value string
+		check      func(*settings) bool
+	}{
+		{"MCP_BRIDGE_RUNTIME", "auto", func(s *settings) bool { return s.engine == "auto" }},
+		{"MCP_BRIDGE_RUNTIME", "podman", func(s *settings) bool { return s.engine == "podman" }},
+		{"MCP_BRIDGE_RUNTIME", "docker", func(s *settings) bool { return s.engine == "docker" }},
+		{"MCP_BRIDGE_IMAGE", "python:3.14-slim", func(s *settings) bool { return s.image == "python:3.14-slim" }},
+		{"MCP_BRIDGE_IMAGE", "python:3.11-slim", func(s *settings) bool { return s.image == "python:3.11-slim" }},
+		{"MCP_BRIDGE_TIMEOUT", "30", func(s *settings) bool { return s.timeout == 30*time.Second }},
+		{"MCP_BRIDGE_TIMEOUT", "30s", func(s *settings) bool { return s.timeout == 30*time.Second }},
+		{"MCP_BRIDGE_MAX_TIMEOUT", "120", func(s *settings) bool { return s.maxTimeout == 120*time.Second }},
+		{"MCP_BRIDGE_MAX_TIMEOUT", "120s", func(s *settings) bool { return s.maxTimeout == 120*time.Second }},
+		{"MCP_BRIDGE_MEMORY", "512m", func(s *settings) bool { return s.limits.Memory == 512<<20 }},
+		{"MCP_BRIDGE_MEMORY", "1g", func(s *settings) bool { return s.limits.Memory == 1<<30 }},
+		{"MCP_BRIDGE_PIDS", "128", func(s *settings) bool { return s.limits.Pids == 128 }},
+		{"MCP_BRIDGE_CPUS", "2.0", func(s *settings) bool { return s.limits.CPUs == 2 }},
+		{"MCP_BRIDGE_CONTAINER_USER", "65534:65534", func(s *settings) bool { return s.user == "65534:65534" }},
+		{"MCP_BRIDGE_CONTAINER_USER", "1000:1000", func(s *settings) bool { return s.user == "1000:1000" }},
+		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300", func(s *settings) bool { return len(s.ignored) == 1 }},
+		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300s", func(s *settings) bool { return len(s.ignored) == 1 }},
+		{"MCP_BRIDGE_STATE_DIR", "~/MCPs", func(s *settings) bool { return s.stateDir == "/h/MCPs" }},
+		{"MCP_BRIDGE_OUTPUT_MODE", "compact", func(s *settings) bool { return s.output == "text" }},
+		{"MCP_BRIDGE_OUTPUT_MODE", "toon", func(s *settings) bool { return s.output == "toon" }},
+		{"MCP_BRIDGE_LOG_LEVEL", "INFO", func(s *settings) bool { return s.logLevel == slog.LevelInfo }},
+		{"MCP_BRIDGE_LOG_LEVEL", "DEBUG", func(s *settings) bool { return s.logLevel == slog.LevelDebug }},
+		{"MCP_BRIDGE_LOG_LEVEL", "WARNING", func(s *settings) bool { return s.logLevel == slog.LevelWarn }},
+		{"MCP_BRIDGE_LOG_LEVEL", "ERROR", func(s *settings) bool { return s.logLevel == slog.LevelError }},
+		{"MCP_BRIDGE_LOG_LEVEL", "CRITICAL", func(s *settings) bool { return s.logLevel == slog.LevelError }},
+		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "1", func(s *settings) bool { return len(s.ignored) == 1 }},
+		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "0", func(s *settings) bool { return len(s.ignored) == 1 }},
+		{"MCP_SERVERS_CONFIG", "/etc/mcp.json", func(s *settings) bool { return slices.Equal(s.configs, []string{"/etc/mcp.json"}) }},
+	}
+	for _, c := range cases {
+		t.Run(c.env+"="+c.value, func(t *testing.T) {
+			s, err := parseFlags(nil, map[string]string{c.env: c.value, "HOME": "/h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.check(s) {
+				t.Fatalf("not applied: %+v", *s)
 			}
 		})
 	}
@@ -83,31 +180,111 @@ func TestParseBytes(t *testing.T) {
 }
 
 func TestUnknownCommand(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run([]string{"frobnicate"}, nil, &out, &errb, func(string) string { return "" }); code != 2 {
-		t.Fatalf("exit %d", code)
+	out, errOut, code := runCLI(t, nil, "frobnicate")
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
 	}
-	if !strings.Contains(errb.String(), `unknown command "frobnicate"`) || !strings.Contains(errb.String(), "codebridge doctor") {
-		t.Fatalf("stderr: %s", errb.String())
+	mustContain(t, errOut, `unknown command "frobnicate"`, "codebridge --help")
+}
+
+// runCLI runs the command line with an environment of env.
+func runCLI(t *testing.T, env map[string]string, argv ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(argv, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	return out.String(), errb.String(), code
+}
+
+func mustContain(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
 	}
 }
 
-func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range commands {
-		argv := []string{c.name, "-h"}
-		if c.name == "image" {
-			argv = []string{"image", "build", "-h"}
+// The top-level help lists the commands, not serve's flags; each command's
+// help shows its own flags with their defaults, and only those.
+func TestHelp(t *testing.T) {
+	for _, argv := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		out, _, code := runCLI(t, nil, argv...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d", argv, code)
 		}
-		if c.name == "version" {
-			continue
+		mustContain(t, out, "doctor", "servers", "tools", "search", "exec", "image", "import", "version")
+		if strings.Contains(out, "--memory") {
+			t.Errorf("%v shows serve's flags:\n%s", argv, out)
 		}
-		var out, errb bytes.Buffer
-		if code := run(argv, nil, &out, &errb, func(string) string { return "" }); code != 0 {
-			t.Errorf("%s -h: exit %d: %s", c.name, code, errb.String())
+	}
+	cases := []struct {
+		argv      []string
+		want, not []string
+	}{
+		{[]string{"serve", "-h"}, []string{"--memory", "(default 512m)", "--oci-runtime", "--state-dir", "(default info)", "CODEBRIDGE_OCI_RUNTIME"}, []string{"--json"}},
+		{[]string{"servers", "-h"}, []string{"--json", "--config", "(default warn)"}, []string{"--memory", "--timeout", "--image"}},
+		{[]string{"tools", "--help"}, []string{"tools [SERVER]", "--json", "--call-timeout", "(default 120)"}, []string{"--memory", "--image"}},
+		{[]string{"search", "-h"}, []string{"search QUERY", "-n, --limit", "(default 10)"}, []string{"--memory"}},
+		{[]string{"exec", "-h"}, []string{"exec FILE|-", "--servers", "-t, --timeout", "(default 30)", "--memory"}, []string{"--state-dir", "--json"}},
+		{[]string{"doctor", "-h"}, []string{"--json", "--image", "--memory"}, []string{"--timeout", "--state-dir"}},
+		{[]string{"image", "-h"}, []string{"build"}, []string{"--memory"}},
+		{[]string{"image", "build", "-h"}, []string{"codebridge image build [flags]", "--tag", "(default \"localhost/codebridge-python:bookworm\")", "--packages", "--engine"}, []string{"--memory", "codebridge image [flags] build"}},
+		{[]string{"import", "-h"}, []string{"--write", "--from", "--config"}, []string{"--memory"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.argv, " "), func(t *testing.T) {
+			out, errOut, code := runCLI(t, nil, c.argv...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			mustContain(t, out, c.want...)
+			for _, n := range c.not {
+				if strings.Contains(out, n) {
+					t.Errorf("help shows %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, argv := range [][]string{{"--version"}, {"version"}} {
+		out, errOut, code := runCLI(t, nil, argv...)
+		if code != 0 || !strings.HasPrefix(out, "codebridge ") {
+			t.Errorf("%v: exit %d: %q %q", argv, code, out, errOut)
 		}
-		if !strings.Contains(errb.String(), "usage: codebridge "+c.name) {
-			t.Errorf("%s -h shows no usage: %s", c.name, errb.String())
-		}
+	}
+}
+
+// Flags may follow positional arguments, extra arguments are refused, and
+// single-dash long flags (Go's flag syntax, which earlier versions used)
+// still work.
+func TestArguments(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	_, errOut, code := runCLI(t, env, "tools", "nope", "--json")
+	if code != 1 || !strings.Contains(errOut, `no MCP server "nope"`) {
+		t.Errorf("tools nope --json: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, env, "tools", "a", "b")
+	if code != 2 || !strings.Contains(errOut, "at most 1") {
+		t.Errorf("tools a b: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runCLI(t, env, "servers", "-json")
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("servers -json: exit %d: %q %s", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, env, "image")
+	if code != 2 || !strings.Contains(errOut, "build") {
+		t.Errorf("image: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, env, "serve", "--user", "0:0")
+	if code != 2 || !strings.Contains(errOut, "root") {
+		t.Errorf("serve --user 0:0: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = runCLI(t, env, "-user", "00")
+	if code != 2 || !strings.Contains(errOut, "root") {
+		t.Errorf("-user 00 (serve by default): exit %d: %s", code, errOut)
 	}
 }
 

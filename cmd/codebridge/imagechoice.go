@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/codebridge/codebridge/internal/imagebuild"
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// imageChoice is the sandbox image codebridge uses, and whether the engine
+// has it.
+type imageChoice struct {
+	name       string
+	present    bool
+	configured bool // set with --image or a variable, rather than chosen
+}
+
+// chooseImage resolves the sandbox image: the configured one when there is
+// one; else the image `codebridge image build` makes, when the engine has
+// it; else the registry image, which the engine pulls on first use.
+func chooseImage(ctx context.Context, configured string, has func(context.Context, string) (bool, error)) (imageChoice, error) {
+	if configured != "" {
+		ok, err := has(ctx, configured)
+		return imageChoice{name: configured, present: ok, configured: true}, err
+	}
+	ok, err := has(ctx, imagebuild.DefaultTag)
+	if err != nil || ok {
+		return imageChoice{name: imagebuild.DefaultTag, present: ok}, err
+	}
+	ok, err = has(ctx, sandbox.DefaultImage)
+	return imageChoice{name: sandbox.DefaultImage, present: ok}, err
+}
+
+// fix is a command that makes a missing image present, so that codebridge
+// uses it without further settings.
+func (c imageChoice) fix() string {
+	build := "codebridge image build"
+	if c.configured && c.name != imagebuild.DefaultTag {
+		build += " --tag " + c.name
+	}
+	return fmt.Sprintf("%s (as root where no registry is reachable: it then builds from Debian packages), or pull %s", build, c.name)
+}
+
+// image resolves the sandbox image on eng.
+func (a *app) image(ctx context.Context, eng sandbox.Engine) (imageChoice, error) {
+	return chooseImage(ctx, a.settings.image, eng.HasImage)
+}
+
+// sandboxEngine is the session's engine: the shared connection, starting
+// containers from the image chosen when each starts, so an image built
+// while codebridge runs is used from the next container on.
+// TODO(lead): a sandbox.Config field that names the image through a
+// function would make this wrapper unnecessary.
+func (a *app) sandboxEngine(ctx context.Context) (sandbox.Engine, error) {
+	eng, err := a.engines.get(ctx)
+	if err != nil || a.settings.image != "" {
+		return eng, err
+	}
+	choice, err := a.image(ctx, eng)
+	if err != nil {
+		return nil, err
+	}
+	return imageEngine{Engine: eng, image: choice.name}, nil
+}
+
+// imageEngine starts containers from a chosen image.
+type imageEngine struct {
+	sandbox.Engine
+	image string
+}
+
+func (e imageEngine) Start(ctx context.Context, spec sandbox.ContainerSpec) (sandbox.Container, error) {
+	spec.Image = e.image
+	return e.Engine.Start(ctx, spec)
+}
+
+// warnMissingImage says on the log when the sandbox image is missing, and
+// how to fix that. It is quiet when the engine cannot be reached: the first
+// call reports that.
+func (a *app) warnMissingImage(ctx context.Context) {
+	eng, err := a.engines.get(ctx)
+	if err != nil {
+		return
+	}
+	choice, err := a.image(ctx, eng)
+	if err != nil || choice.present {
+		return
+	}
+	a.log.Warn("the sandbox image is not present: the first run_python call pulls it, which fails where no registry is reachable",
+		"image", choice.name, "fix", choice.fix())
+}
