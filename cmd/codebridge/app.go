@@ -30,7 +30,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 	log := newLogger(stderr, s)
 	slog.SetDefault(log)
 	self, _ := os.Executable()
-	specs, problems := discovery.Load(discovery.Options{Files: s.configs, Self: self})
+	specs, problems := discovery.Load(discovery.Options{Home: s.home, Files: s.configs, Self: self})
 	a := &app{settings: s, log: log, specs: specs, problems: problems}
 	a.engines = newEngineProvider(s.engine, log)
 

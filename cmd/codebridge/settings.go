@@ -36,6 +36,8 @@ type settings struct {
 	stateDir    string // the root of codebridge's state on the host; not created yet
 	logLevel    slog.Level
 	logJSON     bool
+	// home is the home directory ($HOME); empty means the user's.
+	home string
 	// ignored lists the Python bridge's settings that were given and have
 	// no meaning here, for a debug log line each.
 	ignored []string
@@ -276,6 +278,7 @@ func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
 		s.timeout = s.maxTimeout
 	}
 	s.stateDir = stateDir(s.stateDir, getenv)
+	s.home = getenv("HOME")
 	return s, nil
 }
 
