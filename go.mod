@@ -1,6 +1,6 @@
 module github.com/codebridge/codebridge
 
-go 1.25.0
+go 1.26
 
 require (
 	github.com/containerd/errdefs v1.0.0
@@ -12,6 +12,7 @@ require (
 	github.com/sahilm/fuzzy v0.1.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 )
 
 require (

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge/codebridge/discovery"
 	"github.com/spf13/pflag"
 )
 
@@ -34,6 +35,12 @@ func parseFlags(argv []string, env map[string]string) (*settings, error) {
 	return sf.resolve(func(k string) string { return env[k] })
 }
 
+func isDefault(s *settings) bool {
+	return s.engine == "auto" && s.timeout == 30*time.Second && s.maxTimeout == 120*time.Second &&
+		s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534" &&
+		s.image == "" && s.ociRuntime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
+}
+
 func TestSettings(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -42,11 +49,7 @@ func TestSettings(t *testing.T) {
 		check   func(*settings) bool
 		wantErr string
 	}{
-		{name: "defaults", env: map[string]string{"HOME": "/h"}, check: func(s *settings) bool {
-			return s.engine == "auto" && s.timeout == 30*time.Second && s.maxTimeout == 120*time.Second &&
-				s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534" &&
-				s.image == "" && s.ociRuntime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
-		}},
+		{name: "defaults", env: map[string]string{"HOME": "/h"}, check: isDefault},
 		{name: "codebridge env", env: map[string]string{"CODEBRIDGE_MEMORY": "2g", "CODEBRIDGE_ENGINE": "docker"},
 			check: func(s *settings) bool { return s.limits.Memory == 2<<30 && s.engine == "docker" }},
 		{name: "python bridge env", env: map[string]string{"MCP_BRIDGE_RUNTIME": "podman", "MCP_BRIDGE_TIMEOUT": "10", "MCP_BRIDGE_MAX_TIMEOUT": "60",
@@ -288,69 +291,132 @@ func TestArguments(t *testing.T) {
 	}
 }
 
+// importInto runs import on a copy of home, with a stand-in for the
+// codebridge executable on PATH.
+func importInto(t *testing.T, home string, o importOptions) (string, string, int) {
+	t.Helper()
+	bin := t.TempDir()
+	o.self = filepath.Join(bin, "codebridge")
+	writeFile(t, o.self, "#!/bin/sh\n")
+	if err := os.Chmod(o.self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.home = home
+	var out, errb bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errb, getenv: func(k string) string { return map[string]string{"PATH": bin, "HOME": home}[k] }}
+	code := c.runImport(&settings{}, o)
+	return out.String(), errb.String(), code
+}
+
+func readImported(t *testing.T, path string) map[string]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.MCPServers
+}
+
 func TestImport(t *testing.T) {
 	home := copyTree(t, filepath.Join("..", "..", "testdata", "import", "home"))
-	out := filepath.Join(t.TempDir(), "MCPs")
-	env := func(string) string { return "" }
+	out := filepath.Join(home, "MCPs")
 
 	// Without --write nothing is written.
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"import", "--home", home, "--dir", out}, nil, &stdout, &stderr, env); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	stdout, stderr, code := importInto(t, home, importOptions{})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatal("a dry run wrote files")
 	}
-	if !strings.Contains(stdout.String(), "would write") || !strings.Contains(stderr.String(), `"codebridge" is codebridge itself`) {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
+	mustContain(t, stdout, "would write", `claude-desktop "codebridge" from `, "skipped: it is codebridge itself",
+		`"sentry" from `, "scopes it to the project /home/me/app", `"legacy" from `)
 
-	stdout.Reset()
-	stderr.Reset()
-	if code := run([]string{"import", "--home", home, "--dir", out, "--write"}, nil, &stdout, &stderr, env); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	stdout, stderr, code = importInto(t, home, importOptions{write: true})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	want := map[string][]string{
-		"imported-claude-desktop.json": {"filesystem"},
-		"imported-claude-code.json":    {"github", "legacy", "sentry"},
-		"imported-cursor.json":         {"memory"},
-		"imported-vscode.json":         {"docs", "fetch"},
+		"zz-imported-claude-desktop.json": {"filesystem"},
+		"zz-imported-claude-code.json":    {"github"},
+		"zz-imported-cursor.json":         {"memory"},
+		"zz-imported-vscode.json":         {"docs", "fetch"},
 	}
 	for file, names := range want {
-		b, err := os.ReadFile(filepath.Join(out, file))
-		if err != nil {
-			t.Fatalf("%s: %v (stdout: %s)", file, err, stdout.String())
+		servers := readImported(t, filepath.Join(out, file))
+		if got := slices.Sorted(maps.Keys(servers)); !slices.Equal(got, names) {
+			t.Errorf("%s has %v, want %v (stdout: %s)", file, got, names, stdout)
 		}
-		var doc struct {
-			MCPServers map[string]map[string]any `json:"mcpServers"`
+		if file == "zz-imported-claude-code.json" && servers["github"]["env"].(map[string]any)["GITHUB_TOKEN"] != "${GITHUB_TOKEN}" {
+			t.Errorf("env reference not kept: %v", servers["github"])
 		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		got := slices.Sorted(maps.Keys(doc.MCPServers))
-		if strings.Join(got, ",") != strings.Join(names, ",") {
-			t.Errorf("%s has %v, want %v", file, got, names)
-		}
-		if file == "imported-claude-code.json" {
-			if doc.MCPServers["github"]["env"].(map[string]any)["GITHUB_TOKEN"] != "${GITHUB_TOKEN}" {
-				t.Errorf("env reference not kept: %v", doc.MCPServers["github"])
-			}
-			if doc.MCPServers["sentry"]["url"] != "https://mcp.sentry.dev/mcp" || doc.MCPServers["legacy"]["type"] != "sse" {
-				t.Errorf("remote entries not kept: %v", doc.MCPServers)
-			}
-		}
+	}
+
+	// --projects imports Claude Code's project servers as global ones, and
+	// says so; SSE is still skipped.
+	stdout, _, _ = importInto(t, home, importOptions{write: true, projects: true})
+	mustContain(t, stdout, "imported as global; Claude Code scoped it to /home/me/app", `"legacy" from`, "SSE transport")
+	if cc := readImported(t, filepath.Join(out, "zz-imported-claude-code.json")); cc["sentry"]["url"] != "https://mcp.sentry.dev/mcp" || cc["legacy"] != nil {
+		t.Errorf("project servers: %v", cc)
 	}
 }
 
-func TestStripJSONC(t *testing.T) {
-	in := `{"a": "http://x//y", /* c */ "b": [1, 2,], // end
-"c": "say \"/*hi*/\"",}`
-	var v map[string]any
-	if err := json.Unmarshal(stripJSONC([]byte(in)), &v); err != nil {
-		t.Fatalf("%v: %s", err, stripJSONC([]byte(in)))
+// Import never changes which definition of a server wins: a name the user
+// defines is skipped, and the files sort after the user's.
+func TestImportKeepsUserDefinitions(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {"memory": {"command": "cursor-memory"}, "new": {"command": "n"}}}`)
+	writeFile(t, filepath.Join(home, "MCPs", "mine.json"), `{"mcpServers": {"memory": {"command": "my-memory"}}}`)
+	stdout, stderr, code := importInto(t, home, importOptions{write: true})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if v["a"] != "http://x//y" || v["c"] != `say "/*hi*/"` || len(v["b"].([]any)) != 2 {
-		t.Fatalf("got %v", v)
+	mustContain(t, stdout, `cursor "memory" from`, "skipped: already defined in "+filepath.Join(home, "MCPs", "mine.json"), `cursor "new" from`, "imported into")
+	specs, problems := discovery.Load(discovery.Options{Home: home})
+	got := map[string]string{}
+	for _, sp := range specs {
+		got[sp.Name] = sp.Command
+	}
+	if got["memory"] != "my-memory" || got["new"] != "n" || len(problems) != 0 {
+		t.Fatalf("after import: %v, problems %v", got, problems)
+	}
+	// A second import changes nothing either (its own file does not count
+	// as the user's).
+	stdout, _, _ = importInto(t, home, importOptions{write: true})
+	mustContain(t, stdout, `cursor "new" from`, "imported into zz-imported-cursor.json")
+}
+
+// Variables in the clients' syntax are translated, or the server is
+// skipped with the reason; SSE servers written Cursor's way are skipped.
+func TestImportVariablesAndTransports(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {
+		"gh": {"command": "gh-mcp", "args": ["--home", "${userHome}/x"], "env": {"TOKEN": "${env:GH_TOKEN}", "KEEP": "${A:-b}"}},
+		"stream": {"url": "https://example.com/sse"},
+		"ws": {"command": "w", "cwd": "${workspaceFolder}"}}}`)
+	writeFile(t, filepath.Join(home, ".config", "Code", "User", "mcp.json"), `{"servers": {
+		"asks": {"type": "stdio", "command": "a", "env": {"KEY": "${input:api-key}"}}}}`)
+	stdout, stderr, code := importInto(t, home, importOptions{write: true})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	mustContain(t, stdout, "${env:GH_TOKEN} became ${GH_TOKEN}", "${userHome} became ${HOME}",
+		`"stream" from`, "SSE transport",
+		`"ws" from`, "uses ${workspaceFolder}",
+		`vscode "asks" from`, "uses ${input:api-key}, which vscode fills in itself")
+	gh := readImported(t, filepath.Join(home, "MCPs", "zz-imported-cursor.json"))
+	if len(gh) != 1 || gh["gh"]["env"].(map[string]any)["TOKEN"] != "${GH_TOKEN}" || gh["gh"]["env"].(map[string]any)["KEEP"] != "${A:-b}" ||
+		gh["gh"]["args"].([]any)[1] != "${HOME}/x" {
+		t.Fatalf("imported: %v", gh)
+	}
+	if fileExists(filepath.Join(home, "MCPs", "zz-imported-vscode.json")) {
+		t.Fatal("a server needing ${input:...} was imported")
 	}
 }
 
