@@ -4,11 +4,18 @@
 #   make test    unit tests, the runtime's Python tests in the sandbox image,
 #                and the end-to-end tests (CODEBRIDGE_E2E=1 makes them required)
 
-IMAGE ?= localhost/codebridge-python:bookworm
+# The image `codebridge image build` makes, read from its one definition.
+IMAGE ?= $(shell sed -n 's/^const DefaultTag = "\(.*\)"$$/\1/p' internal/imagebuild/imagebuild.go)
+# The npm reference servers the end-to-end tests run against.
+NPM_DIR ?= testdata/npm
+# make test requires the end-to-end tests: a missing engine, image or npm
+# server fails them instead of skipping them. CODEBRIDGE_E2E=0 lets them skip.
+CODEBRIDGE_E2E ?= 1
+export CODEBRIDGE_E2E
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 
-.PHONY: build image demo test test-go test-python test-e2e vet bench clean
+.PHONY: build image npm demo test test-go test-python test-e2e vet bench clean
 
 build:
 	$(GO) build -o bin/codebridge ./cmd/codebridge
@@ -18,8 +25,13 @@ image:
 	@$(ENGINE) image inspect $(IMAGE) >/dev/null 2>&1 \
 	  || $(GO) run ./cmd/codebridge image build --tag $(IMAGE)
 
+# Install the npm reference servers unless they are there.
+npm:
+	@test -x $(NPM_DIR)/node_modules/.bin/mcp-server-everything \
+	  || npm ci --prefix $(NPM_DIR) --no-audit --no-fund
+
 demo: build image
-	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./examples/demo -bin bin/codebridge
+	$(GO) run ./examples/demo -bin bin/codebridge
 
 vet:
 	$(GO) vet ./...
@@ -27,17 +39,17 @@ vet:
 
 test: vet test-python test-go
 
-test-go:
+test-go: npm image
 	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 30m ./...
 
 # Only the end-to-end tests (CI runs them again per engine:
 # CODEBRIDGE_ENGINE=docker, and rootless Podman).
-test-e2e:
+test-e2e: npm image
 	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -timeout 30m ./e2e/
 
 # The runtime's unit tests, inside the real sandbox image, hardened like the
 # product runs it (read-only root, tmpfs /tmp, uid 65534, no network).
-test-python:
+test-python: image
 	$(ENGINE) run --rm --network none --read-only --tmpfs /tmp:rw,mode=1777 \
 	  --user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=512:512 \
 	  -e PYTHONDONTWRITEBYTECODE=1 -v $(CURDIR):/src:ro -w /src $(IMAGE) \
@@ -45,7 +57,7 @@ test-python:
 
 # Measure codebridge on this machine against the DESIGN.md targets; prints
 # the table and writes it to BENCHMARKS.md (a few minutes).
-bench:
+bench: npm image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./bench -out BENCHMARKS.md
 
 clean:

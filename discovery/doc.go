@@ -28,8 +28,8 @@
 // directory. Relative paths in command and cwd are left as written: they are
 // relative to the directory codebridge runs in, as with other MCP clients.
 //
-// Fields other clients add, such as "timeout" or "autoApprove", are ignored.
-// A "type" field is checked against the entry: "stdio" needs a command, and
+// "timeout" is the time limit of one tool call to the server, in seconds.
+// Fields other clients add, such as "autoApprove", are ignored. A "type" field is checked against the entry: "stdio" needs a command, and
 // "http" or "streamable-http" a url; "sse" is refused, since codebridge
 // speaks only streamable HTTP to remote servers.
 //

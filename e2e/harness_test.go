@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,7 +39,7 @@ func testMain(m *testing.M) int {
 	}
 	testImage = os.Getenv("CODEBRIDGE_TEST_IMAGE")
 	if testImage == "" {
-		testImage = "localhost/codebridge-python:bookworm"
+		testImage = imagebuild.DefaultTag
 	}
 	required := os.Getenv("CODEBRIDGE_E2E") == "1"
 

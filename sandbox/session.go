@@ -51,8 +51,11 @@ const (
 
 // Config configures a [Session].
 type Config struct {
-	// Image is the sandbox image. Empty means [DefaultImage].
+	// Image is the sandbox image. Empty means the one ChooseImage names
+	// as each container starts, or [DefaultImage] without ChooseImage.
 	Image string
+	// ChooseImage picks the image when Image is empty.
+	ChooseImage func(ctx context.Context, eng Engine) (string, error)
 	// User is the uid:gid the code runs as. Empty means 65534:65534.
 	User string
 	// Limits bound the container's resources.
@@ -73,7 +76,7 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() Config {
-	if cfg.Image == "" {
+	if cfg.Image == "" && cfg.ChooseImage == nil {
 		cfg.Image = DefaultImage
 	}
 	if cfg.StartTimeout == 0 {
@@ -227,7 +230,13 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctr, err := eng.Start(ctx, s.spec())
+	image := s.cfg.Image
+	if image == "" {
+		if image, err = s.cfg.ChooseImage(ctx, eng); err != nil {
+			return nil, err
+		}
+	}
+	ctr, err := eng.Start(ctx, s.spec(image))
 	if err != nil {
 		return nil, err
 	}
@@ -236,16 +245,16 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err := c.greet(ctx, s.host.Servers()); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
-		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, s.cfg.Image)
+		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
 	}
 	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python)
 	return c, nil
 }
 
 // spec is the container every new runtime gets.
-func (s *Session) spec() ContainerSpec {
+func (s *Session) spec(image string) ContainerSpec {
 	return ContainerSpec{
-		Image: s.cfg.Image,
+		Image: image,
 		Cmd:   []string{"python3", "-I", "-u", "-c", pyruntime.Loader()},
 		Env: []string{
 			// PATH too: an imported image may carry no environment at all.
@@ -396,8 +405,8 @@ func (s *Session) Close() error {
 // noHost is the Host of a session made without one.
 type noHost struct{}
 
-func (noHost) Servers() []protocol.ServerInfo { return nil }
-func (noHost) Stale() []string                { return nil }
+func (noHost) Servers() []protocol.ServerInfo         { return nil }
+func (noHost) Stale() []string                        { return nil }
 func (noHost) Output(context.Context, string, string) {}
 func (noHost) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
 	return nil, errors.New("this bridge answers no requests from the sandbox")

@@ -29,12 +29,13 @@ func newApp(s *settings, stderr io.Writer) *app {
 	log := newLogger(stderr, s)
 	slog.SetDefault(log)
 	self, _ := os.Executable()
-	specs, problems := discovery.Load(discovery.Options{Files: s.configs, Self: self})
+	specs, problems := discovery.Load(discovery.Options{Home: s.home, Files: s.configs, Self: self})
 	a := &app{settings: s, log: log, specs: specs, problems: problems}
 	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
 	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
 	sandboxCfg := sandbox.Config{
 		Image:       s.image,
+		ChooseImage: a.chooseImage,
 		User:        s.user,
 		Limits:      s.limits,
 		OutputLimit: s.outputLimit,

@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/spf13/cobra"
 )
 
 // check is one line of the doctor's report.
@@ -23,16 +24,24 @@ type check struct {
 	TookMS int64  `json:"took_ms"`
 }
 
-// runDoctor checks everything codebridge depends on and says what to do
-// about each problem. It exits 1 when something is broken.
-func runDoctor(c *cli, argv []string) int {
+func (c *cli) doctorCommand() *cobra.Command {
 	var asJSON bool
-	s, _, code := c.parse("doctor", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	})
-	if s == nil {
-		return code
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the container engine, the image, whether limits apply, and every configured server",
+		Long: `Check the container engine, the image, whether limits apply, and every
+configured server. Each problem comes with a command that fixes it; the exit
+code is 1 when something is broken.`,
+		Args: cobra.NoArgs,
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	names := slices.Concat(serverKnobs, sandboxKnobs, logKnobs)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, _ []string) int { return c.doctor(s, asJSON) })
+}
+
+// doctor checks everything codebridge depends on and says what to do
+// about each problem. It returns 1 when something is broken.
+func (c *cli) doctor(s *settings, asJSON bool) int {
 	a := newApp(s, c.stderr)
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -116,17 +125,17 @@ print(json.dumps({
 func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	var out []check
 	start := time.Now()
-	ok, err := eng.HasImage(ctx, a.settings.image)
+	img, err := a.image(ctx, eng)
 	switch {
 	case err != nil:
 		out = append(out, check{Name: "image", Detail: err.Error(), Fix: "check that the engine works: podman info / docker info"})
 		return out
-	case !ok:
-		out = append(out, check{Name: "image", Detail: a.settings.image + " is not present (it is pulled on first use where a registry is reachable)",
-			Fix: "codebridge image build, or pull " + a.settings.image, TookMS: time.Since(start).Milliseconds()})
+	case !img.present:
+		out = append(out, check{Name: "image", Detail: img.name + " is not present (it is pulled on first use where a registry is reachable)",
+			Fix: img.fix(), TookMS: time.Since(start).Milliseconds()})
 		return out
 	}
-	out = append(out, check{Name: "image", OK: true, Detail: a.settings.image + " is present", TookMS: time.Since(start).Milliseconds()})
+	out = append(out, check{Name: "image", OK: true, Detail: img.name + " is present", TookMS: time.Since(start).Milliseconds()})
 
 	start = time.Now()
 	res, err := a.bridge.Session().Run(ctx, sandbox.Request{Code: probeCode, Timeout: time.Minute})

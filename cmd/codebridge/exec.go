@@ -2,41 +2,45 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 )
 
-// runExec runs a Python file (or stdin) through the same sandbox run_python
-// uses and prints what the model would read: text to stdout, images as a
-// note. It exits 1 when the code failed.
-func runExec(c *cli, argv []string) int {
-	var servers string
-	var timeout float64
-	s, rest, code := c.parse("exec", argv, func(fs *flag.FlagSet) {
-		fs.StringVar(&servers, "servers", "", "comma-separated servers to start before the code runs")
-		fs.Float64Var(&timeout, "t", 0, "this run's timeout in seconds (default: the timeout setting)")
+func (c *cli) execCommand() *cobra.Command {
+	var servers []string
+	cmd := &cobra.Command{
+		Use:   "exec FILE|-",
+		Short: "Run Python through the sandbox, as run_python would, and print its output",
+		Long: `Run Python (a file, or - for stdin) through the sandbox, as run_python would,
+and print what the model would read. The exit code is 1 when the code failed.`,
+		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
+	}
+	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
+	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, logKnobs)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
+		return c.exec(s, args[0], servers, s.timeout)
 	})
-	if s == nil {
-		return code
-	}
-	if len(rest) != 1 {
-		fmt.Fprintln(c.stderr, "codebridge exec: give one FILE, or - to read the code from stdin")
-		return 2
-	}
+}
+
+// exec runs the Python in file (or stdin, for "-") through the same sandbox
+// run_python uses and prints what the model would read: text to stdout,
+// images as a note. It returns 1 when the code failed.
+func (c *cli) exec(s *settings, file string, servers []string, timeout time.Duration) int {
 	var src []byte
 	var err error
-	if rest[0] == "-" {
+	if file == "-" {
 		src, err = io.ReadAll(c.stdin)
 	} else {
-		src, err = os.ReadFile(rest[0])
+		src, err = os.ReadFile(file)
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codebridge exec: reading the code: %v\n", err)
@@ -49,12 +53,12 @@ func runExec(c *cli, argv []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names []string
-	for _, n := range strings.Split(servers, ",") {
+	for _, n := range servers {
 		if n = strings.TrimSpace(n); n != "" {
 			names = append(names, n)
 		}
 	}
-	res := a.bridge.RunPython(ctx, string(src), time.Duration(timeout*float64(time.Second)), names)
+	res := a.bridge.RunPython(ctx, string(src), timeout, names)
 	for _, content := range res.Content {
 		switch ct := content.(type) {
 		case *mcp.TextContent:

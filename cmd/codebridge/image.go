@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,30 +9,45 @@ import (
 	"syscall"
 
 	"github.com/codebridge/codebridge/internal/imagebuild"
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/spf13/cobra"
 )
 
-// runImage builds the sandbox image: `codebridge image build`.
-func runImage(c *cli, argv []string) int {
-	if len(argv) == 0 || argv[0] != "build" {
-		fmt.Fprintln(c.stderr, "usage: codebridge image build [--packages numpy,pandas,matplotlib] [--tag IMAGE] [--debian]")
-		return 2
+func (c *cli) imageCommand() *cobra.Command {
+	image := &cobra.Command{
+		Use:   "image",
+		Short: "Manage the sandbox image (image build)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(c.stderr)
+			_ = cmd.Usage()
+			return exitCode(2)
+		},
 	}
-	var packages, tag string
+	var packages []string
+	var tag string
 	var debian bool
-	s, rest, code := c.parse("image", argv[1:], func(fs *flag.FlagSet) {
-		fs.StringVar(&packages, "packages", "", "comma-separated Python packages to add")
-		fs.StringVar(&tag, "tag", imagebuild.DefaultTag, "name of the image to build")
-		fs.BoolVar(&debian, "debian", false, "skip the registry and build from Debian packages")
-	})
-	if s == nil {
-		return code
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the sandbox image (from a registry base if reachable, else from Debian packages)",
+		Long: `Build the sandbox image: from the registry base ` + sandbox.DefaultImage + ` when a
+registry is reachable, else from Debian packages (needs root and debootstrap).
+The default tag is the image codebridge uses by default when present.`,
+		Args: cobra.NoArgs,
 	}
-	if len(rest) > 0 {
-		fmt.Fprintf(c.stderr, "codebridge image build: unexpected argument %q\n", rest[0])
-		return 2
-	}
+	build.Flags().StringSliceVar(&packages, "packages", nil, "comma-separated Python packages to add, e.g. numpy,pandas,matplotlib")
+	build.Flags().StringVar(&tag, "tag", imagebuild.DefaultTag, "name of the image to build")
+	build.Flags().BoolVar(&debian, "debian", false, "skip the registry and build from Debian packages")
+	image.AddCommand(c.settingsCommand(build, []string{"engine"}, commandLogLevel, func(s *settings, _ []string) int {
+		return c.buildImage(s, tag, packages, debian)
+	}))
+	return image
+}
+
+// buildImage builds the sandbox image and says how codebridge picks it up.
+func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool) int {
 	var pkgs []string
-	for _, p := range strings.Split(packages, ",") {
+	for _, p := range packages {
 		if p = strings.TrimSpace(p); p != "" {
 			pkgs = append(pkgs, p)
 		}
@@ -49,6 +63,11 @@ func runImage(c *cli, argv []string) int {
 		fmt.Fprintln(c.stderr, "codebridge image build:", err)
 		return 1
 	}
-	fmt.Fprintf(c.stdout, "built %s\nuse it with: export CODEBRIDGE_IMAGE=%s\n", built, built)
+	fmt.Fprintf(c.stdout, "built %s\n", built)
+	if built == imagebuild.DefaultTag {
+		fmt.Fprintln(c.stdout, "codebridge uses it by default (unless CODEBRIDGE_IMAGE or --image names another image)")
+	} else {
+		fmt.Fprintf(c.stdout, "use it with: --image %s, or CODEBRIDGE_IMAGE=%s\n", built, built)
+	}
 	return 0
 }

@@ -1,14 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/codebridge/codebridge/discovery"
+	"github.com/spf13/cobra"
+	"github.com/tailscale/hujson"
 )
 
 // clientConfig is a place an MCP client keeps its server list.
@@ -33,84 +39,221 @@ var knownConfigs = []clientConfig{
 	{"vscode", "Library/Application Support/Code/User/settings.json", "mcp.servers"},
 }
 
-// runImport copies MCP server definitions from other clients into ~/MCPs,
-// one file per client. Without --write it only shows what it would write.
-func runImport(c *cli, argv []string) int {
-	var write bool
-	var homeDir, outDir string
-	var from stringList
-	s, _, code := c.parse("import", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&write, "write", false, "write the files (default: show what would be written)")
-		fs.StringVar(&homeDir, "home", "", "home directory to read client configs from (default: yours)")
-		fs.StringVar(&outDir, "dir", "", "where to write (default: HOME/MCPs)")
-		fs.Var(&from, "from", "read this client config `file` too (repeatable); its format is detected")
+func (c *cli) importCommand() *cobra.Command {
+	var o importOptions
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Read the MCP servers of Claude Desktop, Claude Code, Cursor and VS Code and write ~/MCPs files",
+		Long: `Read the MCP servers of Claude Desktop, Claude Code, Cursor and VS Code and
+write them to ~/MCPs/` + importFilePrefix + `CLIENT.json, saying per server what it did.
+A server already defined in your configuration is never replaced, and the
+files sort after yours, so your definitions keep winning. Variables in the
+clients' syntax (${env:X}, ${userHome}) are translated; a server using one
+that cannot be (${input:x}, ${workspaceFolder}) is skipped and named, as are
+SSE servers and Claude Code's project-scoped servers (unless --projects).`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&o.write, "write", false, "write the files (default: show what would be written)")
+	fs.StringVar(&o.home, "home", "", "home directory to read client configs from (default: yours)")
+	fs.StringVar(&o.dir, "dir", "", "where to write (default: HOME/MCPs)")
+	fs.StringArrayVar(&o.from, "from", nil, "read this client config `file` too (repeatable); its format is detected")
+	fs.BoolVar(&o.projects, "projects", false, "also import Claude Code's project-scoped servers (as global ones)")
+	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logKnobs), commandLogLevel, func(s *settings, _ []string) int {
+		return c.runImport(s, o)
 	})
-	if s == nil {
-		return code
-	}
-	if homeDir == "" {
-		homeDir, _ = os.UserHomeDir()
-	}
-	if outDir == "" {
-		outDir = filepath.Join(homeDir, "MCPs")
-	}
-	self, _ := os.Executable()
+}
 
-	imported := map[string]map[string]any{} // client -> name -> entry
-	var notes []string
+// importOptions are import's flags.
+type importOptions struct {
+	write, projects bool
+	home, dir       string
+	from            []string
+	self, path      string // this executable, and PATH, to spot entries that launch codebridge
+}
+
+// importFilePrefix starts the names of the files import writes. "zz-" sorts
+// them after the user's own files, which therefore keep winning.
+const importFilePrefix = "zz-imported-"
+
+// candidate is one server definition found in a client's config.
+type candidate struct {
+	client, path, name string
+	project            string // Claude Code: the project it is scoped to
+	entry              map[string]any
+	verdict            string // empty: imported
+	notes              []string
+}
+
+// runImport copies MCP server definitions from other clients into ~/MCPs,
+// one file per client, and says per server what it did. Without --write it
+// only shows what it would write.
+func (c *cli) runImport(s *settings, o importOptions) int {
+	if o.home == "" {
+		o.home, _ = os.UserHomeDir()
+	}
+	if o.dir == "" {
+		o.dir = filepath.Join(o.home, "MCPs")
+	}
+	if o.self == "" {
+		o.self, _ = os.Executable()
+	}
+	o.path = c.getenv("PATH")
+	var cands []*candidate
 	read := func(cc clientConfig, path string) {
-		servers, err := readClientConfig(path, cc.key)
+		found, err := readClientConfig(path, cc)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("skipped %s: %v", path, err))
-			return
+			fmt.Fprintf(c.stderr, "warning: skipped %s: %v\n", path, err)
 		}
-		if imported[cc.client] == nil {
-			imported[cc.client] = map[string]any{}
-		}
-		for name, entry := range servers {
-			if launchesSelf(entry, self) {
-				notes = append(notes, fmt.Sprintf("%s: %q is codebridge itself; not imported", path, name))
-				continue
-			}
-			if _, dup := imported[cc.client][name]; dup {
-				notes = append(notes, fmt.Sprintf("%s: %q was already imported from another %s config; kept the first", path, name, cc.client))
-				continue
-			}
-			imported[cc.client][name] = entry
-		}
+		cands = append(cands, found...)
 	}
 	for _, cc := range knownConfigs {
-		p := filepath.Join(homeDir, cc.path)
-		if _, err := os.Stat(p); err == nil {
+		if p := filepath.Join(o.home, cc.path); fileExists(p) {
 			read(cc, p)
 		}
 	}
-	for _, f := range from {
+	for _, f := range o.from {
 		read(detectClient(f), f)
 	}
-
-	clients := make([]string, 0, len(imported))
-	for cl := range imported {
-		clients = append(clients, cl)
-	}
-	sort.Strings(clients)
-	for _, n := range notes {
-		fmt.Fprintln(c.stderr, "note:", n)
-	}
-	if len(clients) == 0 {
-		fmt.Fprintln(c.stdout, "found no MCP servers in Claude Desktop, Claude Code, Cursor or VS Code configs under", homeDir)
+	if len(cands) == 0 {
+		fmt.Fprintln(c.stdout, "found no MCP servers in Claude Desktop, Claude Code, Cursor or VS Code configs under", o.home)
 		return 0
 	}
-	failed := false
-	for _, cl := range clients {
-		target := filepath.Join(outDir, "imported-"+cl+".json")
-		b, _ := json.MarshalIndent(map[string]any{"mcpServers": imported[cl]}, "", "  ")
-		b = append(b, '\n')
-		if !write {
-			fmt.Fprintf(c.stdout, "would write %s (%d servers):\n%s\n", target, len(imported[cl]), b)
+	judge(cands, o, existingServers(s, o.dir, o.home))
+	report(c.stdout, cands, o.write)
+	return writeImports(c, cands, o)
+}
+
+// judge decides, in order, what happens to each candidate: skipped with a
+// reason, or imported (with its variables translated).
+func judge(cands []*candidate, o importOptions, existing map[string]string) {
+	selfRefs := launchingSelf(cands, o.self, o.path)
+	taken := map[string]string{}
+	for i, cd := range cands {
+		switch {
+		case cd.project != "" && !o.projects:
+			cd.verdict = fmt.Sprintf("skipped: Claude Code scopes it to the project %s, and codebridge's servers are global; rerun with --projects to import it as global", cd.project)
+		case existing[cd.name] != "":
+			cd.verdict = fmt.Sprintf("skipped: already defined in %s, which keeps winning", existing[cd.name])
+		case taken[cd.name] != "":
+			cd.verdict = fmt.Sprintf("skipped: the definition from %s is imported under this name", taken[cd.name])
+		case selfRefs[i]:
+			cd.verdict = "skipped: it is codebridge itself"
+		case isSSE(cd.entry):
+			cd.verdict = "skipped: it uses the SSE transport, which codebridge does not speak; if the server also offers streamable HTTP (often at /mcp), add that url to ~/MCPs by hand"
+		default:
+			notes, err := translateVars(cd.entry, cd.client)
+			if err != nil {
+				cd.verdict = "skipped: " + err.Error()
+				continue
+			}
+			cd.notes = notes
+			if cd.project != "" {
+				cd.notes = append(cd.notes, "imported as global; Claude Code scoped it to "+cd.project)
+			}
+			taken[cd.name] = cd.path
+		}
+	}
+}
+
+// existingServers maps the names the user's configuration defines (except
+// in files import writes) to the file that defines them.
+func existingServers(s *settings, dir, home string) map[string]string {
+	files := slices.Clone(s.configs)
+	if matches, err := filepath.Glob(filepath.Join(dir, "*.json")); err == nil {
+		files = append(files, matches...)
+	}
+	specs, _ := discovery.Load(discovery.Options{Home: home, Files: files})
+	out := map[string]string{}
+	for _, sp := range specs {
+		if !strings.HasPrefix(filepath.Base(sp.Source), importFilePrefix) {
+			out[sp.Name] = sp.Source
+		}
+	}
+	return out
+}
+
+// launchingSelf reports which candidates would launch this codebridge,
+// asking discovery, which resolves commands as it will when loading them.
+func launchingSelf(cands []*candidate, self, path string) []bool {
+	out := make([]bool, len(cands))
+	dir, err := os.MkdirTemp("", "codebridge-import-")
+	if err != nil || self == "" {
+		return out
+	}
+	defer os.RemoveAll(dir)
+	servers := map[string]any{}
+	for i, cd := range cands {
+		servers[strconv.Itoa(i)] = cd.entry
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	f := filepath.Join(dir, "check.json")
+	if os.WriteFile(f, b, 0o600) != nil {
+		return out
+	}
+	// Every variable counts as set, so that no entry stops at an unset one
+	// before discovery reaches its command.
+	lookup := func(k string) (string, bool) {
+		if k == "PATH" {
+			return path, true
+		}
+		return "x", true
+	}
+	_, problems := discovery.Load(discovery.Options{Home: dir, Files: []string{f}, Self: self, LookupEnv: lookup})
+	for _, p := range problems {
+		if i, err := strconv.Atoi(p.Server); err == nil && errors.Is(p, discovery.ErrSelfReference) {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// isSSE reports whether an entry is an SSE server: "type": "sse", or, as
+// Cursor writes them, a url ending in /sse and no type.
+func isSSE(e map[string]any) bool {
+	typ, _ := e["type"].(string)
+	u, _ := e["url"].(string)
+	return typ == "sse" || (typ == "" && strings.HasSuffix(strings.TrimRight(u, "/"), "/sse"))
+}
+
+// report says what import did, or would do, with each server.
+func report(w io.Writer, cands []*candidate, write bool) {
+	did := map[bool]string{true: "imported", false: "would import"}[write]
+	for _, cd := range cands {
+		v := cd.verdict
+		if v == "" {
+			v = did + " into " + importFilePrefix + cd.client + ".json"
+			if len(cd.notes) > 0 {
+				v += " (" + strings.Join(cd.notes, "; ") + ")"
+			}
+		}
+		fmt.Fprintf(w, "%s %q from %s: %s\n", cd.client, cd.name, cd.path, v)
+	}
+}
+
+// writeImports writes one file per client with the imported servers.
+func writeImports(c *cli, cands []*candidate, o importOptions) int {
+	byClient := map[string]map[string]any{}
+	for _, cd := range cands {
+		if cd.verdict != "" {
 			continue
 		}
-		if err := os.MkdirAll(outDir, 0o755); err != nil {
+		if byClient[cd.client] == nil {
+			byClient[cd.client] = map[string]any{}
+		}
+		byClient[cd.client][cd.name] = cd.entry
+	}
+	clients := slices.Sorted(maps.Keys(byClient))
+	failed := false
+	for _, cl := range clients {
+		target := filepath.Join(o.dir, importFilePrefix+cl+".json")
+		b, _ := json.MarshalIndent(map[string]any{"mcpServers": byClient[cl]}, "", "  ")
+		b = append(b, '\n')
+		if !o.write {
+			fmt.Fprintf(c.stdout, "\nwould write %s (%d servers):\n%s", target, len(byClient[cl]), b)
+			continue
+		}
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			fmt.Fprintln(c.stderr, "codebridge import:", err)
 			return 1
 		}
@@ -119,9 +262,9 @@ func runImport(c *cli, argv []string) int {
 			failed = true
 			continue
 		}
-		fmt.Fprintf(c.stdout, "wrote %s (%d servers)\n", target, len(imported[cl]))
+		fmt.Fprintf(c.stdout, "wrote %s (%d servers)\n", target, len(byClient[cl]))
 	}
-	if !write {
+	if !o.write && len(clients) > 0 {
 		fmt.Fprintln(c.stdout, "run again with --write to write these files")
 	}
 	if failed {
@@ -130,43 +273,42 @@ func runImport(c *cli, argv []string) int {
 	return 0
 }
 
-// readClientConfig returns the server entries under key ("mcpServers",
-// "servers", or "mcp.servers" for VS Code settings). Claude Code's
-// per-project servers are included too. Comments and trailing commas (VS
+// readClientConfig returns the server entries under cc.key ("mcpServers",
+// "servers", or "mcp.servers" for VS Code settings), and Claude Code's
+// per-project servers with their project. Comments and trailing commas (VS
 // Code's JSONC) are accepted.
-func readClientConfig(path, key string) (map[string]map[string]any, error) {
+func readClientConfig(path string, cc clientConfig) ([]*candidate, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var doc map[string]any
-	if err := json.Unmarshal(stripJSONC(raw), &doc); err != nil {
+	std, err := hujson.Standardize(raw) // VS Code's JSONC: comments and trailing commas
+	if err == nil {
+		err = json.Unmarshal(std, &doc)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
-	out := map[string]map[string]any{}
-	collect := func(m any) {
+	var out []*candidate
+	collect := func(m any, project string) {
 		servers, _ := m.(map[string]any)
-		for name, v := range servers {
-			if e, ok := v.(map[string]any); ok {
-				out[name] = normalizeEntry(e)
+		for _, name := range slices.Sorted(maps.Keys(servers)) {
+			if e, ok := servers[name].(map[string]any); ok {
+				out = append(out, &candidate{client: cc.client, path: path, name: name, project: project, entry: normalizeEntry(e)})
 			}
 		}
 	}
 	node := any(doc)
-	for _, part := range strings.Split(key, ".") {
+	for _, part := range strings.Split(cc.key, ".") {
 		obj, _ := node.(map[string]any)
 		node = obj[part]
 	}
-	collect(node)
+	collect(node, "")
 	if projects, ok := doc["projects"].(map[string]any); ok { // Claude Code
-		names := make([]string, 0, len(projects))
-		for p := range projects {
-			names = append(names, p)
-		}
-		sort.Strings(names)
-		for _, p := range names {
+		for _, p := range slices.Sorted(maps.Keys(projects)) {
 			if proj, ok := projects[p].(map[string]any); ok {
-				collect(proj["mcpServers"])
+				collect(proj["mcpServers"], p)
 			}
 		}
 	}
@@ -176,29 +318,17 @@ func readClientConfig(path, key string) (map[string]map[string]any, error) {
 // normalizeEntry keeps the fields codebridge reads, in its format.
 func normalizeEntry(e map[string]any) map[string]any {
 	out := map[string]any{}
-	for _, k := range []string{"command", "args", "env", "cwd", "url", "headers", "description", "disabled"} {
+	for _, k := range []string{"type", "command", "args", "env", "cwd", "url", "headers", "description", "disabled"} {
 		if v, ok := e[k]; ok {
 			out[k] = v
 		}
 	}
-	if t, _ := e["type"].(string); t == "sse" {
-		out["type"] = t // kept so that codebridge reports it is unsupported
-	}
 	return out
 }
 
-// launchesSelf reports whether an entry's command is this binary.
-func launchesSelf(e map[string]any, self string) bool {
-	cmd, _ := e["command"].(string)
-	if cmd == "" || self == "" {
-		return false
-	}
-	if filepath.Base(cmd) == "codebridge" {
-		return true
-	}
-	a, err1 := os.Stat(cmd)
-	b, err2 := os.Stat(self)
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // detectClient guesses which client wrote a config file given with --from.
@@ -220,59 +350,3 @@ func detectClient(path string) clientConfig {
 	}
 	return clientConfig{client: "other", key: "mcpServers"}
 }
-
-// stripJSONC removes // and /* */ comments and trailing commas outside
-// strings, so VS Code's settings files parse as JSON.
-func stripJSONC(b []byte) []byte {
-	var out bytes.Buffer
-	inString, escaped := false, false
-	for i := 0; i < len(b); i++ {
-		ch := b[i]
-		if inString {
-			out.WriteByte(ch)
-			switch {
-			case escaped:
-				escaped = false
-			case ch == '\\':
-				escaped = true
-			case ch == '"':
-				inString = false
-			}
-			continue
-		}
-		switch {
-		case ch == '"':
-			inString = true
-			out.WriteByte(ch)
-		case ch == '/' && i+1 < len(b) && b[i+1] == '/':
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
-			out.WriteByte('\n')
-		case ch == '/' && i+1 < len(b) && b[i+1] == '*':
-			i += 2
-			for i+1 < len(b) && !(b[i] == '*' && b[i+1] == '/') {
-				i++
-			}
-			i++
-		case ch == ',':
-			j := i + 1
-			for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
-				j++
-			}
-			if j < len(b) && (b[j] == '}' || b[j] == ']') {
-				continue // trailing comma
-			}
-			out.WriteByte(ch)
-		default:
-			out.WriteByte(ch)
-		}
-	}
-	return out.Bytes()
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -3,33 +3,49 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/protocol"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 )
 
-// runServers lists the configured servers without starting them.
-func runServers(c *cli, argv []string) int {
+func (c *cli) serversCommand() *cobra.Command {
 	var asJSON bool
-	s, _, code := c.parse("servers", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-	})
-	if s == nil {
-		return code
+	cmd := &cobra.Command{
+		Use:   "servers",
+		Short: "List the configured upstream servers and where each is defined",
+		Long: `List the configured upstream servers and where each is defined, without
+starting them. Secret values (env and headers) are masked. Problems in the
+configuration are warnings on stderr.`,
+		Args: cobra.NoArgs,
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logKnobs), commandLogLevel, func(s *settings, _ []string) int {
+		return c.servers(s, asJSON)
+	})
+}
+
+// servers lists the configured servers without starting them.
+func (c *cli) servers(s *settings, asJSON bool) int {
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	defer a.close()
 	if asJSON {
-		return printJSON(c.stdout, a.specs)
+		out := make([]serverListing, len(a.specs))
+		for i, sp := range a.specs {
+			out[i] = listServer(sp)
+		}
+		return printJSON(c.stdout, out)
 	}
 	if len(a.specs) == 0 {
 		fmt.Fprintln(c.stdout, "no servers configured: add mcpServers files to ~/MCPs/ (see `codebridge import`)")
@@ -45,21 +61,81 @@ func runServers(c *cli, argv []string) int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", sp.Name, clip(launch, 50), sp.Source, clip(sp.Description, 60))
 	}
 	w.Flush()
-	if len(a.problems) > 0 {
-		return 1
-	}
 	return 0
 }
 
-// runTools starts servers and lists their tools.
-func runTools(c *cli, argv []string) int {
-	var asJSON bool
-	s, rest, code := c.parse("tools", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print JSON (with schemas)")
-	})
-	if s == nil {
-		return code
+// serverListing is one server in `servers --json`: the configuration with
+// secret values masked.
+type serverListing struct {
+	Name           string            `json:"name"`
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Description    string            `json:"description,omitempty"`
+	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
+	Source         string            `json:"source"`
+}
+
+// masked stands for a secret value in listings.
+const masked = "***"
+
+func listServer(sp discovery.Server) serverListing {
+	mask := func(m map[string]string) map[string]string {
+		if len(m) == 0 {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		for k := range m {
+			out[k] = masked
+		}
+		return out
 	}
+	return serverListing{
+		Name: sp.Name, Command: sp.Command, Args: sp.Args, Env: mask(sp.Env), Cwd: sp.Cwd,
+		URL: maskURL(sp.URL), Headers: mask(sp.Headers), Description: sp.Description,
+		TimeoutSeconds: sp.Timeout.Seconds(), Source: sp.Source,
+	}
+}
+
+// maskURL hides a URL's password and query values, where tokens travel.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), masked)
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{masked}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func (c *cli) toolsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [SERVER]",
+		Short: "List the tools of one server, or of all of them",
+		Long: `List the tools of one server, or of all of them (this starts the servers).
+The exit code is 1 when a server is unknown or does not start.`,
+		Args: cobra.MaximumNArgs(1),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with schemas)")
+	return c.settingsCommand(cmd, slices.Concat(serverKnobs, logKnobs), commandLogLevel, func(s *settings, args []string) int {
+		return c.tools(s, args, asJSON)
+	})
+}
+
+// tools starts servers and lists their tools.
+func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	defer a.close()
@@ -117,21 +193,28 @@ func runTools(c *cli, argv []string) int {
 	return 0
 }
 
-// runSearch ranks the tools of every server for a query.
-func runSearch(c *cli, argv []string) int {
+func (c *cli) searchCommand() *cobra.Command {
 	var asJSON bool
 	var limit int
-	s, rest, code := c.parse("search", argv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-		fs.IntVar(&limit, "n", 10, "how many results")
+	cmd := &cobra.Command{
+		Use:   "search QUERY...",
+		Short: "Ranked search over the tools of every server (what runtime.search_tool_docs does)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{"give a QUERY, e.g. codebridge search read file"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 10, "how many results")
+	return c.settingsCommand(cmd, slices.Concat(serverKnobs, logKnobs), commandLogLevel, func(s *settings, args []string) int {
+		return c.search(s, args, asJSON, limit)
 	})
-	if s == nil {
-		return code
-	}
-	if len(rest) == 0 {
-		fmt.Fprintln(c.stderr, "codebridge search: give a QUERY, e.g. codebridge search read file")
-		return 2
-	}
+}
+
+// search ranks the tools of every server for a query.
+func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) int {
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	defer a.close()

@@ -20,12 +20,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -40,12 +42,6 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-// command is one subcommand.
-type command struct {
-	name, args, about string
-	run               func(c *cli, argv []string) int
-}
-
 // cli is what every subcommand gets: its streams and environment.
 type cli struct {
 	stdin          io.Reader
@@ -53,78 +49,143 @@ type cli struct {
 	getenv         func(string) string
 }
 
-// commands is filled in init: the commands' functions refer to it.
-var commands []command
+// exitCode is an error that ends the program with a given code; the
+// command has already said what went wrong.
+type exitCode int
 
-func init() {
-	commands = []command{
-		{"serve", "", "Serve MCP over stdin/stdout: the one tool run_python. This is what MCP clients start.", runServe},
-		{"doctor", "", "Check the container engine, the image, whether limits apply, and every configured server.", runDoctor},
-		{"servers", "", "List the configured upstream servers and where each is defined.", runServers},
-		{"tools", "[SERVER]", "List the tools of one server, or of all of them.", runTools},
-		{"search", "QUERY", "Ranked search over the tools of every server (what runtime.search_tool_docs does).", runSearch},
-		{"exec", "FILE|-", "Run Python through the sandbox, as run_python would, and print its output.", runExec},
-		{"image", "build", "Build the sandbox image (from a registry base if reachable, else from Debian packages).", runImage},
-		{"import", "", "Read the MCP servers of Claude Desktop, Claude Code, Cursor and VS Code and write ~/MCPs files.", runImport},
-		{"version", "", "Print the version.", runVersion},
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a mistake in the command line: it is printed with a hint
+// and ends the program with code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// code turns a command's result into an error for cobra.
+func code(c int) error {
+	if c == 0 {
+		return nil
 	}
+	return exitCode(c)
 }
 
+// run runs the command line argv and returns the exit code: 0 on success,
+// 1 when the command failed, 2 for a mistake in the command line.
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
-	name := "serve"
-	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
-		name, argv = argv[0], argv[1:]
-	}
-	if name == "help" || name == "--help" || name == "-h" {
-		usage(stdout)
+	root := c.rootCommand()
+	root.SetArgs(defaultToServe(root, singleDashLongFlags(root, argv)))
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteC()
+	var ec exitCode
+	switch {
+	case err == nil:
 		return 0
+	case errors.As(err, &ec):
+		return int(ec)
 	}
-	for _, cmd := range commands {
-		if cmd.name == name {
-			return cmd.run(c, argv)
-		}
-	}
-	fmt.Fprintf(stderr, "codebridge: unknown command %q\n\n", name)
-	usage(stderr)
+	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	return 2
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "codebridge: one run_python tool for all your MCP servers\n\nUsage:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  codebridge %-16s %s\n", strings.TrimSpace(c.name+" "+c.args), c.about)
+// rootCommand builds the command tree.
+func (c *cli) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "codebridge",
+		Short: "codebridge: one run_python tool for all your MCP servers",
+		Long: `codebridge: one run_python tool for all your MCP servers.
+
+Without a command it serves MCP over stdin/stdout (what MCP clients start),
+taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
+		Version:       version(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	fmt.Fprintln(w, "\nRun \"codebridge COMMAND -h\" for a command's flags.")
+	root.SetVersionTemplate("codebridge {{.Version}}\n")
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.AddCommand(
+		c.serveCommand(),
+		c.doctorCommand(),
+		c.serversCommand(),
+		c.toolsCommand(),
+		c.searchCommand(),
+		c.execCommand(),
+		c.imageCommand(),
+		c.importCommand(),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the version",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				fmt.Fprintln(c.stdout, "codebridge", version())
+				return nil
+			},
+		},
+	)
+	return root
 }
 
-// parse parses the settings and flags of a subcommand. It returns nil and an
-// exit code when the command should stop (help, or bad flags).
-func (c *cli) parse(name string, argv []string, extra func(fs *flag.FlagSet)) (*settings, []string, int) {
-	var cmd command
-	for _, k := range commands {
-		if k.name == name {
-			cmd = k
+// settingsCommand makes a command that takes the named settings as flags.
+// Its run function gets the resolved settings and returns an exit code.
+func (c *cli) settingsCommand(cmd *cobra.Command, names []string, logLevel string, runFn func(s *settings, args []string) int) *cobra.Command {
+	sf := addSettingFlags(cmd.Flags(), names, logLevel)
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		s, err := sf.resolve(c.getenv)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "%s: %v\n", cmd.CommandPath(), err)
+			return exitCode(2)
+		}
+		return code(runFn(s, args))
+	}
+	return cmd
+}
+
+// defaultToServe makes serve the command when none is named: a bare
+// `codebridge`, or one followed by serve's flags. Help and version stay the
+// root's.
+func defaultToServe(root *cobra.Command, argv []string) []string {
+	if len(argv) == 0 {
+		return []string{"serve"}
+	}
+	switch a := argv[0]; {
+	case a == "-h" || a == "--help" || a == "--version" || a == "-v":
+		return argv
+	case strings.HasPrefix(a, "-"):
+		return append([]string{"serve"}, argv...)
+	}
+	return argv
+}
+
+// singleDashLongFlags rewrites -name to --name for the long flags the
+// commands define, so command lines written for Go's flag package (which
+// accepts both) keep working.
+func singleDashLongFlags(root *cobra.Command, argv []string) []string {
+	long := map[string]bool{}
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		for _, sub := range cmd.Commands() {
+			walk(sub)
 		}
 	}
-	fs := newFlagSet(cmd.name, cmd.args, cmd.about, c.stderr)
-	if extra != nil {
-		extra(fs)
+	walk(root)
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], argv[i:])
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(name) > 1 && long[name] {
+			out[i] = "-" + a
+		}
 	}
-	s, rest, err := parseSettings(fs, argv, c.getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, nil, 0
-	}
-	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge %s: %v\n", name, err)
-		return nil, nil, 2
-	}
-	return s, rest, -1
-}
-
-func runVersion(c *cli, argv []string) int {
-	fmt.Fprintln(c.stdout, "codebridge", version())
-	return 0
+	return out
 }
 
 func version() string {
@@ -132,4 +193,14 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// exactArgs accepts exactly n arguments, and otherwise says what to give.
+func exactArgs(n int, hint string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Sprintf("%s (got %d arguments)", hint, len(args))}
+		}
+		return nil
+	}
 }

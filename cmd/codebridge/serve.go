@@ -3,38 +3,44 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 )
 
-// runServe serves MCP over stdin/stdout until the client closes stdin or a
+func (c *cli) serveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over stdin/stdout: the one tool run_python (the default command)",
+		Long: `Serve MCP over stdin/stdout: the one tool run_python. This is what MCP
+clients start; "codebridge" alone does the same.`,
+		Args: cobra.NoArgs,
+	}
+	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, []string{"state-dir"}, logKnobs)
+	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) int { return c.serve(s) })
+}
+
+// serve serves MCP over stdin/stdout until the client closes stdin or a
 // SIGINT or SIGTERM arrives; then it removes the container and stops the
 // upstreams.
-func runServe(c *cli, argv []string) int {
-	s, rest, code := c.parse("serve", argv, nil)
-	if s == nil {
-		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(c.stderr, "codebridge serve: unexpected argument %q\n", rest[0])
-		return 2
-	}
+func (c *cli) serve(s *settings) int {
 	a := newApp(s, c.stderr)
 	a.logProblems()
-	if s.stateDir != "" {
-		a.log.Debug("the state directory setting is accepted for compatibility and not used", "dir", s.stateDir)
-	}
+	a.log.Debug("state directory", "dir", s.stateDir)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Connect to the engine and clear stale containers in the background,
-	// so the first call does not wait for it and start-up stays instant.
-	go a.sandboxes.Warm()
+	// Connect to the engine, clear stale containers and check the image in
+	// the background, so that start-up and the handshake never wait for it.
+	go func() {
+		a.sandboxes.Warm()
+		a.warnMissingImage(ctx)
+	}()
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
 	err := a.bridge.Server().Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}})

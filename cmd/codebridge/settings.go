@@ -1,51 +1,77 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/spf13/pflag"
 )
 
-// settings are everything codebridge can be told. Each has a flag and a
-// CODEBRIDGE_* environment variable, and some also answer to the variable
-// of the Python code-execution bridge users may come from (MCP_BRIDGE_*),
-// so that switching is one line. A flag wins over the environment.
+// settings are everything codebridge can be told. Each has a CODEBRIDGE_*
+// environment variable and, on the commands that use it, a flag; some also
+// answer to the variable of the Python code-execution bridge users may come
+// from (MCP_BRIDGE_*), so that switching is one line. A flag wins over the
+// environment.
 type settings struct {
 	configs     []string
 	engine      string
-	image       string
+	image       string // empty: the built image when the engine has it, else the registry image
 	timeout     time.Duration
 	maxTimeout  time.Duration
 	callTimeout time.Duration
 	limits      sandbox.Limits
 	user        string
+	ociRuntime  string // empty: the engine's default runtime
 	output      string
 	outputLimit int
-	stateDir    string
+	stateDir    string // the root of codebridge's state on the host; not created yet
 	logLevel    slog.Level
 	logJSON     bool
+	// home is the home directory ($HOME); empty means the user's.
+	home string
+	// ignored lists the Python bridge's settings that were given and have
+	// no meaning here, for a debug log line each.
+	ignored []string
 }
 
-// setting describes one knob: its flag, the environment variables that set
-// it (first set wins), its default and how to apply a value.
+// setting describes one knob: its flag (empty for a variable that has
+// none), the environment variables that set it (first set wins), its
+// default and how to apply a value.
 type setting struct {
 	flag  string
 	envs  []string
 	def   string
+	typ   string // the value's name in help
 	usage string
 	set   func(s *settings, v string) error
 }
 
+// The knob groups commands pick from.
+var (
+	serverKnobs  = []string{"config", "call-timeout"}
+	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime"}
+	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
+	logKnobs     = []string{"log-level", "log-format"}
+)
+
+// Log levels by default: the server logs what it does; the other commands
+// print their results and only warnings and errors besides.
+const (
+	serveLogLevel   = "info"
+	commandLogLevel = "warn"
+)
+
 var knobs = []setting{
-	{"config", []string{"CODEBRIDGE_CONFIG", "MCP_SERVERS_CONFIG"}, "", "extra mcpServers config `file`s (repeatable; the variables take a " + string(os.PathListSeparator) + "-separated list), read after ~/MCPs/*.json",
+	{"config", []string{"CODEBRIDGE_CONFIG", "MCP_SERVERS_CONFIG"}, "", "file", "extra mcpServers config files (repeatable; the variables take a " + string(os.PathListSeparator) + "-separated list), read after ~/MCPs/*.json",
 		func(s *settings, v string) error {
 			for _, f := range filepath.SplitList(v) {
 				if f != "" {
@@ -54,7 +80,7 @@ var knobs = []setting{
 			}
 			return nil
 		}},
-	{"engine", []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, "auto", "container engine: auto, podman or docker",
+	{"engine", []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, "auto", "name", "container engine: auto, podman or docker",
 		func(s *settings, v string) error {
 			v = strings.ToLower(v)
 			if v != "auto" && v != "podman" && v != "docker" {
@@ -63,19 +89,20 @@ var knobs = []setting{
 			s.engine = v
 			return nil
 		}},
-	{"image", []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, sandbox.DefaultImage, "sandbox image (must have python3)",
+	{"image", []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, "", "image", "sandbox image (must have python3); by default " + imagebuild.DefaultTag +
+		" (what codebridge image build makes) when the engine has it, else " + sandbox.DefaultImage,
 		func(s *settings, v string) error { s.image = v; return nil }},
-	{"timeout", []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, "30", "default run_python timeout in seconds",
+	{"timeout", []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, "30", "seconds", "default run_python timeout in seconds",
 		func(s *settings, v string) (err error) { s.timeout, err = seconds(v); return }},
-	{"max-timeout", []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, "120", "largest timeout a call may ask for, in seconds",
+	{"max-timeout", []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, "120", "seconds", "largest timeout a call may ask for, in seconds",
 		func(s *settings, v string) (err error) { s.maxTimeout, err = seconds(v); return }},
-	{"call-timeout", []string{"CODEBRIDGE_CALL_TIMEOUT"}, "120", "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
+	{"call-timeout", []string{"CODEBRIDGE_CALL_TIMEOUT"}, "120", "seconds", "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
 		func(s *settings, v string) (err error) { s.callTimeout, err = seconds(v); return }},
-	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, "512m", "sandbox memory limit, e.g. 512m or 2g",
+	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, "512m", "size", "sandbox memory limit, e.g. 512m or 2g",
 		func(s *settings, v string) (err error) { s.limits.Memory, err = parseBytes(v); return }},
-	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, "128", "sandbox process limit",
+	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, "128", "n", "sandbox process limit",
 		func(s *settings, v string) (err error) { s.limits.Pids, err = positiveInt(v); return }},
-	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, "1", "sandbox CPU limit",
+	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, "1", "n", "sandbox CPU limit",
 		func(s *settings, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 {
@@ -84,39 +111,51 @@ var knobs = []setting{
 			s.limits.CPUs = f
 			return nil
 		}},
-	{"user", []string{"CODEBRIDGE_USER", "MCP_BRIDGE_CONTAINER_USER"}, "65534:65534", "uid:gid the sandbox code runs as (never root)",
+	{"user", []string{"CODEBRIDGE_USER", "MCP_BRIDGE_CONTAINER_USER"}, "65534:65534", "uid:gid", "user the sandbox code runs as (never root: uid 0 and gid 0 are refused)",
+		func(s *settings, v string) (err error) { s.user, err = parseUser(v); return }},
+	{"oci-runtime", []string{"CODEBRIDGE_OCI_RUNTIME"}, "", "name", "OCI runtime for the sandbox, such as runsc (gVisor) or kata; empty means the engine's default",
 		func(s *settings, v string) error {
-			if v == "0" || v == "root" || strings.HasPrefix(v, "0:") || strings.HasPrefix(v, "root:") {
-				return fmt.Errorf("%q would run model-written code as root; use an unprivileged uid such as 65534:65534", v)
+			if !ociRuntimeName.MatchString(v) {
+				return fmt.Errorf("%q is not a runtime name: give the name the engine knows, such as runsc", v)
 			}
-			s.user = v
+			s.ociRuntime = v
 			return nil
 		}},
-	{"output", []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, "text", "how results are rendered: text, or toon (structured values as TOON)",
+	{"output", []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, "text", "mode", "how results are rendered: text, or toon (structured values as TOON)",
 		func(s *settings, v string) error {
-			v = strings.ToLower(v)
-			if v != "text" && v != "toon" {
+			switch v = strings.ToLower(v); v {
+			case "text", "toon":
+				s.output = v
+			case "compact": // the Python bridge's name for plain text
+				s.output = "text"
+			default:
 				return fmt.Errorf("%q is not an output mode: use text or toon", v)
 			}
-			s.output = v
 			return nil
 		}},
-	{"output-limit", []string{"CODEBRIDGE_OUTPUT_LIMIT"}, "20000", "characters of stdout and of stderr a result keeps (head and tail)",
+	{"output-limit", []string{"CODEBRIDGE_OUTPUT_LIMIT"}, "20000", "chars", "characters of stdout and of stderr a result keeps (head and tail)",
 		func(s *settings, v string) (err error) {
 			n, err := positiveInt(v)
 			s.outputLimit = int(n)
 			return err
 		}},
-	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "accepted for compatibility; codebridge keeps no state on the host",
+	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge); nothing is kept there yet",
 		func(s *settings, v string) error { s.stateDir = v; return nil }},
-	{"log-level", []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, "info", "debug, info, warn or error (logs go to stderr)",
+	{"log-level", []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, "", "level", "debug, info, warn or error (logs go to stderr)",
 		func(s *settings, v string) error {
-			if err := s.logLevel.UnmarshalText([]byte(strings.ToLower(v))); err != nil {
+			v = strings.ToLower(v)
+			switch v { // the Python bridge takes Python's level names
+			case "warning":
+				v = "warn"
+			case "critical", "fatal":
+				v = "error"
+			}
+			if err := s.logLevel.UnmarshalText([]byte(v)); err != nil {
 				return fmt.Errorf("%q is not a log level: use debug, info, warn or error", v)
 			}
 			return nil
 		}},
-	{"log-format", []string{"CODEBRIDGE_LOG_FORMAT"}, "text", "text or json",
+	{"log-format", []string{"CODEBRIDGE_LOG_FORMAT"}, "text", "format", "text or json",
 		func(s *settings, v string) error {
 			switch strings.ToLower(v) {
 			case "text":
@@ -128,73 +167,164 @@ var knobs = []setting{
 			}
 			return nil
 		}},
+	// The Python bridge's settings that mean nothing here: accepted, so
+	// that its documented values never stop codebridge from starting.
+	{"", []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, "", "", "",
+		func(s *settings, v string) error {
+			s.ignored = append(s.ignored, "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT: codebridge does not manage a Podman machine")
+			return nil
+		}},
+	{"", []string{"MCP_BRIDGE_ALLOW_SELF_SERVER"}, "", "", "",
+		func(s *settings, v string) error {
+			s.ignored = append(s.ignored, "MCP_BRIDGE_ALLOW_SELF_SERVER: codebridge always skips entries that would launch itself")
+			return nil
+		}},
 }
 
-// flagValue applies a flag through its setting, so defaults, environment
-// and flags share one parser.
+// shorthands are the one-letter forms of setting flags.
+var shorthands = map[string]string{"timeout": "t"}
+
+var ociRuntimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+
+// knob returns the setting with the given flag name.
+func knob(name string) *setting {
+	for i := range knobs {
+		if knobs[i].flag == name {
+			return &knobs[i]
+		}
+	}
+	panic("codebridge: no setting " + name)
+}
+
+// flagValue records a setting's flag so that it can be applied after the
+// environment; Set checks the value at once, so a bad flag is reported by
+// the parser.
 type flagValue struct {
-	s    *settings
 	k    *setting
-	seen bool
-	last string
+	def  string // shown in help
+	vals []string
 }
 
-func (f *flagValue) String() string { return f.last }
+func (f *flagValue) String() string { return f.def }
+func (f *flagValue) Type() string   { return f.k.typ }
 func (f *flagValue) Set(v string) error {
-	if f.k.flag != "config" && f.seen {
+	if f.k.flag != "config" && len(f.vals) > 0 {
 		return fmt.Errorf("given twice")
 	}
-	f.seen, f.last = true, v
-	return f.k.set(f.s, v)
+	if err := f.k.set(&settings{}, v); err != nil {
+		return err
+	}
+	f.vals = append(f.vals, v)
+	return nil
 }
 
-// parseSettings reads defaults, then the environment, then the flags in
-// argv into fs. It returns the remaining arguments.
-func parseSettings(fs *flag.FlagSet, argv []string, getenv func(string) string) (*settings, []string, error) {
+// settingFlags are the setting flags one command registered.
+type settingFlags struct {
+	values   map[string]*flagValue
+	logLevel string // this command's default log level
+}
+
+// addSettingFlags registers the flags of the named settings on fs.
+// logLevel is the command's default log level.
+func addSettingFlags(fs *pflag.FlagSet, names []string, logLevel string) *settingFlags {
+	sf := &settingFlags{values: map[string]*flagValue{}, logLevel: logLevel}
+	for _, name := range names {
+		k := knob(name)
+		def := k.def
+		if name == "log-level" {
+			def = logLevel
+		}
+		v := &flagValue{k: k, def: def}
+		sf.values[name] = v
+		fs.VarP(v, name, shorthands[name], k.usage+" ("+strings.Join(k.envs, ", ")+")")
+	}
+	return sf
+}
+
+// resolve computes the settings: for each, its default, then the
+// environment, then its flag.
+func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
 	s := &settings{}
-	values := make([]*flagValue, len(knobs))
+	if err := knob("log-level").set(s, sf.logLevel); err != nil {
+		return nil, err
+	}
 	for i := range knobs {
 		k := &knobs[i]
-		val := k.def
-		src := "default"
-		for _, env := range k.envs {
-			if v := getenv(env); v != "" {
-				val, src = v, env
-				break
+		var flagVals []string
+		if fv := sf.values[k.flag]; fv != nil && k.flag != "" {
+			flagVals = fv.vals
+		}
+		if len(flagVals) == 0 || k.flag == "config" { // config: flags add to the variables
+			val, src := k.def, "default"
+			for _, env := range k.envs {
+				if v := getenv(env); v != "" {
+					val, src = v, env
+					break
+				}
+			}
+			if val != "" {
+				if err := k.set(s, val); err != nil {
+					return nil, fmt.Errorf("%s: %w", src, err)
+				}
 			}
 		}
-		if val != "" {
-			if err := k.set(s, val); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", src, err)
+		for _, v := range flagVals {
+			if err := k.set(s, v); err != nil {
+				return nil, fmt.Errorf("--%s: %w", k.flag, err)
 			}
 		}
-		values[i] = &flagValue{s: s, k: k}
-		usage := k.usage + " (" + strings.Join(k.envs, ", ") + ")"
-		fs.Var(values[i], k.flag, usage)
-	}
-	if err := fs.Parse(argv); err != nil {
-		return nil, nil, err
 	}
 	if s.timeout > s.maxTimeout {
 		s.timeout = s.maxTimeout
 	}
-	return s, fs.Args(), nil
+	s.stateDir = stateDir(s.stateDir, getenv)
+	s.home = getenv("HOME")
+	return s, nil
 }
 
-// newFlagSet returns a flag set for a subcommand whose usage lists its
-// arguments and every setting.
-func newFlagSet(name, args, about string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("codebridge "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: codebridge %s [flags] %s\n\n%s\n\nflags:\n", name, args, about)
-		fs.PrintDefaults()
+// stateDir is the state directory root: the setting with a leading ~
+// expanded, else $XDG_STATE_HOME/codebridge, else ~/.local/state/codebridge.
+func stateDir(set string, getenv func(string) string) string {
+	home := getenv("HOME")
+	switch {
+	case set == "~" || strings.HasPrefix(set, "~/"):
+		return filepath.Join(home, set[1:])
+	case set != "":
+		return set
+	case getenv("XDG_STATE_HOME") != "":
+		return filepath.Join(getenv("XDG_STATE_HOME"), "codebridge")
 	}
-	return fs
+	return filepath.Join(home, ".local", "state", "codebridge")
 }
 
+// parseUser checks a uid[:gid] (numbers, or names) and refuses root: uid 0
+// or gid 0 in any spelling ("0", "00", "root").
+func parseUser(v string) (string, error) {
+	parts := strings.Split(v, ":")
+	if len(parts) > 2 {
+		return "", fmt.Errorf("%q is not uid:gid; use numbers such as 65534:65534", v)
+	}
+	for i, p := range parts {
+		what := [...]string{"uid", "gid"}[i]
+		if p == "" {
+			return "", fmt.Errorf("%q has an empty %s; use numbers such as 65534:65534", v, what)
+		}
+		n, err := strconv.ParseUint(p, 10, 32)
+		isNumber := err == nil
+		if (isNumber && n == 0) || (!isNumber && p == "root") {
+			return "", fmt.Errorf("%q would run model-written code with %s 0 (root); use an unprivileged uid:gid such as 65534:65534", v, what)
+		}
+		if !isNumber && strings.Trim(p, "0123456789") == "" {
+			return "", fmt.Errorf("%q: %s %s is out of range", v, what, p)
+		}
+	}
+	return v, nil
+}
+
+// seconds reads a number of seconds, with or without an "s" (the Python
+// bridge documents "30s").
 func seconds(v string) (time.Duration, error) {
-	f, err := strconv.ParseFloat(v, 64)
+	f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "s"), 64)
 	if err != nil || f <= 0 {
 		return 0, fmt.Errorf("%q is not a positive number of seconds", v)
 	}
@@ -233,8 +363,14 @@ func parseBytes(v string) (int64, error) {
 
 func newLogger(w io.Writer, s *settings) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: s.logLevel}
+	var log *slog.Logger
 	if s.logJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		log = slog.New(slog.NewJSONHandler(w, opts))
+	} else {
+		log = slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	for _, msg := range s.ignored {
+		log.Debug("setting accepted for compatibility and ignored", "setting", msg)
+	}
+	return log
 }

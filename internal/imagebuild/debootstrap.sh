@@ -3,14 +3,13 @@
 # cannot pull from a container registry. Needs root (debootstrap) and podman
 # or docker.
 #
-#   debootstrap.sh [IMAGE] [EXTRA_DEBIAN_PACKAGES]
+#   debootstrap.sh IMAGE [EXTRA_DEBIAN_PACKAGES]
 #
-# It is embedded in the codebridge binary: run it as `codebridge image build`.
-#
-# IMAGE defaults to localhost/codebridge-python:bookworm.
+# It is embedded in the codebridge binary: run it as `codebridge image build`,
+# which passes the image name (imagebuild.DefaultTag unless --tag is given).
 set -euo pipefail
 
-image=${1:-localhost/codebridge-python:bookworm}
+image=${1:?usage: debootstrap.sh IMAGE [EXTRA_DEBIAN_PACKAGES]}
 extra=${2:-}
 engine=${CODEBRIDGE_BUILD_ENGINE:-}
 if [ -z "$engine" ]; then

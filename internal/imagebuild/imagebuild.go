@@ -11,12 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/codebridge/codebridge/sandbox"
 )
 
 //go:embed debootstrap.sh
 var debootstrapScript string
 
-// DefaultTag is the image a build produces when no tag is given.
+// DefaultTag is the image a build produces when no tag is given. It is the
+// one place this name is written: codebridge uses this image by default
+// whenever the engine has it (else [sandbox.DefaultImage], the registry
+// image), and the Makefile and the tests read it from here.
 const DefaultTag = "localhost/codebridge-python:bookworm"
 
 // Options say what to build.
@@ -28,7 +33,8 @@ type Options struct {
 	// Engine is the CLI that builds: "podman" or "docker". Empty picks
 	// podman when installed.
 	Engine string
-	// Base is the registry image tried first. Empty means python:3.12-slim.
+	// Base is the registry image tried first. Empty means
+	// [sandbox.DefaultImage].
 	Base string
 	// DebianOnly skips the registry and builds from Debian packages.
 	DebianOnly bool
@@ -42,7 +48,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 		o.Tag = DefaultTag
 	}
 	if o.Base == "" {
-		o.Base = "docker.io/library/python:3.12-slim"
+		o.Base = sandbox.DefaultImage
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
