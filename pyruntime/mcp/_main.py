@@ -63,8 +63,11 @@ def build_namespace(hello_servers, channel):
     sys.modules["__main__"] = module
     ns = module.__dict__
     ns.update(runtime=runtime, call_tool=runtime.call_tool, display=display,
-              ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError)
+              ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError,
+              mcp=sys.modules["mcp"])
     ns.update(_proxy.install(hello_servers))
+    # The Python peer's names: mcp_servers["original name"] is the proxy.
+    ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
     _bind_toon(ns)
     return ns
 
@@ -138,7 +141,7 @@ def main():
         output = Output(channel)                       # fd 0 -> /dev/null, fd 1/2 -> pipes
         first = channel.read_frame()
         if first is None:
-            channel._exit()
+            channel.shutdown()
         hello = first if first.get("t") == "hello" else {}
         namespace = build_namespace(hello.get("servers"), channel)
         executor = Executor(channel, namespace)
