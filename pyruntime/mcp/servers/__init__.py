@@ -22,8 +22,8 @@ def _server_module(server):
                               + (f": {server.description}" if server.description else "."))
 
     def __getattr__(name):
-        if name == "__all__":
-            return server.python_names()
+        if name == "__all__":   # a tool whose name is special stays reachable by call_tool
+            return [n for n in server.python_names() if not is_dunder(n)]
         if is_dunder(name):
             raise AttributeError(f"module {server.module!r} has no attribute {name!r}")
         value = server.attribute(name)
