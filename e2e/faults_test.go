@@ -193,7 +193,13 @@ func TestFaultForkBomb(t *testing.T) {
 			if strings.Contains(r.text, "[status: crashed") {
 				t.Fatalf("the fork bomb took the sandbox down:\n%s", clipText(r.text))
 			}
-			afterFault(t, b, true)
+			// The runtime kills an interrupted fork bomb at once, so the state
+			// is normally kept. Where the machine is too slow for the grace
+			// the bridge restarts the sandbox, which README allows: then the
+			// answer must say so, and the state is gone. Either way the
+			// answer and the state agree, whatever the machine's speed.
+			restarted := strings.Contains(r.text, "the sandbox was restarted")
+			afterFault(t, b, !restarted)
 			// The limit held: the kernel refused forks beyond it.
 			got := b.ok(pidsLimitHeld)
 			mustContain(t, got, "limit 128, forks refused: True")
