@@ -20,32 +20,42 @@ frame is never cut short (the output module uses the same sections so that
 no lock is left held).
 """
 
+from __future__ import annotations  # annotations stay text: no typing import at startup
+
 import errno
 import itertools
 import json
 import os
 import queue
+import re
 import signal
 import threading
+from collections.abc import Callable, Iterable
 
 from mcp._results import BridgeError
 
 __all__ = ["Channel", "get"]
 
-_channel = None  # the process's Channel, set by Channel.install()
+_channel: Channel | None = None  # the process's Channel, set by Channel.install()
 _Future = None   # concurrent.futures.Future, imported on the first RPC
 
+# The start of a result frame as the host writes it (sandbox/frame.go), for
+# the id of a result that cannot be decoded.
+_RESULT_ID = re.compile(rb'\s*\{"t":\s*"result",\s*"id":\s*(\d+)')
 
-def get():
+
+def get() -> Channel:
     """Return the process's channel (raises BridgeError outside the runtime)."""
     if _channel is None:
         raise BridgeError("the codebridge runtime is not running in this process")
     return _channel
 
 
-def encode(frame):
-    """Encode a frame as one UTF-8 JSON line (bytes)."""
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+def encode(frame: dict) -> bytes:
+    """Encode a frame as one UTF-8 JSON line (bytes). Raises TypeError or
+    ValueError for a value JSON cannot carry (NaN and infinities too: the
+    host's decoder would refuse the line and break the channel)."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates become U+FFFD
@@ -56,26 +66,26 @@ def encode(frame):
 class Channel:
     """Frames in and out, cell state, interrupts and RPCs."""
 
-    def __init__(self, in_fd, out_fd):
+    def __init__(self, in_fd: int, out_fd: int):
         self._in = open(in_fd, "rb", buffering=1 << 16)
         self._out_fd = out_fd
         self._write_lock = threading.Lock()
         self._main_ident = threading.main_thread().ident
         self._pid = os.getpid()
         self._ids = itertools.count(1)
-        self._pending = {}            # rpc id -> (future, cell id)
+        self._pending: dict[int, tuple] = {}  # rpc id -> (future, cell id)
         self.cells = queue.SimpleQueue()  # exec frames for the main thread
         self.exec_id = None           # id of the running cell, None between cells
         self.armed = False            # True while user code of a cell runs
         self._critical = 0            # >0 in a critical section of the main thread
         self._interrupt_deferred = False
         self._interrupt_for = None    # cell an interrupt frame was sent for
-        self.flush_output = lambda: None  # set by the output module
-        self.on_exit = lambda: None       # cleanup before exiting at EOF
+        self.flush_output: Callable[[], None] = lambda: None  # set by the output module
+        self.on_exit: Callable[[], None] = lambda: None       # cleanup before exiting at EOF
         self.interrupted = None           # the cell the host interrupted, if any
-        self.on_interrupt = lambda: None  # reader thread, after an interrupt frame
+        self.on_interrupt: Callable[[], None] = lambda: None  # reader thread, after an interrupt frame
 
-    def install(self):
+    def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
         global _channel
         _channel = self
@@ -85,15 +95,15 @@ class Channel:
 
     # ---- writing -------------------------------------------------------
 
-    def send(self, frame):
+    def send(self, frame: dict) -> None:
         """Send one frame (a dict)."""
         self.send_bytes(encode(frame))
 
-    def send_many(self, frames):
+    def send_many(self, frames: Iterable[dict]) -> None:
         """Send frames from an iterable as one critical section."""
         self._write(frames, many=True)
 
-    def send_bytes(self, data):
+    def send_bytes(self, data: bytes) -> None:
         """Send one already encoded frame."""
         self._write(data, many=False)
 
@@ -105,7 +115,7 @@ class Channel:
         finally:
             self.leave_critical(entered)
 
-    def enter_critical(self):
+    def enter_critical(self) -> bool:
         """Defer KeyboardInterrupt on the main thread until leave_critical():
         used around frame writes and output bookkeeping that hold locks.
         Returns a token for leave_critical()."""
@@ -114,7 +124,7 @@ class Channel:
         self._critical += 1
         return True
 
-    def leave_critical(self, entered):
+    def leave_critical(self, entered: bool) -> None:
         """End a critical section; raise a KeyboardInterrupt deferred in it."""
         if not entered:
             return
@@ -141,10 +151,10 @@ class Channel:
                     view = view[os.write(fd, view):]
         except OSError as exc:
             if exc.errno in (errno.EPIPE, errno.EBADF):
-                self._exit()  # the host is gone: nothing can work any more
+                self.shutdown()  # the host is gone: nothing can work any more
             raise
 
-    def log(self, level, msg):
+    def log(self, level: str, msg: object) -> None:
         """Send a diagnostic for the host's log."""
         try:
             self.send({"t": "log", "level": level, "msg": str(msg)})
@@ -177,7 +187,7 @@ class Channel:
 
     # ---- reading -------------------------------------------------------
 
-    def read_frame(self):
+    def read_frame(self) -> dict | None:
         """Read one frame synchronously; None at EOF. Used before the reader
         thread starts (for ``hello``)."""
         while True:
@@ -199,16 +209,35 @@ class Channel:
             except OSError:
                 line = b""
             if not line:
-                self._exit()
+                self.shutdown()
             try:
-                self.dispatch(json.loads(line))
-            except ValueError:
-                if line.strip():
-                    self.log("warning", f"unreadable frame ignored: {line[:200]!r}")
+                frame = json.loads(line)
+            except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep
+                self._unreadable(line, exc)
+                continue
+            try:
+                self.dispatch(frame)
             except Exception as exc:  # never let the reader thread die
                 self.log("error", f"reader: {type(exc).__name__}: {exc}")
 
-    def dispatch(self, frame):
+    def _unreadable(self, line: bytes, exc: BaseException) -> None:
+        """A line from the host that is not JSON. When it is the answer to an
+        RPC (its id is at the start of the line), that RPC fails at once
+        instead of waiting for its time limit; anything else is logged."""
+        if not line.strip():
+            return
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        match = _RESULT_ID.match(line[:128])
+        entry = self._pending.pop(int(match.group(1)), None) if match else None
+        if entry is None:
+            self.log("warning", f"unreadable frame ignored ({reason}): {line[:200]!r}")
+            return
+        self.log("warning", f"unreadable result for RPC {match.group(1)} ({reason})")
+        _fail(entry[0], BridgeError(
+            f"the host's answer to this call could not be decoded ({reason}); "
+            "the call did not return a value: retry it, or ask for a smaller or simpler result"))
+
+    def dispatch(self, frame: object) -> None:
         """Handle one frame from the host."""
         if not isinstance(frame, dict):
             self.log("warning", "frame is not an object; ignored")
@@ -223,7 +252,9 @@ class Channel:
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
 
-    def _exit(self):
+    def shutdown(self) -> None:
+        """End the process: the host closed the channel, or is gone. Runs
+        ``on_exit`` first (in the runtime itself, not in a forked copy)."""
         try:
             if os.getpid() == self._pid:
                 self.on_exit()
@@ -232,7 +263,7 @@ class Channel:
 
     # ---- RPC -----------------------------------------------------------
 
-    def request(self, method, params):
+    def request(self, method: str, params: dict):
         """Send an ``rpc`` frame; return a concurrent.futures.Future that the
         reader thread resolves with the value (or a BridgeError)."""
         global _Future
@@ -246,8 +277,8 @@ class Channel:
         try:
             data = encode({"t": "rpc", "id": rid, "exec": cell,
                            "method": method, "params": params})
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{method}: arguments must be JSON-serializable: {exc}") from None
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _not_json(method, params, exc) from None
         future = _Future()
         self._pending[rid] = (future, cell)
         try:
@@ -257,16 +288,16 @@ class Channel:
             raise
         return future
 
-    def call(self, method, params):
+    def call(self, method: str, params: dict) -> object:
         """Blocking RPC: the value, or raises BridgeError."""
         return self.request(method, params).result()
 
-    async def call_async(self, method, params):
+    async def call_async(self, method: str, params: dict) -> object:
         """Awaitable RPC: the value, or raises BridgeError."""
         import asyncio
         return await asyncio.wrap_future(self.request(method, params))
 
-    def _resolve(self, frame):
+    def _resolve(self, frame: dict) -> None:
         entry = self._pending.pop(frame.get("id"), None)
         if entry is None:
             return
@@ -285,22 +316,17 @@ class Channel:
         except Exception:  # cancelled meanwhile
             pass
 
-    def fail_pending(self, cell):
+    def fail_pending(self, cell: object) -> None:
         """Fail the RPCs of ``cell`` still waiting when it ends."""
         for rid, (future, owner) in list(self._pending.items()):
             if owner != cell:
                 continue
             self._pending.pop(rid, None)
-            if not future.done():
-                try:
-                    future.set_exception(BridgeError(
-                        "the cell ended before the host answered this call"))
-                except Exception:
-                    pass
+            _fail(future, BridgeError("the cell ended before the host answered this call"))
 
     # ---- fork ----------------------------------------------------------
 
-    def _after_fork_child(self):
+    def _after_fork_child(self) -> None:
         """In a forked child (multiprocessing), never touch the frame fds:
         the child's output goes through fd 1 / fd 2 like a subprocess's."""
         global _channel
@@ -312,3 +338,28 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+def _fail(future, error: BaseException) -> None:
+    """Fail an RPC's future unless it is already done (or cancelled)."""
+    if not future.done():
+        try:
+            future.set_exception(error)
+        except Exception:  # finished meanwhile
+            pass
+
+
+def _not_json(method: str, params: dict, exc: BaseException) -> BaseException:
+    """The error for RPC params JSON cannot carry, naming the value (e.g.
+    ``argument 'x'``) so the code can be fixed; the channel stays intact."""
+    where = "its parameters"
+    if isinstance(params, dict) and isinstance(params.get("arguments"), dict):
+        for key, value in params["arguments"].items():
+            try:
+                json.dumps({key: value}, allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                where = f"argument {key!r}"
+                break
+    kind = ValueError if isinstance(exc, ValueError) else TypeError
+    return kind(f"{method}: {where} cannot be sent as JSON ({exc}); "
+                "send str, int, finite float, bool, None, and lists and dicts of those")

@@ -203,7 +203,7 @@ class Executor:
         except SystemExit as exc:
             channel.armed = False
             self._end_if_copy(exc)
-            return "error", None, format_exception(exc) + _EXIT_NOTE + "\n", None
+            return self._exited(exc)
         except BaseException as exc:
             channel.armed = False
             self._end_if_copy(exc)
@@ -212,7 +212,18 @@ class Executor:
             if signal.getsignal(signal.SIGINT) is not channel.on_sigint:
                 signal.signal(signal.SIGINT, channel.on_sigint)
 
-    def _end_if_copy(self, exc):
+    @staticmethod
+    def _exited(exc: SystemExit) -> tuple:
+        """The done fields for a cell that called exit() or sys.exit(): a
+        clean exit (no code, 0, False) ends it with status ok; any other code
+        is an error that names it. Either way the session is kept."""
+        code = exc.code
+        if code is None or (isinstance(code, int) and code == 0):
+            return "ok", None, None, None
+        return "error", None, (format_exception(exc) + f"The cell exited with code {code!r}. "
+                               + _EXIT_NOTE + "\n"), None
+
+    def _end_if_copy(self, exc: BaseException | None) -> None:
         """In a copy of the runtime made by os.fork() in a cell, the end of the
         cell is the end of the process: exit as a Python program would
         (SystemExit's code; 1, or 130 for KeyboardInterrupt, after printing

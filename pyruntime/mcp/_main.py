@@ -65,8 +65,11 @@ def build_namespace(hello_servers, channel):
     sys.modules["__main__"] = module
     ns = module.__dict__
     ns.update(runtime=runtime, call_tool=runtime.call_tool, display=display,
-              ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError)
+              ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError,
+              mcp=sys.modules["mcp"])
     ns.update(_proxy.install(hello_servers))
+    # The Python peer's names: mcp_servers["original name"] is the proxy.
+    ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
     _bind_toon(ns)
     return ns
 
@@ -145,7 +148,7 @@ def main():
         output = Output(channel)                       # fd 0 -> /dev/null, fd 1/2 -> pipes
         first = channel.read_frame()
         if first is None:
-            channel._exit()
+            channel.shutdown()
         hello = first if first.get("t") == "hello" else {}
         if hello and hello.get("v") != PROTOCOL_VERSION:
             channel.log("error", f"the host speaks protocol version {hello.get('v')!r}, "

@@ -17,7 +17,7 @@ The original name always stays usable through ``call_tool(server, name, args)``.
 import keyword
 import unicodedata
 
-__all__ = ["identifier", "assign"]
+__all__ = ["identifier", "assign", "is_dunder"]
 
 
 def identifier(name):
@@ -55,3 +55,10 @@ def assign(names, taken=()):
         used.add(candidate)
         result[name] = candidate
     return result
+
+
+def is_dunder(name):
+    """Whether ``name`` is a special name such as ``__doc__`` (as Python
+    itself decides: ``___`` and ``____`` are ordinary names, and may be tools)."""
+    return (len(name) > 4 and name[:2] == name[-2:] == "__"
+            and name[2] != "_" and name[-3] != "_")

@@ -216,7 +216,8 @@ class Spill:
     reported in the done frame, never raised into the cell.
     """
 
-    def __init__(self):
+    def __init__(self, folder=None):
+        self._folder = folder   # None: SPILL_DIR (a parameter for tests)
         self._cell = None
         self._limit = 0
         self._streams = {}
@@ -264,7 +265,7 @@ class Spill:
         return report or None
 
     def _open(self, s, stream):
-        folder = SPILL_DIR
+        folder = self._folder or SPILL_DIR
         base = os.path.join(folder, f"cell-{self._cell}-{stream}")
         try:
             os.makedirs(folder, exist_ok=True)

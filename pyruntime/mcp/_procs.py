@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 
-__all__ = ["Cells", "limit", "now", "refused", "signal_since", "stop_since", "track_forks"]
+__all__ = ["Cells", "limit", "now", "refused", "signal_since", "stop_since", "sweep", "track_forks"]
 
 _TCK = os.sysconf("SC_CLK_TCK")
 _ROUNDS = 20    # sweeps at most, for children still being forked
@@ -178,9 +178,8 @@ def stop_since(since):
     Every other process of the container is frozen first with one
     kill(-1, SIGSTOP): the kernel delivers it to a child being forked at
     that moment too, so a fork bomb cannot add processes while they are
-    found and killed. A child still being created when the list is read
-    shows up in the next reading; the sweeps go on until one finds nothing
-    new. The older processes are then continued."""
+    found and killed, nor take the CPU from this sweep. The older processes
+    are then continued (see :func:`sweep`)."""
     if not _CONTAINED:
         return 0
     try:
@@ -188,9 +187,21 @@ def stop_since(since):
     except ProcessLookupError:  # no other process
         reap_copies()
         return 0
+    killed = sweep(since, _processes, os.kill)
+    reap_copies(killed)
+    return len(killed)
+
+
+def sweep(since, processes, kill):
+    """Kill (``kill(pid, SIGKILL)``) the processes ``processes()`` lists
+    (``(pid, start tick)`` pairs) that started since tick ``since``, and
+    continue (SIGCONT) the older ones, which the caller froze. A child still
+    being created when the list is read shows up in the next reading: the
+    sweeps go on until one finds nothing new (at most ``_ROUNDS``). Returns
+    the set of killed pids."""
     killed, older = set(), None
     for _ in range(_ROUNDS):
-        found = list(_processes())
+        found = list(processes())
         if older is None:
             older = [pid for pid, start in found if start < since]
         new = [pid for pid, start in found if start >= since and pid not in killed]
@@ -198,17 +209,16 @@ def stop_since(since):
             break
         for pid in new:
             try:
-                os.kill(pid, signal.SIGKILL)
+                kill(pid, signal.SIGKILL)
             except OSError:
                 pass
             killed.add(pid)
     for pid in older or ():
         try:
-            os.kill(pid, signal.SIGCONT)
+            kill(pid, signal.SIGCONT)
         except OSError:
             pass
-    reap_copies(killed)
-    return len(killed)
+    return killed
 
 
 def _pids_dir():
@@ -273,17 +283,23 @@ def _threads_note():
 
 class Cells:
     """The processes side of the cells: when each began, and what to stop.
-    Outside a container of its own (the runtime's tests) it does nothing."""
+    Outside a container of its own (the runtime's tests) it does nothing;
+    ``enabled``, ``refused`` (the pids cgroup's refusal count) and ``stop``
+    (:func:`stop_since`) are parameters so that tests can drive it."""
 
-    def __init__(self):
-        self.enabled = _CONTAINED
+    def __init__(self, enabled=None, refused=refused, stop=None, interrupt=None):
+        self.enabled = _CONTAINED if enabled is None else enabled
+        self._count = refused
+        self._stop = stop or stop_since
+        self._interrupt = interrupt or (lambda since: signal_since(since, signal.SIGINT))
         self.started = now()   # the running (or last) cell's start
         self.previous = self.started
         self._refused = refused() if self.enabled else None
+        self._killed = 0       # killed at the interrupt, reported at the end
 
     def _limit_hit(self):
         """Whether the process limit refused a fork since the last check."""
-        count = refused()
+        count = self._count()
         hit = count is not None and self._refused is not None and count > self._refused
         self._refused = count
         return hit
@@ -294,18 +310,28 @@ class Cells:
         started since the previous cell began are killed. Returns a note
         for the cell's stderr saying so, or ""."""
         self.previous, self.started = self.started, now()
+        self._killed = 0
         if not self.enabled or not self._limit_hit():
             return ""
-        n = stop_since(self.previous)
+        n = self._stop(self.previous)
         if not n:
             return ""
         return (f"[codebridge: processes left by the previous cell filled the sandbox's process limit "
                 f"({limit()}); killed {n} processes it started]\n")
 
     def interrupted(self):
-        """The host interrupted the running cell: SIGINT to its processes."""
-        if self.enabled:
-            signal_since(self.started, signal.SIGINT)
+        """The host interrupted the running cell (reader thread). Its
+        processes get SIGINT, as Ctrl-C gives a terminal's job. But when the
+        process limit refused forks during the cell (a fork bomb), they are
+        killed at once: a hundred busy processes share the CPU with this
+        runtime, and on a loaded machine would starve it past the host's
+        grace, which costs the session."""
+        if not self.enabled:
+            return
+        if self._limit_hit():
+            self._killed += self._stop(self.started)
+        else:
+            self._interrupt(self.started)
 
     def end(self, interrupted):
         """A cell ends. Kills what it left running when it was interrupted;
@@ -316,11 +342,11 @@ class Cells:
             return ""
         hit = self._limit_hit()
         if interrupted:
-            n = stop_since(self.started)
+            n = self._killed + self._stop(self.started)
             return f"[codebridge: killed {n} processes the interrupted cell left running]\n" if n else ""
         if not hit:
             return ""
-        n = stop_since(self.previous)
+        n = self._stop(self.previous)
         note = ""
         if n:
             note = (f"[codebridge: the sandbox hit its process limit ({limit()}) during the cell; "

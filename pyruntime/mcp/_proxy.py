@@ -7,42 +7,49 @@ server's tools (fetched with the ``list_tools`` RPC on first use, then
 cached until the host reports that the server's tools changed: see
 :func:`forget`), so a tool named like a helper stays reachable. Each tool is an
 ``async`` function with a real signature and docstring (see ``_schema``) and
-a ``.sync`` twin for blocking use; ``mcp_x.tool_sync`` is the same twin.
+a ``.sync`` twin for blocking use (both from one definition, see ``_twin``);
+``mcp_x.tool_sync`` is the same twin. Inside an event loop, a tool looked up
+before the list is cached is a :class:`PendingTool`, so that the lookup never
+blocks other tasks.
 """
+
+from __future__ import annotations  # annotations stay text: no typing import at startup
 
 import difflib
 import sys
+from collections.abc import Callable
 
-from mcp import _channel
-from mcp._naming import assign
+from mcp._naming import assign, is_dunder
 from mcp._results import MCPError, convert
+from mcp._twin import Plan, twin
 
-__all__ = ["Server", "ServerProxy", "install", "servers", "find_server", "resolve_server",
-           "forget"]
+__all__ = ["Server", "ServerProxy", "PendingTool", "install", "servers", "find_server",
+           "resolve_server", "forget"]
 
-_servers = {}   # original name -> Server, in hello order
-_aliases = {}   # alias -> Server
+_servers: dict[str, Server] = {}   # original name -> Server, in hello order
+_aliases: dict[str, Server] = {}   # alias -> Server
 
 
-def servers():
+def servers() -> list[Server]:
     """The configured servers, in config order."""
     return list(_servers.values())
 
 
-def find_server(name):
-    """The Server for an original name, an alias or ``mcp_<alias>``."""
+def find_server(name: object) -> Server:
+    """The Server for an original name, an alias, ``mcp_<alias>`` or a proxy."""
     if isinstance(name, ServerProxy):
-        return name._ServerProxy__server
-    server = _servers.get(name) or _aliases.get(name)
-    if server is None and isinstance(name, str) and name.startswith("mcp_"):
-        server = _aliases.get(name[4:])
+        server = next((s for s in _servers.values() if s.proxy is name), None)
+    else:
+        server = _servers.get(name) or _aliases.get(name)
+        if server is None and isinstance(name, str) and name.startswith("mcp_"):
+            server = _aliases.get(name[4:])
     if server is None:
         known = ", ".join(_servers) or "none"
         raise MCPError(f"unknown MCP server {name!r}; configured servers: {known}")
     return server
 
 
-def resolve_server(name):
+def resolve_server(name: object) -> object:
     """The original server name for ``name`` (passed through if unknown, so
     the host can answer with its own message)."""
     try:
@@ -51,24 +58,32 @@ def resolve_server(name):
         return name
 
 
+def _in_event_loop() -> bool:
+    """Whether the calling code runs inside an asyncio event loop (an
+    ``async`` cell or a task), where a blocking RPC would stall every task."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
+
+
 class Server:
     """One upstream server: its names and its cached tool list."""
 
-    def __init__(self, name, alias, description):
+    def __init__(self, name: str, alias: str, description: str | None, cwd: str | None = None):
         self.name = name
         self.alias = alias
         self.description = description or ""
+        self.cwd = cwd
         self.python = f"mcp_{alias}"
         self.module = f"mcp.servers.{alias}"
         self.proxy = ServerProxy(self)
-        self.tools = None          # list of tool dicts, once fetched
-        self.names = {}            # original tool name -> python name
-        self._by_python = {}       # python name -> tool dict
-        self._functions = {}       # python name -> function
+        self.tools: list[dict] | None = None          # the tool dicts, once fetched
+        self.names: dict[str, str] = {}                # original tool name -> python name
+        self._by_python: dict[str, dict] = {}          # python name -> tool dict
+        self._functions: dict[str, Callable] = {}      # python name -> function
 
     # ---- tool list -----------------------------------------------------
 
-    def set_tools(self, tools):
+    def set_tools(self, tools: object) -> None:
         """Install a fresh tool list (drops functions built from the old one)."""
         tools = [t for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)]
         self.forget()
@@ -76,9 +91,9 @@ class Server:
         self.names = assign(t["name"] for t in tools)
         self._by_python = {self.names[t["name"]]: t for t in tools}
 
-    def forget(self):
-        """Drop the cached tool list and every function built from it (on
-        the proxy and on ``mcp.servers.<alias>``); the next use fetches the
+    def forget(self) -> None:
+        """Drop the cached tool list and every function built from it (also
+        those cached on ``mcp.servers.<alias>``); the next use fetches the
         list again. Functions the user kept in variables still work: they
         call the tool by its original name."""
         module = sys.modules.get(self.module)
@@ -89,48 +104,79 @@ class Server:
         self.names = {}
         self._by_python = {}
         self._functions = {}
-        self.proxy.__dict__.clear()
-        self.proxy.__dict__["_ServerProxy__server"] = self
 
-    def fetch_tools(self, refresh=False):
-        """The tool list (blocking RPC the first time)."""
+    def tools_plan(self, refresh: bool = False) -> Plan:
+        """The tool list: fetched with the ``list_tools`` RPC the first time
+        (or with ``refresh=True``), then cached."""
         if self.tools is None or refresh:
-            self.set_tools(_channel.get().call("list_tools", {"server": self.name}))
+            self.set_tools((yield ("list_tools", {"server": self.name})))
         return self.tools
 
-    async def fetch_tools_async(self, refresh=False):
-        """The tool list (awaitable RPC the first time)."""
-        if self.tools is None or refresh:
-            self.set_tools(await _channel.get().call_async("list_tools", {"server": self.name}))
-        return self.tools
+    list_tools = twin(tools_plan, "list_tools")   # awaitable
+    list_tools_sync = list_tools.sync             # blocking
 
-    def tool(self, name):
+    def python_names(self) -> list[str]:
+        """The Python names of the tools, sorted (fetches the list, blocking)."""
+        self.list_tools_sync()
+        return sorted(self._by_python)
+
+    def tool(self, name: str) -> dict | None:
         """The tool dict for an original or python tool name, or None."""
-        self.fetch_tools()
+        self.list_tools_sync()
         pyname = self.names.get(name)
         if pyname is None and name in self._by_python:
             pyname = name
         return self._by_python.get(pyname) if pyname else None
 
-    def python_name(self, tool_name):
+    def original_name(self, name: str) -> str:
+        """The original name of a tool given by its original or Python name
+        (``name`` itself when the list is not cached or it is neither)."""
+        if self.tools is not None and name not in self.names and name in self._by_python:
+            return self._by_python[name]["name"]
+        return name
+
+    def python_name(self, tool_name: str) -> str:
         """``mcp_<alias>.<python tool name>`` for an original tool name."""
         pyname = self.names.get(tool_name)
         if pyname is None:
             pyname = assign([tool_name]).get(tool_name)
         return f"{self.python}.{pyname}"
 
-    def function(self, pyname):
+    def function(self, pyname: str) -> Callable | None:
         """The proxy function for a python tool name, or None."""
         fn = self._functions.get(pyname)
         if fn is None:
-            self.fetch_tools()
+            self.list_tools_sync()
             tool = self._by_python.get(pyname)
             if tool is None:
                 return None
             fn = self._functions[pyname] = _make_function(self, tool, pyname)
         return fn
 
-    def missing(self, name):
+    def attribute(self, name: str) -> object:
+        """What ``mcp_<alias>.<name>`` (and ``mcp.servers.<alias>.<name>``) is:
+        the tool of that Python name; else ``<tool>_sync`` for a tool's
+        blocking twin; else the Python peer's ``list_tools``/``list_tools_sync``
+        helpers. Looked up inside an event loop before the tool list is
+        cached, a name is a :class:`PendingTool`: the list is fetched when it
+        is called, without blocking other tasks."""
+        if self.tools is None and not name.endswith("_sync") and name != "list_tools" \
+                and _in_event_loop():
+            return PendingTool(self, name)
+        fn = self.function(name)
+        if fn is not None:
+            return fn
+        if name.endswith("_sync"):
+            fn = self.function(name[:-5])
+            if fn is not None:
+                return fn.sync
+        if name == "list_tools":
+            return self.list_tools
+        if name == "list_tools_sync":
+            return self.list_tools_sync
+        raise AttributeError(self.missing(name))
+
+    def missing(self, name: str) -> str:
         """The AttributeError message for a name that is not a tool."""
         names = list(self._by_python)
         close = difflib.get_close_matches(name, names, n=3)
@@ -141,7 +187,7 @@ class Server:
                 f"call_tool({self.name!r}, 'tool name', {{...}}).")
 
 
-def _make_function(server, tool, pyname):
+def _make_function(server: Server, tool: dict, pyname: str) -> Callable:
     """Build the async tool function and its ``.sync`` twin."""
     from mcp._schema import ToolSpec  # inspect/typing: only once tools are used
 
@@ -149,29 +195,62 @@ def _make_function(server, tool, pyname):
     spec = ToolSpec(server.name, ref, tool, pyname)
     server_name, tool_name = server.name, tool["name"]
 
-    async def call(**kwargs):
+    def call(**kwargs) -> Plan:
         arguments, raw = spec.prepare(kwargs)
-        result = await _channel.get().call_async(
-            "call_tool", {"server": server_name, "tool": tool_name, "arguments": arguments})
+        result = yield ("call_tool", {"server": server_name, "tool": tool_name,
+                                      "arguments": arguments})
         return convert(result, server_name, tool_name, raw)
 
-    def sync(**kwargs):
-        arguments, raw = spec.prepare(kwargs)
-        result = _channel.get().call(
-            "call_tool", {"server": server_name, "tool": tool_name, "arguments": arguments})
-        return convert(result, server_name, tool_name, raw)
+    fn = twin(call)
+    for f, qual in ((fn, ref), (fn.sync, ref + ".sync")):
+        f.__name__ = pyname
+        f.__qualname__ = qual
+        f.__module__ = server.module
+        f.__doc__ = spec.doc
+        f.__signature__ = spec.signature
+        f.server = server_name
+        f.tool_name = tool_name
+        f.schema = tool
+    return fn
 
-    for fn, qual in ((call, ref), (sync, ref + ".sync")):
-        fn.__name__ = pyname
-        fn.__qualname__ = qual
-        fn.__module__ = server.module
-        fn.__doc__ = spec.doc
-        fn.__signature__ = spec.signature
-        fn.server = server_name
-        fn.tool_name = tool_name
-        fn.schema = tool
-    call.sync = sync
-    return call
+
+class PendingTool:
+    # ``mcp_<alias>.<name>`` looked up inside an event loop before the
+    # server's tool list is cached. Fetching the list there would stall every
+    # task of the loop, so the lookup returns this stand-in at once. Awaiting
+    # a call fetches the list (other tasks run meanwhile), then calls the tool
+    # (AttributeError if there is none of that name). ``.sync``, ``help()``
+    # and ``inspect.signature()`` need the tool at once: they fetch the list
+    # blocking. (No docstring: ``__doc__`` is the tool's.)
+
+    def __init__(self, server: Server, name: str):
+        self._server = server
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = server.module
+
+    async def __call__(self, **kwargs):
+        await self._server.list_tools()
+        return await self._resolve()(**kwargs)
+
+    def _resolve(self) -> Callable:
+        fn = self._server.function(self.__name__)
+        if fn is None:
+            raise AttributeError(self._server.missing(self.__name__))
+        return fn
+
+    # What the tool function has, found once the list is there.
+    sync = property(lambda self: self._resolve().sync)
+    __doc__ = property(lambda self: self._resolve().__doc__)
+    __wrapped__ = property(lambda self: self._resolve())  # inspect.signature follows it
+    tool_name = property(lambda self: self._resolve().tool_name)
+
+    def __get__(self, obj, owner=None):
+        """A descriptor, so that pydoc takes it for a routine: help() then
+        shows the tool's signature and docs."""
+        return self
+
+    def __repr__(self):
+        return f"<MCP tool {self._server.python}.{self.__name__} (tool list not fetched yet)>"
 
 
 class ServerProxy:
@@ -185,39 +264,25 @@ class ServerProxy:
     Tools are fetched from the server on first use and cached.
     """
 
-    def __init__(self, server):
+    def __init__(self, server: Server):
         self.__server = server
 
-    def __getattr__(self, name):
-        if (name.startswith("__") and name.endswith("__")) or name == "_ServerProxy__server":
+    def __getattr__(self, name: str) -> object:
+        if is_dunder(name) or name == "_ServerProxy__server":
             raise AttributeError(name)
-        server = self.__server
-        fn = server.function(name)
-        if fn is not None:
-            self.__dict__[name] = fn
-            return fn
-        if name.endswith("_sync"):
-            fn = server.function(name[:-5])
-            if fn is not None:
-                return fn.sync
-        if name == "list_tools":        # the Python peer's proxy helpers
-            return server.fetch_tools_async
-        if name == "list_tools_sync":
-            return server.fetch_tools
-        raise AttributeError(server.missing(name))
+        return self.__server.attribute(name)
 
-    def __dir__(self):
-        self.__server.fetch_tools()
-        return sorted(self.__server._by_python)
+    def __dir__(self) -> list[str]:
+        return self.__server.python_names()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         server = self.__server
         if server.tools is None:
             return f"<MCP server {server.name!r} as {server.python}; dir() lists its tools>"
         return f"<MCP server {server.name!r} as {server.python}: {len(server.tools)} tools>"
 
 
-def forget(names):
+def forget(names: object) -> None:
     """Drop the cached tool lists of the servers called ``names`` (original
     names, from the exec frame's ``stale``: their tools changed upstream)."""
     for name in names if isinstance(names, list) else ():
@@ -226,7 +291,7 @@ def forget(names):
             server.forget()
 
 
-def install(hello_servers):
+def install(hello_servers: object) -> dict[str, ServerProxy]:
     """Create the Server records, proxies and ``mcp.servers.<alias>`` modules
     for the servers of the hello frame. Returns ``{mcp_<alias>: proxy}``."""
     from mcp import servers as servers_pkg
@@ -239,7 +304,8 @@ def install(hello_servers):
         name = entry["name"]
         if name in _servers:
             continue
-        server = Server(name, aliases[name], entry.get("description"))
+        cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
+        server = Server(name, aliases[name], entry.get("description"), cwd)
         _servers[name] = server
         _aliases[server.alias] = server
     servers_pkg._install(servers())

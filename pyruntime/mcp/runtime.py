@@ -15,18 +15,23 @@ Helpers that talk to the host are ``async``; each has a ``_sync`` twin.
 
 from collections.abc import Mapping
 
-from mcp import _channel, _proxy
+from mcp import _proxy
 from mcp._results import Audio, BridgeError, Image, MCPError, ToolError, convert
+from mcp._twin import run_sync, twin
 from mcp.display import display
 
 # The functions only, so that help(runtime) is about them; the classes
 # (MCPError, BridgeError, ToolError, Image, Audio) are attributes too.
 __all__ = [
     "discovered_servers", "list_servers", "list_servers_sync", "list_tools",
-    "list_tools_sync", "describe_server", "query_tool_docs", "query_tool_docs_sync",
-    "search_tool_docs", "search_tool_docs_sync", "capability_summary", "call_tool",
-    "call_tool_sync", "start_servers", "start_servers_sync", "display",
+    "list_tools_sync", "describe_server", "list_loaded_server_metadata", "query_tool_docs",
+    "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync", "capability_summary",
+    "call_tool", "call_tool_sync", "start_servers", "start_servers_sync", "display",
 ]
+
+# Each helper that asks the host is written once, as a plan (a generator
+# that yields its RPCs, see mcp._twin); twin() makes the async function and
+# its blocking _sync twin from it.
 
 
 # ---- helpers -----------------------------------------------------------
@@ -42,23 +47,29 @@ def _summary(description, limit=160):
 
 
 def _detail(detail):
-    if detail not in ("summary", "full"):
+    value = str(detail).lower()
+    if value not in ("summary", "full"):
         raise ValueError(f"detail must be 'summary' or 'full', not {detail!r}")
-    return detail
+    return value
 
 
 def _with_python(server, tool):
     entry = dict(tool)
     entry["python"] = server.python_name(tool["name"])
+    entry["alias"] = entry["python"].rpartition(".")[2]
     return entry
 
 
 def _tool_doc(server, tool, detail):
-    doc = {"server": server.name, "tool": tool["name"],
-           "python": server.python_name(tool["name"]),
+    """One tool's docs. The keys of the Python peer (serverAlias, toolAlias,
+    description, inputSchema) mean what they mean there."""
+    python = server.python_name(tool["name"])
+    doc = {"server": server.name, "serverAlias": server.alias, "tool": tool["name"],
+           "toolAlias": python.rpartition(".")[2], "python": python,
            "summary": _summary(tool.get("description"))}
-    if detail == "full":
+    if tool.get("description") or detail == "full":
         doc["description"] = tool.get("description") or ""
+    if detail == "full":
         doc["inputSchema"] = tool.get("inputSchema") or {}
         if tool.get("outputSchema") is not None:
             doc["outputSchema"] = tool["outputSchema"]
@@ -76,11 +87,60 @@ def _docs(server, tool, detail):
     return _tool_doc(server, found, detail)
 
 
+def _metadata(server):
+    """A server as the Python peer's describe_server() gives it: name, alias,
+    description, cwd and tools as {name, alias, description, input_schema},
+    plus the Python names to use (python, module; each tool's python and
+    summary)."""
+    tools = []
+    for tool in server.tools or ():
+        entry = _with_python(server, tool)
+        tools.append({"name": tool["name"], "alias": entry["alias"], "python": entry["python"],
+                      "summary": _summary(tool.get("description")),
+                      "description": (tool.get("description") or "").strip(),
+                      "input_schema": tool.get("inputSchema")})
+    return {"name": server.name, "alias": server.alias, "description": server.description,
+            "python": server.python, "module": server.module, "cwd": server.cwd, "tools": tools}
+
+
+def _fetch_all(servers):
+    """Plan: fetch the tool lists of ``servers`` that are not cached, all at
+    once. A server whose list cannot be fetched stays without one."""
+    pending = [s for s in servers if s.tools is None]
+    if not pending:
+        return
+    answers = yield [("list_tools", {"server": s.name}) for s in pending]
+    for server, answer in zip(pending, answers):
+        if not isinstance(answer, BaseException):
+            server.set_tools(answer)
+
+
 def _search_params(query, limit, detail):
     limit = int(limit)
     if limit < 1:
         raise ValueError("limit must be at least 1")
     return {"query": str(query), "limit": limit, "detail": _detail(detail)}
+
+
+def _search_result(entry, detail):
+    name = entry.get("server")
+    try:
+        server = _proxy.find_server(name)
+        alias, python = server.alias, server.python_name(entry.get("tool"))
+    except MCPError:
+        from mcp._naming import identifier
+        alias = identifier(name)
+        python = f"mcp_{alias}.{identifier(entry.get('tool'))}"
+    doc = {"server": name, "serverAlias": alias, "tool": entry.get("tool"),
+           "toolAlias": python.rpartition(".")[2], "python": python,
+           "summary": _summary(entry.get("description")), "score": entry.get("score")}
+    if entry.get("description") or detail == "full":
+        doc["description"] = entry.get("description") or ""
+    if detail == "full":
+        for key in ("inputSchema", "outputSchema"):
+            if entry.get(key) is not None:
+                doc[key] = entry[key]
+    return doc
 
 
 def _search_results(entries, detail):
@@ -90,37 +150,23 @@ def _search_results(entries, detail):
             continue
         if "unavailable" in entry:
             results.append({"server": entry.get("server"), "unavailable": entry["unavailable"]})
-            continue
-        name = entry.get("server")
-        try:
-            server = _proxy.find_server(name)
-            python = server.python_name(entry.get("tool"))
-        except MCPError:
-            from mcp._naming import identifier
-            python = f"mcp_{identifier(name)}.{identifier(entry.get('tool'))}"
-        doc = {"server": name, "tool": entry.get("tool"), "python": python,
-               "summary": _summary(entry.get("description")), "score": entry.get("score")}
-        if detail == "full":
-            doc["description"] = entry.get("description") or ""
-            for key in ("inputSchema", "outputSchema"):
-                if entry.get(key) is not None:
-                    doc[key] = entry[key]
-        results.append(doc)
+        else:
+            results.append(_search_result(entry, detail))
     return results
 
 
 def _searched_servers(entries):
-    """Known servers in search results whose tool lists are not cached yet."""
-    names = []
+    """The known servers in search results."""
+    found = []
     for entry in entries or ():
         if isinstance(entry, dict) and "unavailable" not in entry:
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
                 continue
-            if server.tools is None and server not in names:
-                names.append(server)
-    return names
+            if server not in found:
+                found.append(server)
+    return found
 
 
 def _call_params(server, tool, args, kwargs):
@@ -137,15 +183,26 @@ def _call_params(server, tool, args, kwargs):
         found = _proxy.find_server(server)
     except MCPError:
         return server, tool, arguments  # the host answers with its own message
-    if found.tools is not None and tool not in found.names and tool in found._by_python:
-        tool = found._by_python[tool]["name"]   # a python name given
-    return found.name, tool, arguments
+    return found.name, found.original_name(tool), arguments
 
 
 def _server_names(names):
     if len(names) == 1 and isinstance(names[0], (list, tuple)):
         names = names[0]
     return [_proxy.resolve_server(n) for n in names]
+
+
+def _servers_value(value):
+    result = []
+    for entry in value or ():
+        if isinstance(entry, dict):
+            entry = dict(entry)
+            try:
+                entry["python"] = _proxy.find_server(entry.get("name")).python
+            except MCPError:
+                pass
+            result.append(entry)
+    return result
 
 
 # ---- discovery ---------------------------------------------------------
@@ -162,108 +219,79 @@ def discovered_servers(detailed=False):
     return tuple(s.name for s in _proxy.servers())
 
 
-def _servers_value(value):
-    result = []
-    for entry in value or ():
-        if isinstance(entry, dict):
-            entry = dict(entry)
-            try:
-                entry["python"] = _proxy.find_server(entry.get("name")).python
-            except MCPError:
-                pass
-            result.append(entry)
-    return result
-
-
-async def list_servers(detailed=False):
+def list_servers(detailed=False):
     """Names of the configured servers; ``detailed=True`` asks the host for
     ``[{name, description, running, python}]``."""
     if not detailed:
         return discovered_servers()
-    return _servers_value(await _channel.get().call_async("list_servers", {}))
+    return _servers_value((yield ("list_servers", {})))
 
 
-def list_servers_sync(detailed=False):
-    """Blocking :func:`list_servers`."""
-    if not detailed:
-        return discovered_servers()
-    return _servers_value(_channel.get().call("list_servers", {}))
-
-
-async def list_tools(server, refresh=False):
+def list_tools(server, refresh=False):
     """The tools of ``server`` as dicts (name, description, inputSchema,
-    outputSchema?, annotations?, python). Starts the server if needed;
-    cached after the first fetch (``refresh=True`` fetches again)."""
+    outputSchema?, annotations?, and the Python names: python, alias).
+    Starts the server if needed; cached after the first fetch
+    (``refresh=True`` fetches again)."""
     found = _proxy.find_server(server)
-    return [_with_python(found, t) for t in await found.fetch_tools_async(refresh)]
+    return [_with_python(found, t) for t in (yield from found.tools_plan(refresh))]
 
 
-def list_tools_sync(server, refresh=False):
-    """Blocking :func:`list_tools`."""
-    found = _proxy.find_server(server)
-    return [_with_python(found, t) for t in found.fetch_tools(refresh)]
+def _describe_server(name):
+    server = _proxy.find_server(name)
+    yield from server.tools_plan()
+    return _metadata(server)
 
 
 def describe_server(name):
-    """One server: name, description, the Python object and module to use,
-    and its tools with one-line summaries (fetched once, then cached)."""
-    server = _proxy.find_server(name)
-    tools = server.fetch_tools()
-    return {"name": server.name, "description": server.description,
-            "python": server.python, "module": server.module,
-            "tools": [_tool_doc(server, t, "summary") for t in tools]}
+    """One server: name, alias, description, cwd, the Python object and
+    module to use, and its tools (name, alias, python, summary, description,
+    input_schema). Fetches the tool list once, then uses the cache."""
+    return run_sync(_describe_server(name))
 
 
-async def query_tool_docs(server, tool=None, detail="summary"):
+def _loaded_server_metadata():
+    listed = yield ("list_servers", {})
+    running = {e.get("name") for e in listed or () if isinstance(e, dict) and e.get("running")}
+    loaded = [s for s in _proxy.servers() if s.name in running]
+    yield from _fetch_all(loaded)
+    return tuple(_metadata(s) for s in loaded if s.tools is not None)
+
+
+def list_loaded_server_metadata():
+    """The servers running now (started by use, by run_python's ``servers``
+    or by start_servers), each as :func:`describe_server` gives it."""
+    return run_sync(_loaded_server_metadata())
+
+
+def query_tool_docs(server, tool=None, detail="summary"):
     """Docs of every tool of ``server`` (a list), or of one ``tool`` (a dict,
-    by original or Python name). ``detail="summary"``: server, tool, python
-    (the name to call) and a one-line summary; ``"full"`` adds the
-    description, inputSchema, outputSchema and the Python signature."""
+    by original or Python name). ``detail="summary"``: server, serverAlias,
+    tool, toolAlias, python (the name to call), a one-line summary and the
+    description; ``"full"`` adds inputSchema, outputSchema and the Python
+    signature."""
     detail = _detail(detail)
     found = _proxy.find_server(server)
-    await found.fetch_tools_async()
+    yield from found.tools_plan()
     return _docs(found, tool, detail)
 
 
-def query_tool_docs_sync(server, tool=None, detail="summary"):
-    """Blocking :func:`query_tool_docs`."""
-    detail = _detail(detail)
-    found = _proxy.find_server(server)
-    found.fetch_tools()
-    return _docs(found, tool, detail)
-
-
-async def search_tool_docs(query, limit=5, detail="summary"):
+def search_tool_docs(query, limit=5, detail="summary"):
     """Fuzzy search over the tools of every configured server, best first.
 
     Each result: server, tool, python (e.g. ``mcp_github.create_issue``),
-    summary and score; ``detail="full"`` adds description and schemas.
-    Servers that could not be searched come last as {server, unavailable}.
+    serverAlias, toolAlias, summary, description and score;
+    ``detail="full"`` adds the schemas. Servers that could not be searched
+    come last as {server, unavailable}.
     """
     params = _search_params(query, limit, detail)
-    entries = await _channel.get().call_async("search_tools", params)
-    pending = _searched_servers(entries)
-    if pending:
-        import asyncio
-        await asyncio.gather(*(s.fetch_tools_async() for s in pending), return_exceptions=True)
-    return _search_results(entries, params["detail"])
-
-
-def search_tool_docs_sync(query, limit=5, detail="summary"):
-    """Blocking :func:`search_tool_docs`."""
-    params = _search_params(query, limit, detail)
-    entries = _channel.get().call("search_tools", params)
-    for server in _searched_servers(entries):
-        try:
-            server.fetch_tools()
-        except MCPError:
-            pass
+    entries = yield ("search_tools", params)
+    yield from _fetch_all(_searched_servers(entries))   # for the Python names
     return _search_results(entries, params["detail"])
 
 
 # ---- calling -----------------------------------------------------------
 
-async def call_tool(server, tool, args=None, /, *, raw=False, **kwargs):
+def call_tool(server, tool, args=None, /, *, raw=False, **kwargs):
     """Call ``tool`` of ``server`` by their original names (aliases work too)
     with ``args`` (a dict) and/or keyword arguments.
 
@@ -274,33 +302,31 @@ async def call_tool(server, tool, args=None, /, *, raw=False, **kwargs):
     Pass a tool argument that is itself named ``raw`` inside ``args``.
     """
     server, tool, arguments = _call_params(server, tool, args, kwargs)
-    result = await _channel.get().call_async(
-        "call_tool", {"server": server, "tool": tool, "arguments": arguments})
+    result = yield ("call_tool", {"server": server, "tool": tool, "arguments": arguments})
     return convert(result, server, tool, raw)
 
 
-def call_tool_sync(server, tool, args=None, /, *, raw=False, **kwargs):
-    """Blocking :func:`call_tool`."""
-    server, tool, arguments = _call_params(server, tool, args, kwargs)
-    result = _channel.get().call(
-        "call_tool", {"server": server, "tool": tool, "arguments": arguments})
-    return convert(result, server, tool, raw)
-
-
-async def start_servers(*names):
+def start_servers(*names):
     """Start servers now instead of on first use; returns
     ``[{name, ok, error?}]``."""
-    return await _channel.get().call_async("start_servers", {"servers": _server_names(names)})
+    return (yield ("start_servers", {"servers": _server_names(names)}))
 
 
-def start_servers_sync(*names):
-    """Blocking :func:`start_servers`."""
-    return _channel.get().call("start_servers", {"servers": _server_names(names)})
+list_servers = twin(list_servers)
+list_tools = twin(list_tools)
+query_tool_docs = twin(query_tool_docs)
+search_tool_docs = twin(search_tool_docs)
+call_tool = twin(call_tool)
+start_servers = twin(start_servers)
+list_servers_sync = list_servers.sync
+list_tools_sync = list_tools.sync
+query_tool_docs_sync = query_tool_docs.sync
+search_tool_docs_sync = search_tool_docs.sync
+call_tool_sync = call_tool.sync
+start_servers_sync = start_servers.sync
 
 
 # ---- manual ------------------------------------------------------------
-
-
 
 def capability_summary():
     """A one-page manual: how to discover, call, gather, handle errors and

@@ -174,12 +174,24 @@ class CellTest(RuntimeTestCase):
         self.assertIn("EOFError", cell.error)
         self.assertEqual(self.run_ok("import subprocess; subprocess.run(['cat']).returncode").value, "0")
 
-    def test_system_exit(self):
+    def test_clean_exit_ends_the_cell_ok(self):
         self.run_ok("kept = 'yes'")
-        for code in ["import sys; sys.exit(3)", "exit()", "raise SystemExit('bye')"]:
+        for code in ["print('before')\nimport sys; sys.exit(0)\nprint('after')", "exit()",
+                     "import sys; sys.exit()", "quit()", "raise SystemExit(False)",
+                     "import asyncio\nawait asyncio.sleep(0)\nexit(0)"]:
+            cell = self.run_ok(code)
+            self.assertIsNone(cell.error, code)
+            self.assertNotIn("after", cell.stdout)
+        self.assertEqual(self.run_ok("kept").value, "'yes'")
+
+    def test_exit_with_a_code_is_an_error_naming_it(self):
+        self.run_ok("kept = 'yes'")
+        for code, shown in [("import sys; sys.exit(3)", "code 3"), ("exit(1)", "code 1"),
+                            ("raise SystemExit('bye')", "code 'bye'")]:
             cell = self.rt.run(code)
-            self.assertEqual(cell.status, "error")
+            self.assertEqual(cell.status, "error", code)
             self.assertIn("SystemExit", cell.error)
+            self.assertIn(f"The cell exited with {shown}.", cell.error)
             self.assertIn("not the sandbox", cell.error)
         self.assertEqual(self.run_ok("kept").value, "'yes'")
         self.assertEqual(self.run_ok("import sys; sys.stdin.read()").value, "''")

@@ -8,9 +8,88 @@ cover it. Here, on a host, the runtime must never signal a process it did
 not start.
 """
 
+import signal
 import unittest
 
+from mcp import _procs
 from tests.harness import Runtime, RuntimeTestCase
+
+
+class SweepTest(unittest.TestCase):
+    """The sweep that kills a cell's processes, on a fake process table."""
+
+    def test_kills_new_ones_continues_old_ones_and_catches_late_forks(self):
+        table = {10: 5, 11: 99, 12: 100, 13: 150}   # pid -> start tick; since = 100
+        late = [{14: 160}, {15: 170}, {}]           # children still being forked
+        sent = []
+
+        def processes():
+            table.update(late.pop(0) if late else {})
+            return [(pid, start) for pid, start in table.items() if (pid, signal.SIGKILL) not in sent]
+
+        killed = _procs.sweep(100, processes, lambda pid, sig: sent.append((pid, sig)))
+        self.assertEqual(killed, {12, 13, 14, 15})
+        self.assertEqual(sorted(p for p, sig in sent if sig == signal.SIGCONT), [10, 11])
+        self.assertFalse([p for p, sig in sent if sig == signal.SIGKILL and p in (10, 11)])
+
+    def test_gives_up_after_the_rounds(self):
+        pids = iter(range(1000, 2000))
+        rounds = []
+
+        def processes():   # a new process every time it looks
+            rounds.append(1)
+            return [(next(pids), 200)]
+
+        killed = _procs.sweep(100, processes, lambda pid, sig: None)
+        self.assertEqual(len(rounds), _procs._ROUNDS)
+        self.assertEqual(len(killed), _procs._ROUNDS)
+
+    def test_vanished_processes_are_fine(self):
+        def kill(pid, sig):
+            raise ProcessLookupError(pid)
+        self.assertEqual(_procs.sweep(0, lambda: [(7, 1)], kill), {7})
+
+
+class CellsTest(unittest.TestCase):
+    """What a cell's begin, interrupt and end do, with fake counters."""
+
+    def cells(self):
+        self.count = 0
+        self.stops, self.interrupts = [], []
+
+        def stop(since):
+            self.stops.append(since)
+            return 3
+        return _procs.Cells(enabled=True, refused=lambda: self.count, stop=stop,
+                            interrupt=self.interrupts.append)
+
+    def test_interrupt_sends_sigint_when_the_limit_held(self):
+        cells = self.cells()
+        cells.begin()
+        cells.interrupted()
+        self.assertEqual((len(self.interrupts), self.stops), (1, []))
+        self.assertIn("killed 3 processes the interrupted cell left running", cells.end(True))
+
+    def test_interrupt_of_a_fork_bomb_kills_at_once(self):
+        cells = self.cells()
+        cells.begin()
+        self.count = 5                     # the limit refused forks
+        cells.interrupted()
+        self.assertEqual((self.interrupts, self.stops), ([], [cells.started]))
+        self.assertIn("killed 6 processes the interrupted cell left running", cells.end(True))
+
+    def test_a_bomb_left_running_is_killed_at_the_next_begin(self):
+        cells = self.cells()
+        cells.begin()
+        self.assertEqual(cells.end(False), "")
+        first = cells.started
+        self.count = 1
+        self.assertIn("killed 3 processes it started", cells.begin())
+        self.assertEqual(self.stops, [first])
+
+    def test_disabled_does_nothing(self):
+        cells = _procs.Cells(enabled=False, stop=lambda since: 1 / 0, interrupt=lambda since: 1 / 0)
+        self.assertEqual((cells.begin(), cells.interrupted(), cells.end(True)), ("", None, ""))
 
 
 class ForkedCopyTest(RuntimeTestCase):

@@ -86,7 +86,7 @@ class ToolTest(RuntimeTestCase):
         cell = self.rt.run("mcp_everything.configure.sync(address={}, colour='red')")
         self.assertIn("unexpected keyword argument 'colour'", cell.error)
         cell = self.rt.run("import datetime\nmcp_everything.echo.sync(message=datetime.date.today())")
-        self.assertIn("TypeError: call_tool: arguments must be JSON-serializable", cell.error)
+        self.assertIn("TypeError: call_tool: argument 'message' cannot be sent as JSON", cell.error)
         cell = self.rt.run("mcp_everything.nosuch")
         self.assertIn("has no tool 'nosuch'", cell.error)
         cell = self.rt.run("mcp_everything.ech")
@@ -157,8 +157,10 @@ class ToolTest(RuntimeTestCase):
         self.assertEqual(self.value("runtime.list_tools_sync('my-server.v2')[1]['python']"),
                          "'mcp_my_server_v2.get_item_2'")
         doc = eval(self.value("runtime.query_tool_docs_sync('everything', 'echo')"))
-        self.assertEqual(doc, {"server": "everything", "tool": "echo", "python": "mcp_everything.echo",
-                               "summary": "Echoes back the input."})
+        self.assertEqual(doc, {"server": "everything", "serverAlias": "everything", "tool": "echo",
+                               "toolAlias": "echo", "python": "mcp_everything.echo",
+                               "summary": "Echoes back the input.",
+                               "description": "Echoes back the input.\nSecond line."})
         full = eval(self.value("await runtime.query_tool_docs('everything', 'add', detail='full')"))
         self.assertEqual(full["signature"], "mcp_everything.add(*, a: float, b: float, raw: bool = False) -> dict")
         self.assertIn("outputSchema", full)
@@ -169,8 +171,10 @@ class ToolTest(RuntimeTestCase):
 
     def test_search(self):
         results = eval(self.value("await runtime.search_tool_docs('echo', limit=2)"))
-        self.assertEqual(results[0], {"server": "everything", "tool": "echo", "python": "mcp_everything.echo",
-                                      "summary": "Echoes back the input.", "score": 10})
+        self.assertEqual(results[0], {"server": "everything", "serverAlias": "everything", "tool": "echo",
+                                      "toolAlias": "echo", "python": "mcp_everything.echo",
+                                      "summary": "Echoes back the input.", "score": 10,
+                                      "description": "Echoes back the input.\nSecond line."})
         self.assertEqual(results[1]["python"], "mcp_my_server_v2.get_item_2")
         self.assertEqual(results[-1], {"server": "broken", "unavailable": "failed to start"})
         full = eval(self.value("runtime.search_tool_docs_sync('echo', limit=1, detail='full')"))

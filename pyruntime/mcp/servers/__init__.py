@@ -11,27 +11,28 @@ A server module's attributes are the server's tools (the same functions as
 import sys
 import types
 
+from mcp._naming import is_dunder
+from mcp._proxy import PendingTool
+
 __all__ = []
 
 
 def _server_module(server):
     module = types.ModuleType(server.module, f"Tools of the MCP server {server.name!r}"
                               + (f": {server.description}" if server.description else "."))
-    proxy = server.proxy
 
     def __getattr__(name):
-        if name == "__all__":
-            server.fetch_tools()
-            return sorted(server._by_python)
-        if name.startswith("__") and name.endswith("__"):
+        if name == "__all__":   # a tool whose name is special stays reachable by call_tool
+            return [n for n in server.python_names() if not is_dunder(n)]
+        if is_dunder(name):
             raise AttributeError(f"module {server.module!r} has no attribute {name!r}")
-        value = getattr(proxy, name)
-        setattr(module, name, value)
+        value = server.attribute(name)
+        if not isinstance(value, PendingTool):  # a stand-in is not the tool yet
+            setattr(module, name, value)        # Server.forget() drops it again
         return value
 
     def __dir__():
-        server.fetch_tools()
-        return sorted(server._by_python)
+        return server.python_names()
 
     module.__getattr__ = __getattr__
     module.__dir__ = __dir__
