@@ -146,6 +146,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		_ = c.Remove(rmCtx)
 		return nil, err
 	}
+	if err := e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
+		return fail(err)
+	}
 	// Attach before start, so that not a byte of output is missed.
 	att, err := e.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
@@ -169,6 +172,31 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(spec.Limits, err)))
 	}
 	return c, nil
+}
+
+// checkRuntime makes sure the engine applied the configured OCI runtime:
+// Podman's Docker-compatible API (4.x) ignores the one a client asks for,
+// and a sandbox that silently runs without gVisor or Kata is worse than
+// none.
+func (e *mobyEngine) checkRuntime(ctx context.Context, id, want string) error {
+	if want == "" {
+		return nil
+	}
+	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("sandbox: inspecting the new container on %s: %w", e.name, err)
+	}
+	got := ""
+	if hc := res.Container.HostConfig; hc != nil {
+		got = hc.Runtime
+	}
+	if got != want {
+		return fmt.Errorf("sandbox: %s did not apply the OCI runtime %q (it reports %q); Podman's Docker-compatible "+
+			"API ignores the runtime a client asks for: make it Podman's default (runtime = %q in the [engine] table "+
+			"of containers.conf) and unset codebridge's OCI runtime setting, or use Docker with the runtime registered in daemon.json",
+			e.name, want, got, want)
+	}
+	return nil
 }
 
 // explainCreate turns a failed create into an error that says what to do.
