@@ -41,6 +41,17 @@ func TestHostileSeccomp(t *testing.T) {
 		"thread ok", "subprocess ok", "pool [1, 2]", "seccomp mode 2")
 }
 
+// TestHostileDoctorShowsHardening checks that doctor reports, from inside a
+// real sandbox, that the seccomp profile and the init's protection apply.
+func TestHostileDoctorShowsHardening(t *testing.T) {
+	needEnv(t)
+	out, errOut, code := cli(t, home(t, nil), "", nil, "doctor")
+	if code != 0 {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mustContain(t, out, "ok    seccomp    codebridge's seccomp profile applies", "the init is out of reach")
+}
+
 // forgeInit writes to the init's stderr, the container's stderr that the
 // host logs and reads the init's verdict on a crash from: 2 MiB of text,
 // then a forged "out of memory" line, then the runtime kills itself.
