@@ -1,6 +1,7 @@
 # codebridge: one run_python tool for all your MCP servers.
 #
 #   make demo    build, make sure a sandbox image exists, run a short demo
+#   make soak    ten minutes of mixed load and faults, resource curves printed
 #   make test    unit tests, the runtime's Python tests in the sandbox image,
 #                and the end-to-end tests (CODEBRIDGE_E2E=1 makes them required)
 
@@ -15,7 +16,7 @@ export CODEBRIDGE_E2E
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 
-.PHONY: build image npm demo test test-go test-python test-e2e vet bench clean
+.PHONY: build image npm demo test test-go test-python test-e2e vet bench soak clean
 
 build:
 	$(GO) build -o bin/codebridge ./cmd/codebridge
@@ -59,6 +60,13 @@ test-python: image
 # the table and writes it to BENCHMARKS.md (a few minutes).
 bench: npm image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./bench -out BENCHMARKS.md
+
+# Run the bridge for about ten minutes under mixed cells, proxied calls,
+# faults and restarts, and print how its memory, descriptors, threads and
+# containers moved (not part of CI; SOAK=2m for a shorter run).
+SOAK ?= 10m
+soak: build image
+	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./soak -bin bin/codebridge -duration $(SOAK)
 
 clean:
 	rm -rf bin

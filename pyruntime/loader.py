@@ -22,6 +22,19 @@ def _oom_kills():
     return None
 
 
+def _undumpable():
+    """Make this process non-dumpable. User code runs as the same uid, and
+    could otherwise open /proc/1/fd/2 (the container's stderr, which only
+    this init writes to once the runtime runs: the host believes its lines)
+    or trace it. Without ctypes, say so on stderr: the host logs it."""
+    try:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except (ImportError, OSError, AttributeError) as e:
+        os.write(2, f"codebridge init: cannot make the init non-dumpable: {e}\n".encode())
+
+
 def _init(runtime):
     """Pid 1 of the container: reap every process that ends up here until the
     runtime exits, then exit as it did (128 + signal when it was killed)."""
@@ -31,6 +44,7 @@ def _init(runtime):
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.close(0)  # the frame channel belongs to the runtime
     os.close(1)
+    _undumpable()
     kills = _oom_kills()
     while True:
         try:

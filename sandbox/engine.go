@@ -36,6 +36,10 @@ type Limits struct {
 	// TmpSize is the size of each tmpfs mount (/tmp, /workspace) in bytes.
 	// Zero means 256 MiB.
 	TmpSize int64
+	// Runtime is the engine's OCI runtime for the container (for example
+	// "runsc" for gVisor or "kata" for Kata Containers), which must be
+	// registered with the engine. Empty means the engine's default.
+	Runtime string
 }
 
 func (l Limits) withDefaults() Limits {

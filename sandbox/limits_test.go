@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"github.com/codebridge/codebridge/protocol"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -97,5 +100,52 @@ func TestKeepImageBounds(t *testing.T) {
 	out := stderr.output(nil).Text
 	if n := strings.Count(out, "was left out"); n != 4 { // the second big one, and 3 past the count
 		t.Fatalf("%d images reported as left out, want 4:\n%s", n, out)
+	}
+}
+
+// TestLogWriterBudget floods a container's stderr: the log gets at most the
+// budget and one line saying how much was dropped, while a line written
+// after the flood is still seen (the init's last word about a crash).
+func TestLogWriterBudget(t *testing.T) {
+	var logged bytes.Buffer
+	w := &logWriter{prefix: "sandbox runtime: ", budget: 1000, log: slog.New(slog.NewTextHandler(&logged, nil))}
+	line := strings.Repeat("z", 99) + "\n"
+	for range 1000 {
+		w.Write([]byte(line))
+	}
+	w.Write([]byte(strings.Repeat("y", 2*logLineMax) + "\n")) // cut to logLineMax, the rest dropped too
+	w.Write([]byte(oomMarker + ": the kernel killed the runtime\n"))
+	w.close()
+	out := logged.String()
+	if n := strings.Count(out, "z\"\n"); n != 10 {
+		t.Errorf("%d flood lines logged, want the 10 that fit the budget", n)
+	}
+	want := fmt.Sprintf("... %d bytes dropped", 990*100+2*logLineMax+1+len(oomMarker)+len(": the kernel killed the runtime")+1)
+	if !strings.Contains(out, want) || !strings.Contains(out, "over the 1000 bytes budget") {
+		t.Errorf("the log does not say what was dropped (want %q):\n%s", want, out[max(0, len(out)-600):])
+	}
+	if logged.Len() > 4000 {
+		t.Errorf("logged %d bytes with a budget of 1000", logged.Len())
+	}
+	if !w.saw(oomMarker) {
+		t.Error("the line after the flood was not seen")
+	}
+}
+
+// TestHostConfigSizesEveryWritableMount checks that every tmpfs the
+// container gets has a size, and that the OCI runtime setting reaches the
+// engine.
+func TestHostConfigSizesEveryWritableMount(t *testing.T) {
+	hc := hostConfig(Limits{Runtime: "runsc"})
+	for _, m := range []string{"/tmp", "/workspace", "/var/tmp", "/run"} {
+		if !strings.Contains(hc.Tmpfs[m], "size=") {
+			t.Errorf("tmpfs %s has no size: %q", m, hc.Tmpfs[m])
+		}
+	}
+	if hc.ShmSize <= 0 {
+		t.Error("/dev/shm has no size")
+	}
+	if hc.Runtime != "runsc" {
+		t.Errorf("runtime %q, want runsc", hc.Runtime)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,11 @@ type mobyEngine struct {
 	log   *slog.Logger
 	owner owner
 
+	// seccomp is the security option that carries codebridge's seccomp
+	// profile to this engine ("" until the first Start; see seccompOption).
+	seccompMu  sync.Mutex
+	seccompOpt string
+
 	// A Podman service this engine started, or nil.
 	service       *exec.Cmd
 	serviceDir    string
@@ -49,7 +55,17 @@ func (e *mobyEngine) Close() error {
 	return err
 }
 
-// hostConfig is the hardening every sandbox container gets.
+// shmSize is the size of /dev/shm (POSIX shared memory and semaphores,
+// which multiprocessing uses). Engines default to about this much; it is
+// stated so that every writable mount has a size given here.
+const shmSize = 64 << 20
+
+// hostConfig is the hardening every sandbox container gets. Every
+// writable mount is sized: /tmp, /workspace and /var/tmp (which Podman
+// would otherwise add with no size under a read-only root) get
+// Limits.TmpSize; /run is a small tmpfs owned by root, which the
+// sandbox's user cannot write to; /dev/shm is shmSize. All of them are
+// memory, counted against the memory limit.
 func hostConfig(l Limits) *container.HostConfig {
 	l = l.withDefaults()
 	pids := l.Pids
@@ -59,7 +75,10 @@ func hostConfig(l Limits) *container.HostConfig {
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
-		Tmpfs:          map[string]string{"/tmp": tmpfs, "/workspace": tmpfs},
+		Runtime:        l.Runtime,
+		ShmSize:        shmSize,
+		Tmpfs: map[string]string{"/tmp": tmpfs, "/workspace": tmpfs, "/var/tmp": tmpfs,
+			"/run": "rw,nosuid,nodev,noexec,mode=0755,size=1m"},
 		Resources: container.Resources{
 			Memory:     l.Memory,
 			MemorySwap: l.Memory,
@@ -94,16 +113,31 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		AttachStdout: true,
 		AttachStderr: true,
 	}
+	hc := hostConfig(spec.Limits)
+	seccompOpt, err := e.seccompOption(ctx)
+	if err != nil {
+		return nil, err
+	}
 	create := func() (client.ContainerCreateResult, error) {
-		return e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostConfig(spec.Limits)})
+		opts := client.ContainerCreateOptions{Config: cfg, HostConfig: hc}
+		if seccompOpt != "" {
+			h := *hc
+			h.SecurityOpt = append(slices.Clip(hc.SecurityOpt), seccompOpt)
+			opts.HostConfig = &h
+		}
+		return e.cli.ContainerCreate(ctx, opts)
 	}
 	created, err := create()
 	if err != nil && isNotFound(err) {
 		e.pull(ctx, spec.Image)
 		created, err = create()
 	}
+	if err != nil && seccompOpt != "" && isSeccompError(err) {
+		seccompOpt = e.seccompUnusable(err)
+		created, err = create()
+	}
 	if err != nil {
-		return nil, e.explainCreate(spec.Image, err)
+		return nil, e.explainCreate(spec, err)
 	}
 	c := &mobyContainer{engine: e, id: created.ID}
 	fail := func(err error) (Container, error) {
@@ -111,6 +145,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		defer cancel()
 		_ = c.Remove(rmCtx)
 		return nil, err
+	}
+	if err := e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
+		return fail(err)
 	}
 	// Attach before start, so that not a byte of output is missed.
 	att, err := e.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{
@@ -122,22 +159,52 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	c.conn = att.Conn
 	outR, outW := io.Pipe()
 	c.stdout = outR
-	c.stderr = &logWriter{prefix: "sandbox runtime: ", log: e.log.With("container", short(created.ID))}
+	c.stderr = &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("container", short(created.ID))}
 	go func() {
 		_, err := stdcopy.StdCopy(outW, c.stderr, att.Reader)
+		c.stderr.close()
 		if err == nil {
 			err = io.EOF
 		}
 		outW.CloseWithError(err)
 	}()
 	if _, err := e.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(err)))
+		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(spec.Limits, err)))
 	}
 	return c, nil
 }
 
+// checkRuntime makes sure the engine applied the configured OCI runtime:
+// Podman's Docker-compatible API (4.x) ignores the one a client asks for,
+// and a sandbox that silently runs without gVisor or Kata is worse than
+// none.
+func (e *mobyEngine) checkRuntime(ctx context.Context, id, want string) error {
+	if want == "" {
+		return nil
+	}
+	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("sandbox: inspecting the new container on %s: %w", e.name, err)
+	}
+	got := ""
+	if hc := res.Container.HostConfig; hc != nil {
+		got = hc.Runtime
+	}
+	if got != want {
+		return fmt.Errorf("sandbox: %s did not apply the OCI runtime %q (it reports %q); Podman's Docker-compatible "+
+			"API ignores the runtime a client asks for: make it Podman's default (runtime = %q in the [engine] table "+
+			"of containers.conf) and unset codebridge's OCI runtime setting, or use Docker with the runtime registered in daemon.json",
+			e.name, want, got, want)
+	}
+	return nil
+}
+
 // explainCreate turns a failed create into an error that says what to do.
-func (e *mobyEngine) explainCreate(image string, err error) error {
+func (e *mobyEngine) explainCreate(spec ContainerSpec, err error) error {
+	image := spec.Image
+	if hint := runtimeHint(spec.Limits, err); hint != "" {
+		return fmt.Errorf("sandbox: creating the container on %s: %w%s", e.name, err, hint)
+	}
 	if isNotFound(err) {
 		return fmt.Errorf("sandbox: image %q is not present on %s and was not pulled: "+
 			"pull it (`podman pull %s`), or build one with `codebridge image build` "+
@@ -146,11 +213,23 @@ func (e *mobyEngine) explainCreate(image string, err error) error {
 	return fmt.Errorf("sandbox: creating the container on %s: %w", e.name, err)
 }
 
-func startHint(err error) string {
+func startHint(l Limits, err error) string {
+	if hint := runtimeHint(l, err); hint != "" {
+		return hint
+	}
 	if strings.Contains(err.Error(), "setrlimit") || strings.Contains(err.Error(), "rlimit") {
 		return " (this host does not let the engine set a ulimit; lower CODEBRIDGE_PIDS or check the engine's default ulimits)"
 	}
 	return ""
+}
+
+// runtimeHint explains an error about a configured OCI runtime.
+func runtimeHint(l Limits, err error) string {
+	if l.Runtime == "" || !strings.Contains(strings.ToLower(err.Error()), "runtime") {
+		return ""
+	}
+	return fmt.Sprintf(" (the OCI runtime %q is configured: install it and register it with the engine "+
+		"(runtimes in containers.conf for Podman, in daemon.json for Docker), or unset the OCI runtime setting)", l.Runtime)
 }
 
 // pull pulls image. A pull that fails is reported by the create that
@@ -364,17 +443,26 @@ func short(id string) string {
 
 // logWriter sends what the container writes to its stderr (the runtime's
 // own diagnostics, never user output) to the log, a line at a time, with
-// lines capped so a broken runtime cannot flood the host's memory.
+// lines capped so a broken runtime cannot flood the host's memory. With a
+// budget, it logs at most that many bytes and then one line that says how
+// many it dropped, so that nothing in the container can flood the log.
 type logWriter struct {
 	prefix string // what wrote it, e.g. "sandbox runtime: "
+	budget int    // bytes to log at most; 0 means no limit
 
-	log  *slog.Logger
-	mu   sync.Mutex
-	line []byte
-	last []string // the most recent lines, for error messages
+	log     *slog.Logger
+	mu      sync.Mutex
+	line    []byte
+	long    bool     // the current line was cut at logLineMax
+	last    []string // the most recent lines, for error messages
+	logged  int
+	dropped int64
 }
 
 const logLineMax = 4096
+
+// containerLogBudget is how much of a container's stderr the host logs.
+const containerLogBudget = 64 << 10
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
@@ -386,6 +474,9 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 		if len(w.line) < logLineMax {
 			w.line = append(w.line, b)
+		} else {
+			w.dropped++
+			w.long = true
 		}
 	}
 	return len(p), nil
@@ -410,9 +501,36 @@ func (w *logWriter) saw(prefix string) bool {
 func (w *logWriter) flush() {
 	s := string(w.line)
 	w.line = w.line[:0]
-	w.log.Warn(w.prefix + s)
 	w.last = append(w.last, s)
 	if len(w.last) > 20 {
 		w.last = w.last[1:]
+	}
+	n := len(s) + 1 // with its newline
+	if w.long {
+		s += " [line cut]"
+		w.long = false
+	}
+	if w.budget > 0 && w.logged+n > w.budget {
+		if w.logged <= w.budget {
+			w.log.Warn(w.prefix + fmt.Sprintf("over the %s budget of logged container output: the rest is dropped", sizeText(int64(w.budget))))
+			w.logged = w.budget + 1
+		}
+		w.dropped += int64(n)
+		return
+	}
+	w.logged += n
+	w.log.Warn(w.prefix + s)
+}
+
+// close logs a line that is still open and how much was dropped.
+func (w *logWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.line) > 0 {
+		w.flush()
+	}
+	if w.dropped > 0 {
+		w.log.Warn(w.prefix + fmt.Sprintf("... %d bytes dropped", w.dropped))
+		w.dropped = 0
 	}
 }

@@ -168,6 +168,13 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	out = append(out, check{Name: "rootless", OK: true, Warn: !rootless, Detail: mode,
 		Fix: map[bool]string{true: "", false: "run Podman as a normal user: rootless containers keep an escape from being root on the host"}[rootless]})
 
+	start = time.Now()
+	if detail, err := a.bridge.Session().CheckHardening(ctx); err != nil {
+		out = append(out, check{Name: "seccomp", Detail: err.Error(), Fix: "see docs/SECURITY.md", TookMS: time.Since(start).Milliseconds()})
+	} else {
+		out = append(out, check{Name: "seccomp", OK: true, Detail: detail, TookMS: time.Since(start).Milliseconds()})
+	}
+
 	limits := a.settings.limits
 	out = append(out, limitCheck("memory", probe.Memory, limits.Memory, "rootless Podman on cgroup v1 cannot set memory limits; use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or rootful Podman"))
 	pids := limits.Pids

@@ -38,7 +38,7 @@ func parseFlags(argv []string, env map[string]string) (*settings, error) {
 func isDefault(s *settings) bool {
 	return s.engine == "auto" && s.timeout == 30*time.Second && s.maxTimeout == 120*time.Second &&
 		s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534" &&
-		s.image == "" && s.ociRuntime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
+		s.image == "" && s.limits.Runtime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
 }
 
 func TestSettings(t *testing.T) {
@@ -70,8 +70,8 @@ func TestSettings(t *testing.T) {
 			check: func(s *settings) bool { return strings.Join(s.configs, ",") == "/a.json,/b.json,/c.json" }},
 		{name: "default timeout capped", argv: []string{"--timeout", "500"},
 			check: func(s *settings) bool { return s.timeout == 120*time.Second }},
-		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.ociRuntime == "runsc" }},
-		{name: "oci runtime env", env: map[string]string{"CODEBRIDGE_OCI_RUNTIME": "kata-runtime"}, check: func(s *settings) bool { return s.ociRuntime == "kata-runtime" }},
+		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.limits.Runtime == "runsc" }},
+		{name: "oci runtime env", env: map[string]string{"CODEBRIDGE_OCI_RUNTIME": "kata-runtime"}, check: func(s *settings) bool { return s.limits.Runtime == "kata-runtime" }},
 		{name: "bad oci runtime", argv: []string{"--oci-runtime", "runsc --debug"}, wantErr: "not a runtime name"},
 		{name: "state dir from XDG", env: map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/x"}, check: func(s *settings) bool { return s.stateDir == "/x/codebridge" }},
 		{name: "state dir with ~", env: map[string]string{"HOME": "/h", "MCP_BRIDGE_STATE_DIR": "~/MCPs"}, check: func(s *settings) bool { return s.stateDir == "/h/MCPs" }},

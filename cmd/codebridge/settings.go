@@ -30,7 +30,6 @@ type settings struct {
 	callTimeout time.Duration
 	limits      sandbox.Limits
 	user        string
-	ociRuntime  string // empty: the engine's default runtime
 	output      string
 	outputLimit int
 	stateDir    string // the root of codebridge's state on the host; not created yet
@@ -118,7 +117,7 @@ var knobs = []setting{
 			if !ociRuntimeName.MatchString(v) {
 				return fmt.Errorf("%q is not a runtime name: give the name the engine knows, such as runsc", v)
 			}
-			s.ociRuntime = v
+			s.limits.Runtime = v
 			return nil
 		}},
 	{"output", []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, "text", "mode", "how results are rendered: text, or toon (structured values as TOON)",
