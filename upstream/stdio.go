@@ -25,10 +25,7 @@ type process struct {
 func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*process, mcp.Transport, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = upstreamEnv(os.Environ(), spec.Env)
 	cmd.Stderr = stderr
 	procgroup.Prepare(cmd)
 	// A child that inherited the server's stderr must not keep Wait (and
