@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +156,6 @@ func (s *Server) connect(done chan struct{}) {
 		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
 		s.retryAt = time.Now().Add(backoff)
 		s.startErr = s.explain("could not start", err)
-		s.log.Warn("upstream failed to start", "err", s.startErr)
 		return
 	}
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
@@ -215,16 +215,16 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
-// explain wraps err with the server's name and the tail of its stderr.
+// explain returns an [Error] for what failed, with the tail of the
+// server's stderr, and logs its host-only detail.
 func (s *Server) explain(what string, err error) error {
-	msg := fmt.Sprintf("server %q %s: %v", s.spec.Name, what, err)
-	if tail := s.stderr.lastLines(5); tail != "" {
-		msg += "; its stderr ends with:\n" + tail
-	}
+	e := &Error{Server: s.spec.Name, What: what, Err: safeCause(err), cause: err,
+		stderr: s.stderr.lastLines(5), source: s.spec.Source}
 	if s.spec.URL == "" {
-		msg += fmt.Sprintf("\n(check the command %q in %s, or run it by hand to see why)", s.spec.Command, s.spec.Source)
+		e.command = strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ")
 	}
-	return errors.New(msg)
+	s.log.Warn("upstream "+what, "err", e)
+	return e
 }
 
 // ToolsGeneration counts the changes to the server's tool list so far (it

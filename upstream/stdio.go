@@ -51,7 +51,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, nil, fmt.Errorf("starting %q: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("%w %q: %w", errStartCommand, spec.Command, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
