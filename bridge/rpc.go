@@ -52,11 +52,7 @@ func (h rpcHandler) callTool(ctx context.Context, p serverParams) (json.RawMessa
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
-	res, err := s.Call(ctx, p.Tool, p.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	return s.Call(ctx, p.Tool, p.Arguments)
 }
 
 func (h rpcHandler) listTools(ctx context.Context, p serverParams) (json.RawMessage, error) {

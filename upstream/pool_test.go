@@ -20,12 +20,22 @@ func stubSpec(name string, args ...string) discovery.Server {
 	return discovery.Server{Name: name, Command: "python3", Args: append([]string{stub}, args...), Source: "test"}
 }
 
-func text(t *testing.T, res *mcp.CallToolResult) string {
+func text(t *testing.T, raw json.RawMessage) string {
 	t.Helper()
+	res := decodeResult(t, raw)
 	if len(res.Content) != 1 {
 		t.Fatalf("want one content block, got %d", len(res.Content))
 	}
 	return res.Content[0].(*mcp.TextContent).Text
+}
+
+func decodeResult(t *testing.T, raw json.RawMessage) *mcp.CallToolResult {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("the result %.200s is not a CallToolResult: %v", raw, err)
+	}
+	return &res
 }
 
 func newTestPool(t *testing.T, opts Options, specs ...discovery.Server) *Pool {
@@ -61,7 +71,7 @@ func TestCallAndCache(t *testing.T) {
 		t.Fatal("the tool list was fetched again instead of cached")
 	}
 	res, err = s.Call(ctx, "fail", json.RawMessage(`{"message":"nope"}`))
-	if err != nil || !res.IsError || text(t, res) != "nope" {
+	if err != nil || !decodeResult(t, res).IsError || text(t, res) != "nope" {
 		t.Fatalf("a tool error must be a result with isError: %+v %v", res, err)
 	}
 }

@@ -19,9 +19,8 @@ type process struct {
 }
 
 // startProcess starts spec's command in its own process group and returns
-// a transport over its stdin and stdout. The go-sdk's CommandTransport caps
-// a message at 16 MiB; this one allows maxMessage bytes, so that large
-// tool results (a 64 MiB file) get through.
+// a transport over its stdin and stdout that allows messages of maxMessage
+// bytes (a 64 MiB file) and passes tool results through undecoded.
 func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*process, mcp.Transport, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Cwd
@@ -60,7 +59,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 		procgroup.Kill(cmd)
 		close(p.exited)
 	}()
-	return p, &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxMessage}, nil
+	return p, &lineTransport{r: outR, w: inW, maxMessage: maxMessage}, nil
 }
 
 // stop ends the process group: the server has had its stdin closed (the
