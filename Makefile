@@ -8,7 +8,7 @@ IMAGE ?= localhost/codebridge-python:bookworm
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 
-.PHONY: build image demo test test-go test-python test-e2e vet bench clean
+.PHONY: build image demo test test-go test-python test-e2e vet bench fuzz clean
 
 build:
 	$(GO) build -o bin/codebridge ./cmd/codebridge
@@ -47,6 +47,19 @@ test-python:
 # the table and writes it to BENCHMARKS.md (a few minutes).
 bench:
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./bench -out BENCHMARKS.md
+
+# Run each fuzz target for FUZZTIME (10s) in turn: the config loader, ${VAR}
+# expansion, the upstream search ranking and the upstream JSON-RPC line
+# scanner. Seeds live in testdata/ beside each package.
+FUZZTIME ?= 10s
+FUZZ_TARGETS = ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 clean:
 	rm -rf bin
