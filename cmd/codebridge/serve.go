@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/codebridge/codebridge/bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,7 +38,7 @@ func runServe(c *cli, argv []string) int {
 	go a.engines.warm()
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
-	err := a.bridge.Server().Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}})
+	err := a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}}))
 	stop()
 	a.close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
