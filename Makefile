@@ -16,7 +16,7 @@ export CODEBRIDGE_E2E
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 
-.PHONY: build image npm demo test test-go test-python test-e2e vet bench soak clean
+.PHONY: build image npm demo test test-go test-python test-e2e vet bench soak fuzz clean
 
 build:
 	$(GO) build -o bin/codebridge ./cmd/codebridge
@@ -67,6 +67,19 @@ bench: npm image
 SOAK ?= 10m
 soak: build image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./soak -bin bin/codebridge -duration $(SOAK)
+
+# Run each fuzz target for FUZZTIME (10s) in turn: the config loader, ${VAR}
+# expansion, the upstream search ranking and the upstream JSON-RPC line
+# scanner. Seeds live in testdata/ beside each package.
+FUZZTIME ?= 10s
+FUZZ_TARGETS = ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 clean:
 	rm -rf bin

@@ -48,11 +48,7 @@ func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (j
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
-	res, err := s.Call(ctx, p.Tool, p.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	return s.Call(ctx, p.Tool, p.Arguments)
 }
 
 func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) (json.RawMessage, error) {

@@ -10,7 +10,10 @@
 //
 // Stdio servers run in their own process group, so stopping one also stops
 // the children launchers such as npx start; the last lines of a server's
-// stderr are kept for error messages. The environment a server is given
-// stays on the host: nothing here is ever sent into the sandbox except tool
-// results.
+// stderr are kept for the host's eyes: an [Error] tells the sandbox which
+// server failed and how, and keeps the stderr tail, command line and config
+// path in its Detail (see [HostDetail]) for the log and doctor. A stdio server inherits only a
+// minimal set of the bridge's environment variables (see inheritedEnv)
+// plus its configured env, and that environment stays on the host: nothing
+// here is ever sent into the sandbox except tool results.
 package upstream

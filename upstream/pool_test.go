@@ -20,12 +20,22 @@ func stubSpec(name string, args ...string) discovery.Server {
 	return discovery.Server{Name: name, Command: "python3", Args: append([]string{stub}, args...), Source: "test"}
 }
 
-func text(t *testing.T, res *mcp.CallToolResult) string {
+func text(t *testing.T, raw json.RawMessage) string {
 	t.Helper()
+	res := decodeResult(t, raw)
 	if len(res.Content) != 1 {
 		t.Fatalf("want one content block, got %d", len(res.Content))
 	}
 	return res.Content[0].(*mcp.TextContent).Text
+}
+
+func decodeResult(t *testing.T, raw json.RawMessage) *mcp.CallToolResult {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("the result %.200s is not a CallToolResult: %v", raw, err)
+	}
+	return &res
 }
 
 func newTestPool(t *testing.T, opts Options, specs ...discovery.Server) *Pool {
@@ -61,7 +71,7 @@ func TestCallAndCache(t *testing.T) {
 		t.Fatal("the tool list was fetched again instead of cached")
 	}
 	res, err = s.Call(ctx, "fail", json.RawMessage(`{"message":"nope"}`))
-	if err != nil || !res.IsError || text(t, res) != "nope" {
+	if err != nil || !decodeResult(t, res).IsError || text(t, res) != "nope" {
 		t.Fatalf("a tool error must be a result with isError: %+v %v", res, err)
 	}
 }
@@ -98,8 +108,11 @@ func TestCrashedServerRestartsAndQuotesStderr(t *testing.T) {
 	if err == nil {
 		t.Fatal("a call whose server died returned no error")
 	}
-	if !strings.Contains(err.Error(), "crashing as asked") {
-		t.Fatalf("the error does not quote the server's stderr: %v", err)
+	if !strings.Contains(HostDetail(err), "crashing as asked") {
+		t.Fatalf("the host detail does not quote the server's stderr: %s", HostDetail(err))
+	}
+	if strings.Contains(err.Error(), "crashing as asked") || !strings.Contains(err.Error(), `server "stub" exited while calling tool "crash"`) {
+		t.Fatalf("the error the sandbox sees should name the server and what failed, not quote its stderr: %v", err)
 	}
 	res, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"back"}`))
 	if err != nil {
@@ -115,8 +128,11 @@ func TestServerThatWillNotStart(t *testing.T) {
 	p := newTestPool(t, Options{}, spec)
 	s, _ := p.Get("broken")
 	err := s.Start(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "missing API key") || !strings.Contains(err.Error(), `server "broken"`) {
+	if err == nil || strings.Contains(err.Error(), "missing API key") || !strings.Contains(err.Error(), `server "broken" could not start`) {
 		t.Fatalf("err = %v", err)
+	}
+	if d := HostDetail(err); !strings.Contains(d, "missing API key") || !strings.Contains(d, "`python3 -c import sys") || !strings.Contains(d, "x.json") {
+		t.Fatalf("host detail = %s", d)
 	}
 	// A second try within the backoff answers at once with the same cause.
 	err = s.Start(context.Background())
@@ -175,5 +191,25 @@ func TestPerServerTimeout(t *testing.T) {
 	_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":30}`))
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("the server's own timeout did not apply: %v", err)
+	}
+}
+
+func TestStartErrorNamesNoCommandOrPath(t *testing.T) {
+	for _, command := range []string{"/secret/dir/no-such-server", "no-such-server-on-path"} {
+		spec := discovery.Server{Name: "gone", Command: command, Args: []string{"--token=tok-123"}, Source: "/home/me/MCPs/x.json"}
+		p := newTestPool(t, Options{}, spec)
+		s, _ := p.Get("gone")
+		err := s.Start(context.Background())
+		if err == nil {
+			t.Fatal("a missing command started")
+		}
+		for _, secret := range []string{command, "/secret", "tok-123", "x.json"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error quotes %q: %v", secret, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "its command") || !strings.Contains(HostDetail(err), command) {
+			t.Fatalf("err = %v\ndetail = %s", err, HostDetail(err))
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +156,6 @@ func (s *Server) connect(done chan struct{}) {
 		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
 		s.retryAt = time.Now().Add(backoff)
 		s.startErr = s.explain("could not start", err)
-		s.log.Warn("upstream failed to start", "err", s.startErr)
 		return
 	}
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
@@ -215,16 +215,16 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
-// explain wraps err with the server's name and the tail of its stderr.
+// explain returns an [Error] for what failed, with the tail of the
+// server's stderr, and logs its host-only detail.
 func (s *Server) explain(what string, err error) error {
-	msg := fmt.Sprintf("server %q %s: %v", s.spec.Name, what, err)
-	if tail := s.stderr.lastLines(5); tail != "" {
-		msg += "; its stderr ends with:\n" + tail
-	}
+	e := &Error{Server: s.spec.Name, What: what, Err: safeCause(err), cause: err,
+		stderr: s.stderr.lastLines(5), source: s.spec.Source}
 	if s.spec.URL == "" {
-		msg += fmt.Sprintf("\n(check the command %q in %s, or run it by hand to see why)", s.spec.Command, s.spec.Source)
+		e.command = strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ")
 	}
-	return errors.New(msg)
+	s.log.Warn("upstream "+what, "err", e)
+	return e
 }
 
 // ToolsGeneration counts the changes to the server's tool list so far (it
@@ -286,10 +286,12 @@ func (s *Server) searchIndex(ctx context.Context) ([]*mcp.Tool, []*toolWords, er
 	return tools, s.words, nil
 }
 
-// Call calls tool with arguments (a JSON object, or empty for none). A
-// result with isError set is a result, not an error: errors are for calls
-// that did not complete.
-func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+// Call calls tool with arguments (a JSON object, or empty for none) and
+// returns the CallToolResult as JSON. A stdio server's result is passed
+// through as it sent it, neither decoded nor encoded again; a remote
+// server's is encoded from the go-sdk's decoding. A result with isError set
+// is a result, not an error: errors are for calls that did not complete.
+func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage) (json.RawMessage, error) {
 	c, err := s.session(ctx)
 	if err != nil {
 		return nil, err
@@ -299,15 +301,20 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	}
 	cctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
+	cctx, slot := withRawSlot(cctx)
 	res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
+	slot.release()
 	if err != nil {
 		return nil, s.callError(fmt.Sprintf("calling tool %q", tool), c, cctx, err)
 	}
-	return res, nil
+	if slot.raw != nil {
+		return slot.raw, nil
+	}
+	return json.Marshal(res)
 }
 
 func (s *Server) callError(what string, c *conn, ctx context.Context, err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, mcp.ErrConnectionClosed) {
+	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading) {
 		// The server went away; wait for its exit so that its last stderr
 		// lines are in the buffer before they are quoted.
 		select {
@@ -316,7 +323,7 @@ func (s *Server) callError(what string, c *conn, ctx context.Context, err error)
 		}
 	}
 	switch {
-	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed):
+	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading):
 		return s.explain("exited while "+what+" (it will be restarted on the next call)", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err)

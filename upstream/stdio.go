@@ -19,16 +19,12 @@ type process struct {
 }
 
 // startProcess starts spec's command in its own process group and returns
-// a transport over its stdin and stdout. The go-sdk's CommandTransport caps
-// a message at 16 MiB; this one allows maxMessage bytes, so that large
-// tool results (a 64 MiB file) get through.
+// a transport over its stdin and stdout that allows messages of maxMessage
+// bytes (a 64 MiB file) and passes tool results through undecoded.
 func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*process, mcp.Transport, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = upstreamEnv(os.Environ(), spec.Env)
 	cmd.Stderr = stderr
 	procgroup.Prepare(cmd)
 	// A child that inherited the server's stderr must not keep Wait (and
@@ -54,7 +50,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, nil, fmt.Errorf("starting %q: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("%w %q: %w", errStartCommand, spec.Command, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
@@ -63,7 +59,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 		procgroup.Kill(cmd)
 		close(p.exited)
 	}()
-	return p, &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxMessage}, nil
+	return p, &lineTransport{r: outR, w: inW, maxMessage: maxMessage}, nil
 }
 
 // stop ends the process group: the server has had its stdin closed (the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/codebridge/codebridge/bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,7 @@ func (c *cli) serve(s *settings) int {
 	}()
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
-	err := a.bridge.Server().Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}})
+	err := a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}}))
 	stop()
 	a.close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {

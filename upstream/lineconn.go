@@ -1,0 +1,341 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lineTransport is the transport to a stdio upstream: newline-delimited
+// JSON-RPC over its stdout and stdin. Unlike the go-sdk's IOTransport it
+// passes tools/call results through without decoding them: the raw bytes
+// of the result go to the caller's [rawSlot], and the go-sdk receives a
+// small placeholder. A 200 MiB result then costs the bridge its bytes
+// once, not a decoded copy and a re-encoded one on top.
+type lineTransport struct {
+	r          io.ReadCloser
+	w          io.WriteCloser
+	maxMessage int
+}
+
+// Connect starts reading the server's output.
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{
+		w:        t.w,
+		r:        t.r,
+		incoming: make(chan lineOrErr),
+		closed:   make(chan struct{}),
+		pending:  map[string]*rawSlot{},
+	}
+	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxMessage)
+	return c, nil
+}
+
+// errReading marks the error that ended a connection's reading: the
+// session is over.
+var errReading = errors.New("reading from the server")
+
+// placeholderResult is what the go-sdk decodes in place of a tools/call
+// result whose raw bytes went to a rawSlot.
+var placeholderResult = json.RawMessage(`{"content":[]}`)
+
+// rawSlot receives the raw result of one tools/call request. Server.Call
+// puts one in the context of its call; the connection fills it.
+type rawSlot struct {
+	raw     json.RawMessage
+	release func() // forgets the request when no response came
+}
+
+type rawSlotKey struct{}
+
+// withRawSlot returns a context whose tools/call request, on a stdio
+// upstream, leaves its raw result in the returned slot.
+func withRawSlot(ctx context.Context) (context.Context, *rawSlot) {
+	slot := &rawSlot{release: func() {}}
+	return context.WithValue(ctx, rawSlotKey{}, slot), slot
+}
+
+type lineOrErr struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// lineConn is one connection of a lineTransport.
+type lineConn struct {
+	r        io.Closer
+	w        io.WriteCloser
+	wmu      sync.Mutex
+	incoming chan lineOrErr
+	closed   chan struct{}
+	once     sync.Once
+
+	mu      sync.Mutex
+	pending map[string]*rawSlot // JSON id of an unanswered tools/call -> its slot
+}
+
+// Read returns the next message from the server.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case v := <-c.incoming:
+		return v.msg, v.err
+	}
+}
+
+// Write sends msg to the server. A tools/call request made with a rawSlot
+// in its context is remembered, so that its result goes to the slot.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
+		if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
+			id, err := json.Marshal(req.ID.Raw())
+			if err != nil {
+				return err
+			}
+			c.mu.Lock()
+			c.pending[string(id)] = slot
+			c.mu.Unlock()
+			slot.release = func() {
+				c.mu.Lock()
+				delete(c.pending, string(id))
+				c.mu.Unlock()
+			}
+		}
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
+// Close closes the server's stdin and stdout; a Read in progress returns.
+func (c *lineConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.closed)
+		err = errors.Join(c.w.Close(), c.r.Close())
+	})
+	return err
+}
+
+// SessionID is empty: stdio has no sessions.
+func (c *lineConn) SessionID() string { return "" }
+
+// readLoop reads the server's messages, one a line, until an error.
+func (c *lineConn) readLoop(r *bufio.Reader, maxMessage int) {
+	for {
+		line, err := readLine(r, maxMessage)
+		var msgs []jsonrpc.Message
+		if err == nil {
+			if line = bytes.TrimSpace(line); len(line) == 0 {
+				continue
+			}
+			msgs, err = c.decode(line)
+		}
+		for _, m := range msgs {
+			if !c.deliver(lineOrErr{msg: m}) {
+				return
+			}
+		}
+		if err != nil {
+			c.deliver(lineOrErr{err: fmt.Errorf("%w: %w", errReading, err)})
+			return
+		}
+	}
+}
+
+// deliver hands v to Read; it reports false when the connection closed.
+func (c *lineConn) deliver(v lineOrErr) bool {
+	select {
+	case c.incoming <- v:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// collectAfter is the size of a message after which readLine collects
+// garbage at once.
+const collectAfter = 8 << 20
+
+// readLine returns the next line without its newline, in a buffer of its
+// own, or an error if it is longer than limit bytes. A long line is
+// gathered in blocks and joined once, so that it costs at most twice its
+// size while it is read (growing one buffer would leave up to four times
+// its size of garbage behind).
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var blocks [][]byte
+	total := 0
+	for {
+		chunk, err := r.ReadSlice('\n')
+		total += len(chunk)
+		if total > limit+1 {
+			return nil, fmt.Errorf("the server sent a message over %d MiB, the most a stdio upstream may send", limit>>20)
+		}
+		switch {
+		case err == nil && blocks == nil:
+			return bytes.Clone(chunk[:len(chunk)-1]), nil
+		case err == nil:
+			line := bytes.Join(append(blocks, chunk[:len(chunk)-1]), nil)
+			if total >= collectAfter {
+				// Free the blocks, and what earlier large messages left,
+				// now: the next large message then reuses that memory
+				// instead of adding to the bridge's peak. The buffers
+				// hold no pointers, so this collection is quick.
+				blocks = nil
+				runtime.GC()
+			}
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			blocks = append(blocks, bytes.Clone(chunk))
+			continue
+		case errors.Is(err, io.EOF) && total > 0:
+			return bytes.Join(append(blocks, chunk), nil), nil // a last message without a newline
+		}
+		return nil, err
+	}
+}
+
+// decode turns one line into its messages. The result of a tools/call
+// request that has a rawSlot goes to the slot, unparsed, and the message
+// carries the placeholder instead.
+func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
+	if line[0] == '[' {
+		return decodeBatch(line)
+	}
+	if !json.Valid(line) {
+		return nil, errors.New("the server sent a line that is not JSON")
+	}
+	f := envelope(line)
+	if f.method == nil && f.result != nil && f.id != nil {
+		c.mu.Lock()
+		slot := c.pending[string(f.id)]
+		delete(c.pending, string(f.id))
+		c.mu.Unlock()
+		if slot != nil {
+			slot.raw = f.result
+			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.id) + `,"result":` + string(placeholderResult) + `}`)
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{msg}, nil
+}
+
+// decodeBatch decodes a JSON array of messages; they are all small, or
+// rare enough to take the go-sdk's decoding path.
+func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
+		return nil, fmt.Errorf("the server sent an invalid or empty batch (%v)", err)
+	}
+	msgs := make([]jsonrpc.Message, len(raws))
+	for i, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return msgs, nil
+}
+
+// fields are the spans of a JSON-RPC message's top-level members.
+type fields struct{ id, method, result []byte }
+
+// envelope finds the id, method and result members of the JSON object in
+// line, which must be valid JSON, without copying or decoding them.
+func envelope(line []byte) fields {
+	var f fields
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return f
+	}
+	i++
+	for {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] != '"' {
+			return f
+		}
+		end := skipValue(line, i)
+		var key string
+		if json.Unmarshal(line[i:end], &key) != nil {
+			return f
+		}
+		i = skipSpace(line, end) + 1 // past ':'
+		i = skipSpace(line, i)
+		end = skipValue(line, i)
+		switch key {
+		case "id":
+			f.id = line[i:end]
+		case "method":
+			f.method = line[i:end]
+		case "result":
+			f.result = line[i:end]
+		}
+		i = skipSpace(line, end)
+		if i >= len(line) || line[i] != ',' {
+			return f
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at i
+// in b, which must be valid JSON.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of a number or literal
+			}
+			depth--
+		case ',', ':', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i // the end of a number or literal
+			}
+			continue
+		default:
+			continue // inside a number or literal
+		}
+		if depth == 0 {
+			return i + 1
+		}
+	}
+	return i
+}
