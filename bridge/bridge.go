@@ -104,7 +104,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	onOutput, stop := startProgress(ctx, req)
 	defer stop()
-	return b.run(ctx, a.Code, timeout, a.Servers, onOutput), nil
+	return b.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
 }
 
 // RunPython runs code as run_python does and returns what the model would

@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sandboxHost is what one sandbox session reaches out to: the configured
@@ -33,6 +34,9 @@ func (h *sandboxHost) Servers() []protocol.ServerInfo {
 	}
 	return out
 }
+
+// StartFiles are the files every new sandbox gets (none yet).
+func (h *sandboxHost) StartFiles() []protocol.File { return nil }
 
 // Stale names the upstreams whose tool lists changed since the sandbox
 // last heard (they said so, or restarted), so that the runtime drops its
@@ -72,4 +76,23 @@ type outputKey struct{}
 
 func withOutput(ctx context.Context, f func(stream, text string)) context.Context {
 	return context.WithValue(ctx, outputKey{}, f)
+}
+
+// callerKey carries the MCP session of the run_python call a cell serves,
+// so that what the cell asks of the host can ask the client in turn
+// (approval, sampling, elicitation, roots).
+type callerKey struct{}
+
+func withCaller(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, ss)
+}
+
+// caller is the MCP session of the run_python call that ctx serves, or nil
+// (codebridge exec, tests).
+func caller(ctx context.Context) *mcp.ServerSession {
+	ss, _ := ctx.Value(callerKey{}).(*mcp.ServerSession)
+	return ss
 }

@@ -118,6 +118,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	THello: decodeAs[Hello], TExec: decodeAs[Exec], TInterrupt: decodeAs[Interrupt],
 	TResult: decodeAs[Result], TReady: decodeAs[Ready], TOut: decodeAs[Out],
 	TImage: decodeAs[Image], TRPC: decodeAs[RPC], TDone: decodeAs[Done], TLog: decodeAs[Log],
+	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

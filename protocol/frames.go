@@ -21,6 +21,8 @@ const (
 	TRPC       = "rpc"
 	TDone      = "done"
 	TLog       = "log"
+	TPut       = "put"
+	TStored    = "stored"
 )
 
 // ServerInfo announces one configured upstream server to the runtime.
@@ -33,6 +35,33 @@ type ServerInfo struct {
 type Hello struct {
 	V       int          `json:"v"`
 	Servers []ServerInfo `json:"servers"`
+	// Files are written before the runtime says it is ready (skills,
+	// packages every new sandbox gets); one that cannot be written is
+	// reported in a [Log] frame, and the runtime starts anyway.
+	Files []File `json:"files,omitempty"`
+}
+
+// File is a file the host puts into the sandbox. Path is absolute and
+// under /workspace or /tmp, or relative to /workspace; the runtime refuses
+// any other (and any path with ".."), creates the directories, and writes
+// the file whole (to a temporary name, then renamed).
+type File struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"`           // base64 in JSON
+	Mode uint32 `json:"mode,omitempty"` // permission bits; 0 means 0644
+}
+
+// Put asks the runtime to write files, at any time, even while a cell
+// runs; [Stored] with the same ID answers it.
+type Put struct {
+	ID    int64  `json:"id"`
+	Files []File `json:"files"`
+}
+
+// Stored answers [Put]: Error is empty when every file was written.
+type Stored struct {
+	ID    int64  `json:"id"`
+	Error string `json:"error,omitempty"`
 }
 
 // Exec asks the runtime to run one cell.
@@ -133,4 +162,6 @@ func (Image) Type() string     { return TImage }
 func (RPC) Type() string       { return TRPC }
 func (Done) Type() string      { return TDone }
 func (Log) Type() string       { return TLog }
+func (Put) Type() string       { return TPut }
+func (Stored) Type() string    { return TStored }
 func (u Unknown) Type() string { return u.T }

@@ -22,6 +22,9 @@ type Host interface {
 	// Servers are announced to a new runtime, which makes them Python
 	// objects.
 	Servers() []protocol.ServerInfo
+	// StartFiles are written into every new sandbox before its first cell
+	// (skills, packages): a new container starts with them.
+	StartFiles() []protocol.File
 	// Stale is called as a cell is sent, after the cells before it ended.
 	// It names the upstream servers whose tools changed since it was last
 	// called; the runtime drops its cached tool lists for them.
@@ -219,6 +222,10 @@ type live struct {
 	readErr error // valid once frames is closed
 	python  string
 	gone    sync.Once
+
+	putMu   sync.Mutex
+	putID   int64
+	putWait map[int64]chan string // Put id -> its Stored error
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -240,9 +247,10 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{})}
+	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}),
+		putWait: map[int64]chan string{}}
 	go c.read(s.log)
-	if err := c.greet(ctx, s.host.Servers()); err != nil {
+	if err := c.greet(ctx, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
 		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
@@ -268,15 +276,15 @@ func (s *Session) spec(image string) ContainerSpec {
 }
 
 // greet delivers the runtime, says hello and waits for ready.
-func (c *live) greet(ctx context.Context, servers []protocol.ServerInfo) error {
+func (c *live) greet(ctx context.Context, h protocol.Hello) error {
 	archive := pyruntime.Archive()
 	if err := c.out.write(ctx, []byte(fmt.Sprintf("%16d", len(archive))), archive); err != nil {
 		return fmt.Errorf("loading the runtime: %w", err)
 	}
-	if servers == nil {
-		servers = []protocol.ServerInfo{}
+	if h.Servers == nil {
+		h.Servers = []protocol.ServerInfo{}
 	}
-	hello, err := protocol.Encode(protocol.Hello{V: protocol.Version, Servers: servers})
+	hello, err := protocol.Encode(h)
 	if err != nil {
 		return err
 	}
@@ -312,8 +320,12 @@ func (c *live) read(log *slog.Logger) {
 			c.readErr = err
 			return
 		}
-		if l, ok := f.(protocol.Log); ok {
-			log.Info("sandbox runtime: "+clipText(l.Msg, 2000), "level", clipText(l.Level, 20))
+		switch f := f.(type) {
+		case protocol.Log:
+			log.Info("sandbox runtime: "+clipText(f.Msg, 2000), "level", clipText(f.Level, 20))
+			continue
+		case protocol.Stored:
+			c.stored(f)
 			continue
 		}
 		select {
@@ -406,8 +418,59 @@ func (s *Session) Close() error {
 type noHost struct{}
 
 func (noHost) Servers() []protocol.ServerInfo         { return nil }
+func (noHost) StartFiles() []protocol.File            { return nil }
 func (noHost) Stale() []string                        { return nil }
 func (noHost) Output(context.Context, string, string) {}
 func (noHost) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
 	return nil, errors.New("this bridge answers no requests from the sandbox")
+}
+
+// Put writes files into the sandbox, starting its container when there is
+// none; it works between cells and while one runs (an install a cell asked
+// for). See [protocol.File] for the paths the runtime accepts.
+func (s *Session) Put(ctx context.Context, files []protocol.File) error {
+	c, err := s.container(ctx)
+	if err != nil {
+		return err
+	}
+	return c.put(ctx, files)
+}
+
+func (c *live) put(ctx context.Context, files []protocol.File) error {
+	c.putMu.Lock()
+	c.putID++
+	id := c.putID
+	wait := make(chan string, 1)
+	c.putWait[id] = wait
+	c.putMu.Unlock()
+	defer func() {
+		c.putMu.Lock()
+		delete(c.putWait, id)
+		c.putMu.Unlock()
+	}()
+	c.out.send(protocol.Put{ID: id, Files: files}, 0, false, nil)
+	select {
+	case msg := <-wait:
+		if msg != "" {
+			return fmt.Errorf("sandbox: writing files into the sandbox: %s", msg)
+		}
+		return nil
+	case <-c.quit:
+		return errors.New("sandbox: the sandbox ended before the files were written")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stored hands the runtime's answer to the Put that waits for it.
+func (c *live) stored(f protocol.Stored) {
+	c.putMu.Lock()
+	wait := c.putWait[f.ID]
+	c.putMu.Unlock()
+	if wait != nil {
+		select { // a second answer with the same id is ignored
+		case wait <- f.Error:
+		default:
+		}
+	}
 }

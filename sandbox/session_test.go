@@ -158,12 +158,14 @@ func TestSessionTOONValue(t *testing.T) {
 // testHost is a Host whose parts a test fills in.
 type testHost struct {
 	servers []protocol.ServerInfo
+	files   []protocol.File
 	stale   func() []string
 	answer  func(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error)
 	output  func(stream, text string)
 }
 
 func (h *testHost) Servers() []protocol.ServerInfo { return h.servers }
+func (h *testHost) StartFiles() []protocol.File    { return h.files }
 func (h *testHost) Stale() []string {
 	if h.stale == nil {
 		return nil
@@ -220,5 +222,45 @@ func TestSessionStaleToolLists(t *testing.T) {
 	res := run(t, s, Request{Code: list})
 	if res.Value != "['a', 'b']" {
 		t.Fatalf("a stale list was kept: %s", res.Value)
+	}
+}
+
+// TestSessionPutsFiles: files the host gives at start are there for the
+// first cell, and Put writes more between cells and while one runs; a
+// path outside the workspace and /tmp is refused with a reason.
+func TestSessionPutsFiles(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "codebridge-put-") // under a root the runtime allows by default
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	host := &testHost{files: []protocol.File{{Path: dir + "/start/a.txt", Data: []byte("from the start")}}}
+	s, _ := localSession(t, Config{}, host)
+	if res := run(t, s, Request{Code: fmt.Sprintf("open(%q).read()", dir+"/start/a.txt")}); res.Value != "'from the start'" {
+		t.Fatalf("the start file reads %s", res.Value)
+	}
+	run(t, s, Request{Code: fmt.Sprintf("import mcp._files as f\nf.BASE = %q", dir)})
+	ctx := context.Background()
+	if err := s.Put(ctx, []protocol.File{{Path: "rel/b.bin", Data: []byte{0, 1, 2}, Mode: 0o600}}); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, s, Request{Code: fmt.Sprintf("import os\nopen(%q, 'rb').read(), oct(os.stat(%q).st_mode & 0o777)", dir+"/rel/b.bin", dir+"/rel/b.bin")})
+	if res.Value != `(b'\x00\x01\x02', '0o600')` {
+		t.Fatalf("the put file reads back as %s", res.Value)
+	}
+	err = s.Put(ctx, []protocol.File{{Path: "/etc/passwd", Data: []byte("x")}, {Path: "../up.txt", Data: []byte("x")}})
+	if err == nil || !strings.Contains(err.Error(), "outside") || !strings.Contains(err.Error(), "'..' is not allowed") {
+		t.Fatalf("paths outside the roots: %v", err)
+	}
+	// While a cell runs: the cell waits for the file the host puts.
+	done := make(chan *Result, 1)
+	go func() {
+		done <- run(t, s, Request{Code: fmt.Sprintf("import os, time\nwhile not os.path.exists(%q): time.sleep(0.01)\nprint('seen')", dir+"/late.txt")})
+	}()
+	if err := s.Put(ctx, []protocol.File{{Path: "late.txt", Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.Stdout.Text != "seen\n" {
+		t.Fatalf("the running cell saw: %q", res.Stdout.Text)
 	}
 }

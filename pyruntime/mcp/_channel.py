@@ -249,6 +249,10 @@ class Channel:
             self._resolve(frame)
         elif kind == "interrupt":
             self._interrupt(frame.get("id"))
+        elif kind == "put":
+            from mcp._files import write_files
+            errors = write_files(frame.get("files"))
+            self.send({"t": "stored", "id": frame.get("id"), "error": "; ".join(errors)})
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
 

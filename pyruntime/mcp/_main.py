@@ -153,6 +153,10 @@ def main():
         if hello and hello.get("v") != PROTOCOL_VERSION:
             channel.log("error", f"the host speaks protocol version {hello.get('v')!r}, "
                                  f"this runtime {PROTOCOL_VERSION}")
+        if hello.get("files"):  # skills, packages: there before the first cell
+            from mcp._files import write_files
+            for err in write_files(hello["files"]):
+                channel.log("warning", f"a file from the host was not written: {err}")
         namespace = build_namespace(hello.get("servers"), channel)
         executor = Executor(channel, namespace)
         procs = Cells()

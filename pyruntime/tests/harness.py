@@ -22,6 +22,8 @@ from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent
 LOADER = (RUNTIME_DIR / "loader.py").read_text()
+from mcp._main import PROTOCOL_VERSION  # noqa: E402  (the runtime's own number)
+
 PYTHON = os.environ.get("CODEBRIDGE_TEST_PYTHON", sys.executable or "python3")
 # To drive runtimes in containers from the host, set e.g.
 #   CODEBRIDGE_TEST_COMMAND="podman run --rm -i --network none ... IMAGE python3 -I -u -c"
@@ -242,7 +244,7 @@ class Runtime:
             thread.start()
         archive = build_zip()
         self.write(b"%16d" % len(archive) + archive)
-        self.send({"t": "hello", "servers": servers})
+        self.send({"t": "hello", "v": PROTOCOL_VERSION, "servers": servers})
         if not self._ready.wait(30):
             raise RuntimeError(f"runtime not ready; stderr: {self.stderr_text()}")
 

@@ -116,28 +116,30 @@ class SpillTest(unittest.TestCase):
         self.assertEqual(len(cell.stdout), 5001)
 
 
-class JSONValueTest(RuntimeTestCase):
-    """With ``json: true`` a final value that is JSON data comes as JSON too."""
+class TOONValueTest(RuntimeTestCase):
+    """With ``render: "toon"`` a final value that is JSON data comes as its
+    TOON text instead of its repr; any other value keeps its repr."""
 
     def done(self, code, **fields):
         return self.run_ok(code, **fields).done
 
     def test_records(self):
-        done = self.done("[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]", json=True)
-        self.assertEqual(done["json"], [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}])
-        self.assertEqual(done["value"], "[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]")
+        done = self.done("[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]", render="toon")
+        self.assertEqual(done["value"], "[2]{id,name}:\n  1,a\n  2,b")
+        self.assertNotIn("json", done)
 
     def test_only_when_asked(self):
-        self.assertNotIn("json", self.done("[1, 2]"))
-        self.assertNotIn("json", self.done("print(1)", json=True))
-        self.assertNotIn("json", self.done("None", json=True))
+        self.assertEqual(self.done("[1, 2]")["value"], "[1, 2]")
+        self.assertIsNone(self.done("print(1)", render="toon")["value"])
+        self.assertIsNone(self.done("None", render="toon")["value"])
 
     def test_json_values(self):
+        from mcp.toon import toon
         for code, want in [("'text'", "text"), ("3", 3), ("2.5", 2.5), ("True", True),
                            ("{'a': None, 'b': [1, {'c': 'd'}]}", {"a": None, "b": [1, {"c": "d"}]}),
                            ("10 ** 30", 10 ** 30), ("'é\\u2713'", "é\u2713")]:
             with self.subTest(code=code):
-                self.assertEqual(self.done(code, json=True)["json"], want)
+                self.assertEqual(self.done(code, render="toon")["value"], toon(want))
 
     def test_not_json(self):
         deep = "[" * 150 + "]" * 150
@@ -145,11 +147,13 @@ class JSONValueTest(RuntimeTestCase):
                      "object()", deep, f"'x' * {(1 << 20) + 1}", "[float('inf')]",
                      "import collections\ncollections.OrderedDict(a=1)"]:
             with self.subTest(code=code[:40]):
-                self.assertNotIn("json", self.done(code, json=True))
+                done = self.done(code, render="toon")
+                plain = self.done(code)
+                self.assertEqual(done["value"], plain["value"])
 
     def test_structured_tool_result(self):
-        done = self.done("await mcp_everything.add(a=1, b=2)", json=True)
-        self.assertEqual(done["json"], {"sum": 3})
+        done = self.done("await mcp_everything.add(a=1, b=2)", render="toon")
+        self.assertEqual(done["value"], "sum: 3")
 
 
 class GrowingUpstream(FakeUpstream):

@@ -1,0 +1,391 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/protocol"
+	"golang.org/x/tools/txtar"
+)
+
+// The transcripts in testdata/protocol are real exchanges between this
+// host and the runtime, recorded with -update from the runtime running
+// as a local process. This test replays each against the session, with a
+// scripted runtime in place of the real one: the host must send exactly
+// the frames the transcript has. pyruntime/tests/test_transcripts.py
+// replays the same files against the real runtime, so a frame field
+// renamed on either side fails a unit test on that side.
+//
+// A transcript's "exchange" section has one frame per line, "host: " or
+// "runtime: " and the JSON; "*" as a value matches any value.
+var update = flag.Bool("update", false, "record testdata/protocol/*.txtar from the real runtime")
+
+// scenario is what a transcript records: the cells a bridge runs, the
+// files it puts, and the answers of a canned upstream.
+type scenario struct {
+	name, about string
+	steps       []step
+}
+
+// step is one cell (code, with TOON or not) or one Put.
+type step struct {
+	code string
+	toon bool
+	put  []protocol.File
+}
+
+var scenarios = []scenario{
+	{"cells", "Cells that print, end in a value, raise, and ask for TOON.", []step{
+		{code: "print('hello')"},
+		{code: "x = 6\nx * 7"},
+		{code: "1 / 0"},
+		{code: "[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]", toon: true},
+	}},
+	{"rpc", "A cell that lists servers, calls a tool and gets a tool error.", []step{
+		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
+		{code: "await mcp_demo.echo(message='hi')"},
+		{code: "try:\n    await mcp_demo.fail(message='no')\nexcept ToolError as e:\n    print('refused:', e)"},
+	}},
+	{"put", "Files put between cells.", []step{
+		{put: []protocol.File{{Path: "/tmp/codebridge-transcript/a.txt", Data: []byte("from the host")}}},
+		{code: "open('/tmp/codebridge-transcript/a.txt').read()"},
+	}},
+}
+
+// cannedHost answers like a small upstream called "demo".
+type cannedHost struct{}
+
+func (cannedHost) Servers() []protocol.ServerInfo {
+	return []protocol.ServerInfo{{Name: "demo", Description: "A canned server"}}
+}
+func (cannedHost) StartFiles() []protocol.File             { return nil }
+func (cannedHost) Stale() []string                         { return nil }
+func (cannedHost) Output(context.Context, string, string) {}
+func (cannedHost) Answer(_ context.Context, rpc protocol.RPC) (json.RawMessage, error) {
+	switch rpc.Method {
+	case protocol.MListServers:
+		return json.RawMessage(`[{"name":"demo","description":"A canned server","running":true}]`), nil
+	case protocol.MListTools:
+		return json.RawMessage(`[{"name":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}},` +
+			`{"name":"fail","description":"Fail.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]`), nil
+	case protocol.MCallTool:
+		var p protocol.CallToolParams
+		_ = json.Unmarshal(rpc.Params, &p)
+		var a struct{ Message string }
+		_ = json.Unmarshal(p.Arguments, &a)
+		res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": a.Message}}, "isError": p.Tool == "fail"})
+		return res, nil
+	}
+	return nil, fmt.Errorf("unexpected %s", rpc.Method)
+}
+
+func transcriptPath(name string) string {
+	return filepath.Join("..", "testdata", "protocol", name+".txtar")
+}
+
+func TestTranscripts(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			if *update {
+				record(t, sc)
+				return
+			}
+			replay(t, sc)
+		})
+	}
+}
+
+// play runs the scenario's steps on a session whose engine is eng.
+func play(t *testing.T, sc scenario, eng Engine) {
+	t.Helper()
+	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return eng, nil }}
+	s := m.NewSession(Config{OutputLimit: 1000}, cannedHost{})
+	defer s.Close()
+	ctx := context.Background()
+	for _, st := range sc.steps {
+		if st.put != nil {
+			if err := s.Put(ctx, st.put); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		res, err := s.Run(ctx, Request{Code: st.code, Timeout: time.Minute, TOON: st.toon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != StatusOK && res.Status != StatusError {
+			t.Fatalf("%q: status %s: %s", st.code, res.Status, res.Notice)
+		}
+	}
+}
+
+// record runs the scenario against the real runtime and writes what
+// crossed the channel.
+func record(t *testing.T, sc scenario) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("recording needs python3")
+	}
+	rec := &recorder{}
+	play(t, sc, recordingEngine{rec: rec})
+	ar := &txtar.Archive{
+		Comment: []byte(sc.about + "\nRecorded from the real runtime: go test ./sandbox -run TestTranscripts -update\n"),
+		Files:   []txtar.File{{Name: "exchange", Data: rec.bytes()}},
+	}
+	if err := os.WriteFile(transcriptPath(sc.name), txtar.Format(ar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replay runs the scenario against a scripted runtime that checks each
+// frame the host sends against the transcript.
+func replay(t *testing.T, sc scenario) {
+	ar, err := txtar.ParseFile(transcriptPath(sc.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, f := range ar.Files {
+		if f.Name == "exchange" {
+			lines = strings.Split(strings.TrimSpace(string(f.Data)), "\n")
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("the transcript has no exchange")
+	}
+	eng := &scriptEngine{t: t, lines: lines}
+	play(t, sc, eng)
+	if eng.ctr != nil {
+		if err := eng.ctr.wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// recorder keeps the frames each side wrote, in order, one per line.
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
+	host  []byte // a host frame being written in parts
+}
+
+func (r *recorder) add(side string, line []byte) {
+	line = bytes.TrimSpace(line)
+	if f, err := protocol.Decode(line); err == nil {
+		if ready, ok := f.(protocol.Ready); ok { // the one field that differs by machine
+			line = bytes.Replace(line, []byte(`"python":"`+ready.Python+`"`), []byte(`"python":"*"`), 1)
+		}
+	}
+	r.mu.Lock()
+	r.lines = append(r.lines, side+": "+string(line))
+	r.mu.Unlock()
+}
+
+func (r *recorder) bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return []byte(strings.Join(r.lines, "\n") + "\n")
+}
+
+// recordingEngine starts the real runtime as a local process and records
+// both directions of its frame channel.
+type recordingEngine struct {
+	procEngine
+	rec *recorder
+}
+
+func (e recordingEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
+	c, err := e.procEngine.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	p := c.(*proc)
+	pr, pw := io.Pipe()
+	go func() { // each line is recorded before the host can read it
+		r := bufio.NewReader(p.stdout)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				e.rec.add("runtime", line)
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return &recordedProc{proc: p, out: pr, in: &hostTee{w: p.stdin, rec: e.rec}}, nil
+}
+
+type recordedProc struct {
+	*proc
+	out io.Reader
+	in  io.WriteCloser
+}
+
+func (r *recordedProc) Stdout() io.Reader     { return r.out }
+func (r *recordedProc) Stdin() io.WriteCloser { return r.in }
+
+// hostTee records the host's frames, after the bootstrap bytes.
+type hostTee struct {
+	w       io.WriteCloser
+	rec     *recorder
+	started bool
+	buf     []byte
+}
+
+func (h *hostTee) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	if !h.started {
+		if bytes.HasPrefix(p, []byte(`{"t":"hello"`)) {
+			h.started = true
+		} else {
+			return n, err
+		}
+	}
+	h.buf = append(h.buf, p...)
+	for {
+		i := bytes.IndexByte(h.buf, '\n')
+		if i < 0 {
+			break
+		}
+		h.rec.add("host", h.buf[:i])
+		h.buf = h.buf[i+1:]
+	}
+	return n, err
+}
+
+func (h *hostTee) Close() error { return h.w.Close() }
+
+// scriptEngine starts a scripted runtime that plays the transcript.
+type scriptEngine struct {
+	procEngine
+	t     *testing.T
+	lines []string
+	ctr   *scriptContainer
+}
+
+func (e *scriptEngine) Start(context.Context, ContainerSpec) (Container, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &scriptContainer{in: inW, out: outR, done: make(chan error, 1)}
+	e.ctr = c
+	go func() { c.done <- script(e.lines, inR, outW) }()
+	return c, nil
+}
+
+// script plays the runtime's side: it skips the bootstrap, checks each
+// host frame against its line, and writes each runtime line.
+func script(lines []string, in io.Reader, out io.WriteCloser) error {
+	defer out.Close()
+	r := bufio.NewReaderSize(in, 1<<20)
+	var header [16]byte
+	if _, err := io.ReadFull(r, header[:]); err != nil {
+		return err
+	}
+	var n int64
+	fmt.Sscan(strings.TrimSpace(string(header[:])), &n)
+	if _, err := io.CopyN(io.Discard, r, n); err != nil {
+		return err
+	}
+	for i, line := range lines {
+		side, frame, _ := strings.Cut(line, ": ")
+		if side == "runtime" {
+			if _, err := io.WriteString(out, frame+"\n"); err != nil {
+				return err
+			}
+			continue
+		}
+		got, err := r.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("line %d: the host sent nothing more, want %s", i+1, frame)
+		}
+		if !matches(frame, got) {
+			return fmt.Errorf("line %d: the host sent\n  %s\nwant\n  %s", i+1, bytes.TrimSpace(got), frame)
+		}
+	}
+	return nil
+}
+
+// matches compares a transcript frame with one sent, "*" matching any
+// value.
+func matches(want string, got []byte) bool {
+	var w, g any
+	if json.Unmarshal([]byte(want), &w) != nil || json.Unmarshal(got, &g) != nil {
+		return false
+	}
+	return match(w, g)
+}
+
+func match(w, g any) bool {
+	if w == "*" {
+		return true
+	}
+	switch w := w.(type) {
+	case map[string]any:
+		gm, ok := g.(map[string]any)
+		if !ok || len(gm) != len(w) {
+			return false
+		}
+		for k, v := range w {
+			if gv, ok := gm[k]; !ok || !match(v, gv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		ga, ok := g.([]any)
+		if !ok || len(ga) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !match(w[i], ga[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(w, g)
+}
+
+// scriptContainer is the container of a scripted runtime.
+type scriptContainer struct {
+	in   *io.PipeWriter
+	out  *io.PipeReader
+	done chan error
+	once sync.Once
+	err  error
+}
+
+func (c *scriptContainer) ID() string            { return "script" }
+func (c *scriptContainer) Stdin() io.WriteCloser { return c.in }
+func (c *scriptContainer) Stdout() io.Reader     { return c.out }
+func (c *scriptContainer) Exited(context.Context, time.Duration) string {
+	return "the script ended"
+}
+func (c *scriptContainer) Remove(context.Context) error {
+	c.in.Close()
+	c.out.Close()
+	return nil
+}
+
+// wait returns the script's verdict.
+func (c *scriptContainer) wait() error {
+	c.once.Do(func() { c.err = <-c.done })
+	return c.err
+}
