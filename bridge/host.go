@@ -63,6 +63,14 @@ func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMes
 	return m(ctx, h, rpc.Params)
 }
 
+// through is the one path every request that acts on something (a tool
+// call, a resource read, a prompt, an install) takes on the host: the
+// gate (policy, approval, audit, redaction) stands here, once, for all of
+// them. params are the request's raw parameters; do answers it.
+func (h *sandboxHost) through(ctx context.Context, t protocol.Target, params json.RawMessage, do func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	return do(ctx)
+}
+
 // Output passes a cell's output to the run_python call that ran it, when
 // that call watches its output (progress notifications).
 func (h *sandboxHost) Output(ctx context.Context, stream, text string) {

@@ -23,7 +23,9 @@ var methods = map[string]method{
 	protocol.MSearchTools:  typed(searchTools),
 }
 
-// typed decodes a method's parameters into P before calling fn.
+// typed decodes a method's parameters into P, once, and sends a request
+// that acts on something (P is [protocol.Targeted]) through the host's one
+// gate before fn answers it.
 func typed[P any](fn func(context.Context, *sandboxHost, P) (json.RawMessage, error)) method {
 	return func(ctx context.Context, h *sandboxHost, raw json.RawMessage) (json.RawMessage, error) {
 		var p P
@@ -32,7 +34,11 @@ func typed[P any](fn func(context.Context, *sandboxHost, P) (json.RawMessage, er
 				return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
 			}
 		}
-		return fn(ctx, h, p)
+		t, ok := any(p).(protocol.Targeted)
+		if !ok {
+			return fn(ctx, h, p)
+		}
+		return h.through(ctx, t.Target(), raw, func(ctx context.Context) (json.RawMessage, error) { return fn(ctx, h, p) })
 	}
 }
 

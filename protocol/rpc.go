@@ -71,3 +71,20 @@ type SearchDown struct {
 	Server      string `json:"server"`
 	Unavailable string `json:"unavailable"`
 }
+
+// Target is what a request acts on, for the host's gate (policy,
+// approval, audit): Kind is "tool", "resource", "prompt" or "package";
+// Server and Name say which. Requests about codebridge itself (listing
+// servers, searching) have none.
+type Target struct {
+	Kind   string
+	Server string
+	Name   string
+}
+
+// Targeted is implemented by the parameters of requests that act on
+// something, so that one gate sees every such request the same way.
+type Targeted interface{ Target() Target }
+
+// Target is the tool the call acts on.
+func (p CallToolParams) Target() Target { return Target{Kind: "tool", Server: p.Server, Name: p.Tool} }

@@ -1,0 +1,62 @@
+// Package statedir owns codebridge's state on the host: one directory
+// (the --state-dir setting; by default $XDG_STATE_HOME/codebridge, else
+// ~/.local/state/codebridge) with one entry per kind of state, so that
+// every feature that keeps something between runs keeps it in the same
+// place, with the same permissions. The host never runs code it stores.
+//
+// The entries, each owned by the feature named:
+//
+//	skills/        saved skills, one readable .py file each
+//	audit.jsonl    the audit log of tool calls and run_python calls
+//	packages/      the cache of wheels for on-demand installs
+//	workspaces/    persistent sandbox workspaces kept as host directories
+//
+// Directories are created on first use, readable by the user only.
+package statedir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Entries of the state directory.
+const (
+	Skills     = "skills"
+	Audit      = "audit.jsonl"
+	Packages   = "packages"
+	Workspaces = "workspaces"
+)
+
+// Dir is the state directory's root.
+type Dir string
+
+// Path is the path of an entry (and parts below it), without creating it.
+func (d Dir) Path(entry string, parts ...string) string {
+	return filepath.Join(append([]string{string(d), entry}, parts...)...)
+}
+
+// Ensure creates the directory of an entry (and parts below it) when it is
+// missing, mode 0700, and returns its path.
+func (d Dir) Ensure(entry string, parts ...string) (string, error) {
+	if d == "" {
+		return "", fmt.Errorf("statedir: no state directory is set: pass --state-dir or set CODEBRIDGE_STATE_DIR")
+	}
+	p := d.Path(entry, parts...)
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return "", fmt.Errorf("statedir: creating %s: %w; check that the state directory (--state-dir) is writable", p, err)
+	}
+	return p, nil
+}
+
+// EnsureParent creates the directory that holds a file entry (audit.jsonl)
+// and returns the file's path.
+func (d Dir) EnsureParent(entry string) (string, error) {
+	if d == "" {
+		return "", fmt.Errorf("statedir: no state directory is set: pass --state-dir or set CODEBRIDGE_STATE_DIR")
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return "", fmt.Errorf("statedir: creating %s: %w; check that the state directory (--state-dir) is writable", d, err)
+	}
+	return d.Path(entry), nil
+}
