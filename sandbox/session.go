@@ -219,7 +219,8 @@ type live struct {
 	out     *outbox
 	frames  chan protocol.Frame
 	quit    chan struct{}
-	readErr error // valid once frames is closed
+	dead    chan struct{} // closed when the runtime's frames end
+	readErr error         // valid once frames is closed
 	python  string
 	gone    sync.Once
 
@@ -247,7 +248,7 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}),
+	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		putWait: map[int64]chan string{}}
 	go c.read(s.log)
 	if err := c.greet(ctx, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
@@ -312,6 +313,7 @@ func (c *live) greet(ctx context.Context, h protocol.Hello) error {
 
 // read forwards the runtime's frames to c.frames until the stream ends.
 func (c *live) read(log *slog.Logger) {
+	defer close(c.dead)
 	defer close(c.frames)
 	fr := newFrameReader(c.ctr.Stdout())
 	for {
@@ -457,6 +459,8 @@ func (c *live) put(ctx context.Context, files []protocol.File) error {
 		return nil
 	case <-c.quit:
 		return errors.New("sandbox: the sandbox ended before the files were written")
+	case <-c.dead:
+		return errors.New("sandbox: the runtime stopped before the files were written")
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -71,8 +71,8 @@ type cannedHost struct{}
 func (cannedHost) Servers() []protocol.ServerInfo {
 	return []protocol.ServerInfo{{Name: "demo", Description: "A canned server"}}
 }
-func (cannedHost) StartFiles() []protocol.File             { return nil }
-func (cannedHost) Stale() []string                         { return nil }
+func (cannedHost) StartFiles() []protocol.File            { return nil }
+func (cannedHost) Stale() []string                        { return nil }
 func (cannedHost) Output(context.Context, string, string) {}
 func (cannedHost) Answer(_ context.Context, rpc protocol.RPC) (json.RawMessage, error) {
 	switch rpc.Method {
@@ -108,9 +108,17 @@ func TestTranscripts(t *testing.T) {
 	}
 }
 
-// play runs the scenario's steps on a session whose engine is eng.
-func play(t *testing.T, sc scenario, eng Engine) {
+// play runs the scenario's steps on a session whose engine is eng; why,
+// when not nil, explains a failure (the scripted runtime's verdict).
+func play(t *testing.T, sc scenario, eng Engine, why func() error) {
 	t.Helper()
+	fail := func(format string, a ...any) {
+		t.Helper()
+		if why != nil {
+			format, a = format+" (the scripted runtime: %v)", append(a, why())
+		}
+		t.Fatalf(format, a...)
+	}
 	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return eng, nil }}
 	s := m.NewSession(Config{OutputLimit: 1000}, cannedHost{})
 	defer s.Close()
@@ -118,16 +126,16 @@ func play(t *testing.T, sc scenario, eng Engine) {
 	for _, st := range sc.steps {
 		if st.put != nil {
 			if err := s.Put(ctx, st.put); err != nil {
-				t.Fatal(err)
+				fail("%v", err)
 			}
 			continue
 		}
 		res, err := s.Run(ctx, Request{Code: st.code, Timeout: time.Minute, TOON: st.toon})
 		if err != nil {
-			t.Fatal(err)
+			fail("%v", err)
 		}
 		if res.Status != StatusOK && res.Status != StatusError {
-			t.Fatalf("%q: status %s: %s", st.code, res.Status, res.Notice)
+			fail("%q: status %s: %s", st.code, res.Status, res.Notice)
 		}
 	}
 }
@@ -139,7 +147,7 @@ func record(t *testing.T, sc scenario) {
 		t.Skip("recording needs python3")
 	}
 	rec := &recorder{}
-	play(t, sc, recordingEngine{rec: rec})
+	play(t, sc, recordingEngine{rec: rec}, nil)
 	ar := &txtar.Archive{
 		Comment: []byte(sc.about + "\nRecorded from the real runtime: go test ./sandbox -run TestTranscripts -update\n"),
 		Files:   []txtar.File{{Name: "exchange", Data: rec.bytes()}},
@@ -166,7 +174,7 @@ func replay(t *testing.T, sc scenario) {
 		t.Fatal("the transcript has no exchange")
 	}
 	eng := &scriptEngine{t: t, lines: lines}
-	play(t, sc, eng)
+	play(t, sc, eng, func() error { return eng.ctr.wait() })
 	if eng.ctr != nil {
 		if err := eng.ctr.wait(); err != nil {
 			t.Fatal(err)
@@ -306,6 +314,9 @@ func script(lines []string, in io.Reader, out io.WriteCloser) error {
 	for i, line := range lines {
 		side, frame, _ := strings.Cut(line, ": ")
 		if side == "runtime" {
+			if err := roundTrips(frame); err != nil {
+				return fmt.Errorf("line %d: %v", i+1, err)
+			}
 			if _, err := io.WriteString(out, frame+"\n"); err != nil {
 				return err
 			}
@@ -318,6 +329,23 @@ func script(lines []string, in io.Reader, out io.WriteCloser) error {
 		if !matches(frame, got) {
 			return fmt.Errorf("line %d: the host sent\n  %s\nwant\n  %s", i+1, bytes.TrimSpace(got), frame)
 		}
+	}
+	return nil
+}
+
+// roundTrips checks that the host's type for a runtime frame keeps every
+// field of it: a field renamed in package protocol would be dropped here.
+func roundTrips(line string) error {
+	f, err := protocol.Decode([]byte(line))
+	if err != nil {
+		return err
+	}
+	again, err := protocol.Encode(f)
+	if err != nil {
+		return err
+	}
+	if !matches(line, again) {
+		return fmt.Errorf("the host's %s type does not keep the frame whole:\n  runtime: %s\n  host:    %s", f.Type(), line, bytes.TrimSpace(again))
 	}
 	return nil
 }

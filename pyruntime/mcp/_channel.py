@@ -252,7 +252,10 @@ class Channel:
         elif kind == "put":
             from mcp._files import write_files
             errors = write_files(frame.get("files"))
-            self.send({"t": "stored", "id": frame.get("id"), "error": "; ".join(errors)})
+            stored = {"t": "stored", "id": frame.get("id")}
+            if errors:
+                stored["error"] = "; ".join(errors)
+            self.send(stored)
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
 

@@ -1,0 +1,109 @@
+"""Replays the host-runtime transcripts in testdata/protocol against the
+real runtime: the host's frames are sent as recorded, and the runtime must
+answer with the frames the transcript has ("*" matches any value). The Go
+session test replays the same files from the host's side
+(sandbox/transcript_test.go), so a frame field renamed on either side
+fails a unit test on that side.
+"""
+
+import json
+import queue
+import shlex
+import subprocess
+import threading
+import unittest
+from pathlib import Path
+
+from tests import harness
+
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "testdata" / "protocol"
+
+
+def parse_txtar(text):
+    """The sections of a txtar archive: {name: text}."""
+    sections, name = {}, None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("-- ") and line.rstrip().endswith(" --"):
+            name = line.strip()[3:-3].strip()
+            sections[name] = ""
+        elif name is not None:
+            sections[name] += line
+    return sections
+
+
+def matches(want, got):
+    """``got`` equals ``want``, where "*" in ``want`` matches any value."""
+    if want == "*":
+        return True
+    if isinstance(want, dict):
+        return (isinstance(got, dict) and want.keys() == got.keys()
+                and all(matches(v, got[k]) for k, v in want.items()))
+    if isinstance(want, list):
+        return (isinstance(got, list) and len(want) == len(got)
+                and all(matches(w, g) for w, g in zip(want, got)))
+    return want == got and type(want) is type(got)
+
+
+class Replay:
+    """One runtime process fed a transcript's host frames."""
+
+    def __init__(self):
+        command = (shlex.split(harness.COMMAND) + [harness.LOADER] if harness.COMMAND
+                   else [harness.PYTHON, "-I", "-u", "-c", harness.LOADER])
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self.frames = queue.Queue()
+        self.stderr = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, b"")),
+                         daemon=True).start()
+        archive = harness.build_zip()
+        self.proc.stdin.write(b"%16d" % len(archive) + archive)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            frame = json.loads(line)
+            if frame.get("t") != "log":  # diagnostics are not part of the exchange
+                self.frames.put(frame)
+        self.frames.put(None)
+
+    def send(self, line):
+        self.proc.stdin.write(line.encode() + b"\n")
+
+    def next(self):
+        try:
+            return self.frames.get(timeout=30)
+        except queue.Empty:
+            raise AssertionError("the runtime sent nothing for 30 s; stderr: "
+                                 + b"".join(self.stderr).decode(errors="replace")) from None
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+class TranscriptTest(unittest.TestCase):
+    def test_transcripts(self):
+        files = sorted(TRANSCRIPTS.glob("*.txtar"))
+        self.assertTrue(files, f"no transcripts in {TRANSCRIPTS}")
+        for path in files:
+            with self.subTest(transcript=path.name):
+                self.replay(parse_txtar(path.read_text())["exchange"])
+
+    def replay(self, exchange):
+        rt = Replay()
+        try:
+            for n, line in enumerate(exchange.strip().splitlines(), 1):
+                side, _, frame = line.partition(": ")
+                if side == "host":
+                    rt.send(frame)
+                    continue
+                want, got = json.loads(frame), rt.next()
+                self.assertTrue(matches(want, got),
+                                f"line {n}: the runtime sent\n  {json.dumps(got)}\nwant\n  {frame}")
+        finally:
+            rt.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
