@@ -1,14 +1,14 @@
 package e2e
 
 import (
-	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stopSelf is a cell that leaves large answers in flight and then stops
@@ -38,43 +38,65 @@ func TestStoppedRuntimeCannotHangTheBridge(t *testing.T) {
 
 // TestShutdownMidCell: stdin EOF or SIGTERM while a cell runs (one stuck
 // in an upstream call, one whose runtime stopped) ends the bridge by
-// itself, without the client's SIGKILL, and leaves no container.
+// itself and leaves no container. The cell may run for an hour and
+// nothing else ends the bridge, so a bridge that waits for the cell hangs
+// the test (its time limit fails it) instead of passing. The client is
+// raw JSON-RPC over pipes: the go-sdk client would not close stdin while
+// its call is in flight.
 func TestShutdownMidCell(t *testing.T) {
 	needEnv(t)
 	for _, tc := range []struct {
 		name, code string
-		end        func(b *bridge)
+		end        func(cmd *exec.Cmd, stdin io.Closer)
 	}{
-		{"EOF during an upstream call", "await mcp_stub.sleep(seconds=600)", func(b *bridge) { b.close() }},
-		{"SIGTERM during an upstream call", "await mcp_stub.sleep(seconds=600)", func(b *bridge) { b.kill(syscall.SIGTERM) }},
-		{"EOF with the runtime stopped", stopSelf, func(b *bridge) { b.close() }},
-		{"SIGTERM with the runtime stopped", stopSelf, func(b *bridge) { b.kill(syscall.SIGTERM) }},
+		{"EOF during an upstream call", "await mcp_stub.sleep(seconds=600)", closeStdin},
+		{"SIGTERM during an upstream call", "await mcp_stub.sleep(seconds=600)", sigterm},
+		{"EOF with the runtime stopped", stopSelf, closeStdin},
+		{"SIGTERM with the runtime stopped", stopSelf, sigterm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			events := filepath.Join(t.TempDir(), "events")
 			s := stub()
 			s.Env = map[string]string{"STUB_EVENTS": events}
-			b := startBridge(t, home(t, map[string]map[string]server{"s.json": {"stub": s}}))
-			b.ok("x = 1")
-			go func() {
-				_, _ = b.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python",
-					Arguments: map[string]any{"code": "await mcp_stub.sleep(seconds=0)\n" + tc.code, "timeout": 120}})
-			}()
+			cmd := exec.Command(binary, "serve")
+			cmd.Env = append(testEnv(home(t, map[string]map[string]server{"s.json": {"stub": s}})),
+				"CODEBRIDGE_LOG_LEVEL=debug", "CODEBRIDGE_MAX_TIMEOUT=3600")
+			stderr := &syncBuffer{}
+			cmd.Stderr = stderr
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stdout = io.Discard
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for _, msg := range []string{
+				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python","arguments":{"code":%q,"timeout":3600}}}`,
+					"await mcp_stub.sleep(seconds=0)\n"+tc.code),
+			} {
+				if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			waitForLine(t, events, "sleep-started")
-			tc.end(b)
-			st := b.cmd.ProcessState
-			if st == nil {
-				t.Fatal("the bridge did not exit")
+			tc.end(cmd, stdin)
+			err = cmd.Wait()
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				t.Fatalf("the bridge was killed by %v: %v\nstderr:\n%s", ws.Signal(), err, stderr)
 			}
-			if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				t.Fatalf("the bridge did not end by itself: it was killed by %v\nstderr:\n%s", ws.Signal(), b.stderr)
-			}
-			if left := containersOf(t, b.pid); len(left) > 0 {
-				t.Fatalf("containers left behind: %+v", left)
+			if left := containersOf(t, cmd.Process.Pid); len(left) > 0 {
+				t.Fatalf("containers left behind: %+v\nstderr:\n%s", left, stderr)
 			}
 		})
 	}
 }
+
+func closeStdin(_ *exec.Cmd, stdin io.Closer) { _ = stdin.Close() }
+
+func sigterm(cmd *exec.Cmd, _ io.Closer) { _ = cmd.Process.Signal(syscall.SIGTERM) }
 
 // TestRequestsInFlightAreBounded: a cell that gathers far more calls than
 // the bound never has more than sandbox.MaxInFlight (64) of them at the

@@ -189,6 +189,13 @@ func (s *syncBuffer) String() string {
 // MCP client to it. The bridge is stopped at the end of the test.
 func startBridge(t *testing.T, homeDir string, env ...string) *bridge {
 	t.Helper()
+	return startBridgeWith(t, homeDir, 20*time.Second, env...)
+}
+
+// startBridgeWith is startBridge where the client waits terminate for the
+// bridge to exit after closing its stdin, before it sends SIGTERM.
+func startBridgeWith(t *testing.T, homeDir string, terminate time.Duration, env ...string) *bridge {
+	t.Helper()
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(testEnv(homeDir), "CODEBRIDGE_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
@@ -197,7 +204,7 @@ func startBridge(t *testing.T, homeDir string, env ...string) *bridge {
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}, nil)
 	if err != nil {
 		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, b.stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"syscall"
 
 	"github.com/codebridge/codebridge/bridge"
@@ -43,8 +44,15 @@ func (c *cli) serve(s *settings) int {
 		a.warnMissingImage(ctx)
 	}()
 
+	// The end of stdin or a signal ends the sandbox at once, even mid-cell:
+	// the MCP server waits for its handlers, and a cell stuck in a long
+	// upstream call (or in a runtime that stopped) must not keep it up.
+	endSandbox := sync.OnceFunc(func() { _ = a.bridge.Close() })
+	go func() { <-ctx.Done(); endSandbox() }()
+	stdin := eofReader{r: c.stdin, eof: endSandbox}
+
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
-	err := a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}}))
+	err := a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{stdin}, Writer: nopWriteCloser{c.stdout}}))
 	stop()
 	a.close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -52,6 +60,20 @@ func (c *cli) serve(s *settings) int {
 		return 1
 	}
 	return 0
+}
+
+// eofReader calls eof when its reader ends (EOF or an error).
+type eofReader struct {
+	r   io.Reader
+	eof func()
+}
+
+func (e eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.eof()
+	}
+	return n, err
 }
 
 type nopReadCloser struct{ io.Reader }
