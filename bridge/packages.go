@@ -25,6 +25,9 @@ type Packages struct {
 	Start []string
 }
 
+// Packages are the bridge's on-demand installs (for codebridge doctor).
+func (b *Bridge) Packages() *Packages { return b.host.packages }
+
 // install answers the runtime's install request: resolve on the host,
 // write the wheels into the sandbox that asked, say where they are.
 func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (json.RawMessage, error) {
@@ -43,7 +46,14 @@ func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (jso
 	}
 	in.Remember(target)
 	answer := protocol.InstallAnswer{Cached: set.Cached, Downloaded: set.Downloaded, Wheels: []protocol.InstalledWheel{}}
+	have := map[string]bool{}
+	for _, f := range p.Installed {
+		have[f] = true
+	}
 	for _, w := range set.Wheels {
+		if have[w.File] {
+			continue // the sandbox has it installed
+		}
 		data, err := in.Open(w)
 		if err != nil {
 			return nil, err

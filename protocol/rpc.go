@@ -107,6 +107,9 @@ type InstallParams struct {
 	Implementation string   `json:"implementation"`    // "cp"
 	ABIs           []string `json:"abis"`              // "cp311"
 	Platforms      []string `json:"platforms"`         // "manylinux_2_36_x86_64", ...
+	// Installed are the wheel files the sandbox has installed already; the
+	// host does not send them again.
+	Installed []string `json:"installed,omitempty"`
 }
 
 // Target is the packages the install asks for.
