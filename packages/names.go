@@ -21,7 +21,7 @@ const MaxRequirements = 64
 // Name is the normalized name (PEP 503) of a requirement such as
 // "Pandas[excel]>=2", or an error saying why the requirement is refused.
 func Name(req string) (string, error) {
-	m := requirement.FindStringSubmatch(req)
+	m := requirement.FindStringSubmatch(strings.TrimSpace(req))
 	if m == nil || len(req) > 200 {
 		return "", fmt.Errorf("%q is not a requirement the host accepts: give a package name with an optional version, such as \"pandas\" or \"matplotlib>=3.8\" (no URLs, paths, markers or pip options)", clip(req, 80))
 	}

@@ -111,7 +111,7 @@ func (in *Installer) explain(ctx context.Context, reqs []string, t Target, stder
 		return &Error{Kind: "resolve", Msg: fmt.Sprintf("%s has no wheel for the sandbox's Python (%s) on the index, only source or other platforms; the host downloads wheels only and never builds. Pick a version with a wheel, or build an image that has it: codebridge image build --packages %s. pip says:\n%s",
 			missing, t, missing, said)}
 	}
-	return &Error{Kind: "resolve", Msg: fmt.Sprintf("the index has no package %s (check the spelling; pip search pages such as pypi.org/project/NAME say what exists). pip says:\n%s", missing, said)}
+	return &Error{Kind: "resolve", Msg: fmt.Sprintf("the index has no package %s: check the spelling of the name. pip says:\n%s", missing, said)}
 }
 
 // exists asks the index whether it has any release of the requirement,
