@@ -90,12 +90,20 @@ func TestResolveCachesByRequest(t *testing.T) {
 	if set, err := in.Resolve(context.Background(), []string{"tabulate", "numpy>=2"}, target, true); err != nil || set.Cached || len(calls()) == n {
 		t.Fatalf("upgrade did not run pip: %+v %v", set, err)
 	}
-	// A wheel changed in the cache is refused.
-	path := in.wheelPath(in.opts.State.Path(statedir.Packages), again.Wheels[0])
+}
+
+func TestChangedWheelRefused(t *testing.T) {
+	pip, _ := fakePip(t, "")
+	in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
+	set, err := in.Resolve(context.Background(), []string{"tabulate"}, target, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := in.wheelPath(in.opts.State.Path(statedir.Packages), set.Wheels[0])
 	if err := os.WriteFile(path, []byte("wheel of tampered!"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Open(again.Wheels[0]); err == nil || !strings.Contains(err.Error(), "does not match its hash") {
+	if _, err := in.Open(set.Wheels[0]); err == nil || !strings.Contains(err.Error(), "does not match its hash") {
 		t.Fatalf("a changed wheel was read: %v", err)
 	}
 }
