@@ -33,6 +33,8 @@ type Options struct {
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+	// Packages are on-demand installs (packages.go); nil turns them off.
+	Packages *Packages
 }
 
 // Bridge serves run_python over MCP. It owns its sandbox session (stdio
@@ -66,6 +68,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	}
 	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
 	b.host = newSandboxHost(pool, opts.Log)
+	b.host.packages = opts.Packages
 	b.sess = sandboxes.NewSession(cfg, b.host)
 	return b
 }

@@ -18,6 +18,8 @@ type sandboxHost struct {
 	pool *upstream.Pool
 	log  *slog.Logger
 
+	packages *Packages // on-demand installs; nil when off
+
 	mu       sync.Mutex
 	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
 }
@@ -35,8 +37,9 @@ func (h *sandboxHost) Servers() []protocol.ServerInfo {
 	return out
 }
 
-// StartFiles are the files every new sandbox gets (none yet).
-func (h *sandboxHost) StartFiles() []protocol.File { return nil }
+// StartFiles are the files every new sandbox gets: the configured
+// packages (packages.go).
+func (h *sandboxHost) StartFiles() []protocol.File { return h.packages.startFiles(h.log) }
 
 // Stale names the upstreams whose tool lists changed since the sandbox
 // last heard (they said so, or restarted), so that the runtime drops its

@@ -21,6 +21,7 @@ var methods = map[string]method{
 	protocol.MCallTool:     typed(callTool),
 	protocol.MStartServers: typed(startServers),
 	protocol.MSearchTools:  typed(searchTools),
+	protocol.MInstall:      typed(install),
 }
 
 // typed decodes a method's parameters into P, once, and sends a request

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // RPC methods the runtime may call. Each has its own parameter type; the
 // answer types are below.
@@ -88,3 +91,47 @@ type Targeted interface{ Target() Target }
 
 // Target is the tool the call acts on.
 func (p CallToolParams) Target() Target { return Target{Kind: "tool", Server: p.Server, Name: p.Tool} }
+
+// MInstall asks the host to fetch wheels for the sandbox (on-demand
+// packages): the host resolves the requirements for the sandbox's Python,
+// writes the wheels into the sandbox with [Put], then answers with an
+// [InstallAnswer]; the runtime unpacks them.
+const MInstall = "install"
+
+// InstallParams are the parameters of install: the requirements ("pandas",
+// "matplotlib>=3.8") and what the sandbox's Python can run.
+type InstallParams struct {
+	Requirements   []string `json:"requirements"`
+	Upgrade        bool     `json:"upgrade,omitempty"` // resolve again instead of using the cache
+	Python         string   `json:"python"`            // "3.11"
+	Implementation string   `json:"implementation"`    // "cp"
+	ABIs           []string `json:"abis"`              // "cp311"
+	Platforms      []string `json:"platforms"`         // "manylinux_2_36_x86_64", ...
+	// Installed are the wheel files the sandbox has installed already; the
+	// host does not send them again.
+	Installed []string `json:"installed,omitempty"`
+}
+
+// Target is the packages the install asks for.
+func (p InstallParams) Target() Target {
+	return Target{Kind: "package", Name: strings.Join(p.Requirements, " ")}
+}
+
+// InstallAnswer answers install: the wheels are in the sandbox at Path.
+type InstallAnswer struct {
+	Wheels []InstalledWheel `json:"wheels"`
+	// Cached is true when the host answered from its cache, without pip.
+	Cached bool `json:"cached"`
+	// Downloaded is the bytes pip downloaded for this install (0 when
+	// cached); Sent is the bytes of wheels written into the sandbox.
+	Downloaded int64 `json:"downloaded"`
+	Sent       int64 `json:"sent"`
+	TookMS     int64 `json:"took_ms"`
+}
+
+// InstalledWheel is one wheel the host wrote into the sandbox.
+type InstalledWheel struct {
+	File string `json:"file"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}

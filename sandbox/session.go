@@ -177,6 +177,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer func() { <-s.turn }()
 
+	ctx = context.WithValue(ctx, sessionKey{}, s) // for the host's answers (Current)
 	start := time.Now()
 	c, err := s.container(ctx)
 	if err != nil {

@@ -47,6 +47,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Output:         s.output,
 		Version:        version(),
 		Log:            log,
+		Packages:       a.packagesFor(s),
 	})
 	return a
 }

@@ -71,6 +71,7 @@ func (c *cli) doctor(s *settings, asJSON bool) int {
 		checks = append(checks, sandboxChecks(ctx, a, eng)...)
 	}
 	checks = append(checks, serverChecks(ctx, a)...)
+	checks = append(checks, packagesCheck(ctx, a.bridge.Packages()))
 
 	broken := 0
 	for _, ch := range checks {

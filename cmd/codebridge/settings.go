@@ -35,6 +35,7 @@ type settings struct {
 	stateDir    string // the root of codebridge's state on the host; not created yet
 	logLevel    slog.Level
 	logJSON     bool
+	pip         []string // the command that runs pip on the host (on-demand packages)
 	// home is the home directory ($HOME); empty means the user's.
 	home string
 	// ignored lists the Python bridge's settings that were given and have
@@ -57,7 +58,7 @@ type setting struct {
 // The knob groups commands pick from.
 var (
 	serverKnobs  = []string{"config", "call-timeout"}
-	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime"}
+	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime", "pip"}
 	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
 	logKnobs     = []string{"log-level", "log-format"}
 )
@@ -138,7 +139,7 @@ var knobs = []setting{
 			s.outputLimit = int(n)
 			return err
 		}},
-	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge); nothing is kept there yet",
+	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): the wheel cache of on-demand packages is kept there",
 		func(s *settings, v string) error { s.stateDir = v; return nil }},
 	{"log-level", []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, "", "level", "debug, info, warn or error (logs go to stderr)",
 		func(s *settings, v string) error {
@@ -163,6 +164,14 @@ var knobs = []setting{
 				s.logJSON = true
 			default:
 				return fmt.Errorf("%q is not a log format: use text or json", v)
+			}
+			return nil
+		}},
+	{"pip", []string{"CODEBRIDGE_PIP"}, "python3 -m pip", "command", "the command that runs pip on the host, for runtime.install (packages on demand)",
+		func(s *settings, v string) error {
+			s.pip = strings.Fields(v)
+			if len(s.pip) == 0 {
+				return fmt.Errorf("%q is not a command: give one such as \"python3 -m pip\"", v)
 			}
 			return nil
 		}},

@@ -113,6 +113,8 @@ def _serve(channel, output, executor, procs, frame):
         if not isinstance(code, str):
             status, value, error, data = "error", None, "exec frame without code\n", None
         else:
+            from mcp._packages import before_cell
+            before_cell(output.stderr)  # configured packages the host had no wheels for at start
             status, value, error, data = executor.run(cell, code, frame.get("render") == "toon")
         note = procs.end(channel.interrupted == cell)
         if note:
@@ -157,6 +159,8 @@ def main():
             from mcp._files import write_files
             for err in write_files(hello["files"]):
                 channel.log("warning", f"a file from the host was not written: {err}")
+        from mcp import _packages
+        _packages.start(channel.log)  # configured packages; a kept workspace's packages on sys.path
         namespace = build_namespace(hello.get("servers"), channel)
         executor = Executor(channel, namespace)
         procs = Cells()

@@ -27,6 +27,7 @@ __all__ = [
     "list_tools_sync", "describe_server", "list_loaded_server_metadata", "query_tool_docs",
     "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync", "capability_summary",
     "call_tool", "call_tool_sync", "start_servers", "start_servers_sync", "display",
+    "install", "install_sync",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -324,6 +325,10 @@ query_tool_docs_sync = query_tool_docs.sync
 search_tool_docs_sync = search_tool_docs.sync
 call_tool_sync = call_tool.sync
 start_servers_sync = start_servers.sync
+
+from mcp._packages import install as _install_plan  # noqa: E402  (packages on demand)
+install = twin(_install_plan)
+install_sync = install.sync
 
 
 # ---- manual ------------------------------------------------------------

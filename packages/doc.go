@@ -1,0 +1,19 @@
+// Package packages fetches Python wheels on the host for the sandbox, so
+// that code in a sandbox without a network can install packages on demand.
+//
+// The sandbox's runtime reports what it can run (a [Target]: Python
+// version, implementation, ABI and platform tags). An [Installer] checks
+// the requested names against the allow-list, then resolves and downloads
+// wheels with pip on the host (pip download --only-binary=:all: with the
+// target's tags: pip is the resolver, and no package code ever runs on the
+// host, since only wheels are fetched and nothing is built), from the
+// index the user configured (pip's own configuration, or the package_index
+// setting). Downloaded wheels go into a cache under the state directory's
+// packages/ entry, each stored under its SHA-256, and each resolution is
+// recorded under a key that hashes the request, the target and the index,
+// so that the same request again is answered from the cache without
+// running pip or touching the network.
+//
+// The bridge sends the wheels into the sandbox through the frame channel;
+// the runtime unpacks them (pyruntime/mcp/_packages.py).
+package packages
