@@ -253,6 +253,10 @@ class Channel:
             from mcp._files import write_files
             errors = write_files(frame.get("files"))
             self.send({"t": "stored", "id": frame.get("id"), "error": "; ".join(errors)})
+        elif kind == "get":  # the host reads a workspace file (resources/read)
+            import threading
+            from mcp._files import read_file
+            threading.Thread(target=lambda: self.send(read_file(frame)), daemon=True).start()
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
 
