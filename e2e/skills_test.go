@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A skill saved in one bridge is imported, called (it calls an upstream
+// tool) and found by search in a new bridge with a new container.
+func TestSkillAcrossBridges(t *testing.T) {
+	needEnv(t)
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	first := startBridge(t, h)
+	saved := first.ok(`
+import functools
+OFFSET = 100
+
+def logged(f):
+    @functools.wraps(f)
+    async def wrapper(*args, **kwargs):
+        return ("logged", await f(*args, **kwargs))
+    return wrapper
+
+@logged
+async def add_offset(a, b=2):
+    "Adds two numbers with the stub server, plus a fixed offset."
+    return int(await mcp_stub.add(a=a, b=b)) + OFFSET
+
+print(runtime.save_skill("add_offset", add_offset)["name"])
+print(runtime.save_tool("triple", "def triple(x):\n    return 3 * x\n", "Triples a number.")["name"])
+`)
+	mustContain(t, saved, "add_offset", "triple")
+	firstContainers := containersOf(t, first.pid)
+	first.close()
+
+	second := startBridge(t, h)
+	got := second.ok(`
+from skills import add_offset
+print(await add_offset(1))
+print(skills.triple(5))
+hits = await runtime.search_tool_docs("offset numbers", limit=3)
+print([(x.get("skill"), x["python"]) for x in hits][0])
+print(sorted(s["name"] for s in runtime.list_skills()))
+`)
+	mustContain(t, got, "('logged', 103)", "15", "(True, 'skills.add_offset')", "['add_offset', 'triple']")
+	if c := containersOf(t, second.pid); len(c) != 1 || len(firstContainers) != 1 || c[0].ID == firstContainers[0].ID {
+		t.Fatalf("the second bridge should run a new container: %v then %v", firstContainers, c)
+	}
+	manual := readResource(t, second, "codebridge://manual")
+	mustContain(t, manual.Text, "add_offset, triple")
+}
+
+// Source that does not compile, a bad name and an oversized skill are
+// refused with clear errors; a stored skill that fails to import is
+// reported in the cell that imports it, and the sandbox goes on.
+func TestSkillErrors(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	b := startBridge(t, h)
+	cases := []struct{ code, want string }{
+		{`runtime.save_skill("broken", "def broken(:\n    pass\n")`, "does not compile"},
+		{`runtime.save_skill("../evil", "x = 1")`, "is not a skill name"},
+		{`runtime.save_skill("class", "x = 1")`, "keyword"},
+		{`runtime.save_skill("big", "def big():\n    pass\n" + "#" * 70000 + "\n")`, "a skill may have at most 65536"},
+		{`runtime.save_skill("other", "def named():\n    pass\n")`, "does not define 'other'"},
+		{"import threading\nlock = threading.Lock()\ndef locked():\n    return lock\nruntime.save_skill('locked', locked)", "cannot be written as source"},
+	}
+	for _, c := range cases {
+		r := b.run(c.code)
+		if !r.isError || !strings.Contains(r.text, c.want) {
+			t.Errorf("%s:\nwant an error with %q, got:\n%s", c.code, c.want, r.text)
+		}
+	}
+	dir := filepath.Join(h, ".local", "state", "codebridge", "skills")
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("refused skills were stored: %v", entries)
+	}
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "fails.py"), []byte("def fails():\n    pass\nraise RuntimeError('boom at import')\n"), 0o600)
+	b2 := startBridge(t, h)
+	r := b2.run("from skills import fails")
+	if !r.isError || !strings.Contains(r.text, "skill 'fails' failed to import: RuntimeError: boom at import") {
+		t.Fatalf("a broken skill should fail its import clearly:\n%s", r.text)
+	}
+	mustContain(t, b2.ok("print('still here')"), "still here")
+}
+
+// readResource reads one resource through the bridge's MCP client.
+func readResource(t *testing.T, b *bridge, uri string) *mcp.ResourceContents {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("resources/read %s: %v", uri, err)
+	}
+	return res.Contents[0]
+}
+
+// volume returns a workspace volume name for this test, removed at its end.
+func volume(t *testing.T) string {
+	name := fmt.Sprintf("cbtest-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		engine := os.Getenv("CODEBRIDGE_ENGINE")
+		if engine == "" || engine == "auto" {
+			engine = "podman"
+		}
+		_ = exec.Command(engine, "volume", "rm", "-f", name).Run()
+	})
+	return name
+}
+
+// A file written in one bridge is there in the next with a persistent
+// workspace (volume or host directory), and gone with the ephemeral one;
+// a second bridge on a workspace in use is refused.
+func TestWorkspacePersists(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	write := `open("/workspace/note.txt", "w").write("kept"); print("written")`
+	read := `import os; print("exists" if os.path.exists("/workspace/note.txt") else "gone")`
+	dir := filepath.Join(t.TempDir(), "ws")
+	for name, ws := range map[string]string{"volume": volume(t), "directory": dir, "ephemeral": "ephemeral"} {
+		t.Run(name, func(t *testing.T) {
+			env := "CODEBRIDGE_WORKSPACE=" + ws
+			a := startBridge(t, h, env)
+			mustContain(t, a.ok(write), "written")
+			if ws != "ephemeral" {
+				busy := startBridge(t, h, env)
+				r := busy.run("print(1)")
+				if !r.isError || !strings.Contains(r.text, "is in use by another codebridge") {
+					t.Fatalf("a second bridge on a workspace in use should be refused:\n%s", r.text)
+				}
+				busy.close()
+			}
+			a.close()
+			want := map[bool]string{true: "gone", false: "exists"}[ws == "ephemeral"]
+			mustContain(t, startBridge(t, h, env).ok(read), want)
+		})
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || string(data) != "kept" {
+		t.Fatalf("the host directory workspace should hold the file, readable by the user: %q, %v", data, err)
+	}
+}
