@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,5 +149,149 @@ func TestWorkspacePersists(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "note.txt")); err != nil || string(data) != "kept" {
 		t.Fatalf("the host directory workspace should hold the file, readable by the user: %q, %v", data, err)
+	}
+}
+
+// inspector runs the MCP Inspector CLI against codebridge and returns its
+// JSON output.
+func inspector(t *testing.T, h string, env []string, args ...string) map[string]any {
+	t.Helper()
+	bin := filepath.Join(repoRoot, "testdata/npm/node_modules/.bin/mcp-inspector")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--cli", binary}, args...)...)
+	cmd.Env = append(testEnv(h), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inspector %v: %v\n%s", args, err, out)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("inspector %v: not JSON: %v\n%s", args, err, out)
+	}
+	return v
+}
+
+// A CSV and a PNG the code shares are read through resources/read by the
+// MCP Inspector CLI, byte for byte; '..' and symlink escapes are refused.
+func TestSharedFilesThroughInspector(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	env := []string{"CODEBRIDGE_WORKSPACE=" + volume(t)}
+	csv := "city,temp\nOslo,-3\nLisboa,17\n"
+	png := tinyPNG()
+	code := fmt.Sprintf(`import base64, os
+os.makedirs("/workspace/out", exist_ok=True)
+open("/workspace/out/temps.csv", "w").write(%q)
+open("/workspace/out/chart.png", "wb").write(base64.b64decode(%q))
+runtime.share("out/temps.csv")
+display("/workspace/out/chart.png")
+os.symlink("/etc/passwd", "/workspace/out/passwd")
+os.symlink("/etc", "/workspace/etc")
+print("shared")`, csv, base64.StdEncoding.EncodeToString(png))
+	res := inspector(t, h, env, "--method", "tools/call", "--tool-name", "run_python", "--tool-arg", "code="+code)
+	text, _ := json.Marshal(res)
+	mustContain(t, string(text), `"type":"resource_link"`, `"uri":"codebridge://workspace/out/temps.csv"`, `"mimeType":"text/csv"`)
+
+	read := func(uri string) map[string]any {
+		out := inspector(t, h, env, "--method", "resources/read", "--uri", uri)
+		return out["contents"].([]any)[0].(map[string]any)
+	}
+	if got := read("codebridge://workspace/out/temps.csv"); got["text"] != csv {
+		t.Fatalf("the CSV differs: %v", got)
+	}
+	got := read("codebridge://workspace/out/chart.png")
+	blob, err := base64.StdEncoding.DecodeString(fmt.Sprint(got["blob"]))
+	if err != nil || string(blob) != string(png) || got["mimeType"] != "image/png" {
+		t.Fatalf("the PNG differs (%v): %v", err, got)
+	}
+
+	b := startBridge(t, h, env...)
+	for uri, want := range map[string]string{
+		"codebridge://workspace/../etc/passwd":     "'..' is not allowed",
+		"codebridge://workspace/%2e%2e/etc/passwd": "'..' is not allowed",
+		"codebridge://workspace/out/passwd":        "is a symlink",
+		"codebridge://workspace/etc/passwd":        "is outside /workspace",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("reading %s: want an error with %q, got %v", uri, want, err)
+		}
+	}
+	r := b.run(`runtime.share("/etc/passwd")`)
+	if !r.isError || !strings.Contains(r.text, "is outside /workspace") {
+		t.Fatalf("sharing a file outside the workspace should fail:\n%s", r.text)
+	}
+	b.ok(`open("big.bin", "wb").write(b"x" * (33 << 20))`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codebridge://workspace/big.bin"}); err == nil || !strings.Contains(err.Error(), "at most 32 MiB can be read") {
+		t.Fatalf("a file over the cap should be refused clearly: %v", err)
+	}
+	list, err := b.cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(list.ResourceTemplates) == 0 || list.ResourceTemplates[0].URITemplate != "codebridge://workspace/{+path}" {
+		t.Fatalf("the workspace template is not listed: %v %v", list, err)
+	}
+}
+
+// tinyPNG is a valid 1x1 PNG.
+func tinyPNG() []byte {
+	b, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+	return b
+}
+
+// The files a shared are listed by resources/list, and exec --out copies
+// them to the host.
+func TestExecOutAndResourceList(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	out := t.TempDir()
+	stdout, stderr, code := cli(t, h, "open('r.txt','w').write('report'); runtime.share('r.txt')\n", nil, "exec", "--out", out, "-")
+	if code != 0 {
+		t.Fatalf("exec --out: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "r.txt")); err != nil || string(data) != "report" {
+		t.Fatalf("exec --out did not copy the shared file: %q %v\n%s", data, err, stderr)
+	}
+	b := startBridge(t, h)
+	b.ok("open('a.json','w').write('{}'); runtime.share('a.json')")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := b.cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	mustContain(t, strings.Join(uris, " "), "codebridge://workspace/a.json")
+}
+
+// A read-only mount is readable and not writable; a refused mount says why.
+func TestMounts(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	proj := filepath.Join(t.TempDir(), "proj")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "README"), []byte("project notes"), 0o644)
+	code := "print(open('/mnt/proj/README').read())\ntry:\n    open('/mnt/proj/new', 'w')\nexcept OSError as e:\n    print('not writable:', e.strerror)\n"
+	stdout, stderr, exit := cli(t, h, code, nil, "exec", "--mount", proj, "-")
+	if exit != 0 {
+		t.Fatalf("exit %d\n%s\n%s", exit, stdout, stderr)
+	}
+	mustContain(t, stdout, "project notes", "not writable: Read-only file system")
+	for _, c := range []struct{ mount, want string }{
+		{"/", "/ is the whole host"},
+		{h, "codebridge's server configuration (~/MCPs)"},
+		{"/run", "engine's socket"},
+		{proj + ":/proc/x", "is the sandbox's own"},
+	} {
+		_, stderr, exit := cli(t, h, "print(1)\n", nil, "exec", "--mount", c.mount, "-")
+		if exit != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("--mount %s: exit %d, want 2 and %q:\n%s", c.mount, exit, c.want, stderr)
+		}
 	}
 }
