@@ -35,6 +35,8 @@ type Options struct {
 	Log *slog.Logger
 	// Packages are on-demand installs (packages.go); nil turns them off.
 	Packages *Packages
+	// Skills is where saved skills are kept; nil keeps none.
+	Skills *skillStore
 }
 
 // Bridge serves run_python over MCP. It owns its sandbox session (stdio
@@ -69,6 +71,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
 	b.host = newSandboxHost(pool, opts.Log)
 	b.host.packages = opts.Packages
+	b.host.skills = opts.Skills
 	b.sess = sandboxes.NewSession(cfg, b.host)
 	return b
 }
@@ -86,6 +89,7 @@ func (b *Bridge) Server() *mcp.Server {
 	})
 	s.AddTool(tool(), b.runPython)
 	s.AddResource(manualResource(), b.readManual)
+	b.addWorkspace(s)
 	return s
 }
 
@@ -133,12 +137,15 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 	if onOutput != nil {
 		ctx = withOutput(ctx, onOutput)
 	}
+	ctx, shared := withShares(ctx)
 	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
 		return errorResult("%v", err)
 	}
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	return render(res, timeout)
+	out := render(res, timeout)
+	out.Content = append(out.Content, shared.links()...)
+	return out
 }
 
 // startServers starts the named servers in parallel. It returns an error

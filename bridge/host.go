@@ -22,10 +22,13 @@ type sandboxHost struct {
 
 	mu       sync.Mutex
 	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
+
+	skills *skillStore  // saved skills; nil keeps none
+	files  *sharedFiles // the workspace files the code shared
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
-	return &sandboxHost{pool: pool, log: log, toolGens: map[string]uint64{}}
+	return &sandboxHost{pool: pool, log: log, toolGens: map[string]uint64{}, files: newSharedFiles()}
 }
 
 // Servers are the configured upstreams, in config order.
@@ -37,9 +40,11 @@ func (h *sandboxHost) Servers() []protocol.ServerInfo {
 	return out
 }
 
-// StartFiles are the files every new sandbox gets: the configured
-// packages (packages.go).
-func (h *sandboxHost) StartFiles() []protocol.File { return h.packages.startFiles(h.log) }
+// StartFiles are the files every new sandbox gets: the saved skills and
+// the configured packages.
+func (h *sandboxHost) StartFiles() []protocol.File {
+	return append(h.skillFiles(), h.packages.startFiles(h.log)...)
+}
 
 // Stale names the upstreams whose tool lists changed since the sandbox
 // last heard (they said so, or restarted), so that the runtime drops its

@@ -40,5 +40,5 @@ func (b *Bridge) Manual() string {
 	if python == "" {
 		python = "3"
 	}
-	return strings.NewReplacer("{python}", python, "{servers}", servers, "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", b.host.skillNames(), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
 }

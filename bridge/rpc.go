@@ -22,6 +22,10 @@ var methods = map[string]method{
 	protocol.MStartServers: typed(startServers),
 	protocol.MSearchTools:  typed(searchTools),
 	protocol.MInstall:      typed(install),
+	protocol.MSaveSkill:    typed(saveSkill),
+	protocol.MListSkills:   typed(listSkills),
+	protocol.MDeleteSkill:  typed(deleteSkill),
+	protocol.MShare:        typed(share),
 }
 
 // typed decodes a method's parameters into P, once, and sends a request
@@ -97,9 +101,12 @@ func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsPara
 		p.Limit = 5
 	}
 	entries, down := h.pool.Catalogue(ctx, searchWait)
+	entries, skills := h.withSkills(entries)
 	out := []any{}
 	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {
-		out = append(out, SearchHit(hit, p.Detail == "full"))
+		r := SearchHit(hit, p.Detail == "full")
+		r.Skill = skills[hit.Tool]
+		out = append(out, r)
 	}
 	for _, d := range down {
 		out = append(out, protocol.SearchDown{Server: d.Server, Unavailable: d.Err.Error()})

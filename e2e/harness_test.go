@@ -147,6 +147,9 @@ func home(t *testing.T, files map[string]map[string]server) string {
 // image storage and configuration under the real home.
 func testEnv(homeDir string) []string {
 	env := append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage)
+	// Tests share one engine: each keeps its files to itself unless it
+	// names a workspace (the default volume is one per user).
+	env = append(env, "CODEBRIDGE_WORKSPACE=ephemeral")
 	if real, err := os.UserHomeDir(); err == nil {
 		if os.Getenv("XDG_DATA_HOME") == "" {
 			env = append(env, "XDG_DATA_HOME="+filepath.Join(real, ".local", "share"))

@@ -119,6 +119,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TResult: decodeAs[Result], TReady: decodeAs[Ready], TOut: decodeAs[Out],
 	TImage: decodeAs[Image], TRPC: decodeAs[RPC], TDone: decodeAs[Done], TLog: decodeAs[Log],
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
+	TGet: decodeAs[Get], TGot: decodeAs[Got],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

@@ -66,6 +66,8 @@ type SearchHit struct {
 	Score        float64 `json:"score"`
 	InputSchema  any     `json:"inputSchema,omitempty"`
 	OutputSchema any     `json:"outputSchema,omitempty"`
+	// Skill is true for a saved skill (Tool is its name; Server is empty).
+	Skill bool `json:"skill,omitempty"`
 }
 
 // SearchDown names a server that could not be searched; such entries come

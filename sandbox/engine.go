@@ -89,6 +89,12 @@ type ContainerSpec struct {
 	Limits Limits
 	// User is the uid:gid the code runs as. Empty means "65534:65534".
 	User string
+	// Workspace, when set, is mounted at /workspace in place of a tmpfs,
+	// so that the files outlive the container; a second live sandbox
+	// with the same workspace is refused ([WorkspaceBusyError]).
+	Workspace *Mount
+	// Mounts are more host directories or volumes for the code.
+	Mounts []Mount
 }
 
 // Engine is a container engine that can run the sandbox.

@@ -36,6 +36,10 @@ type mobyEngine struct {
 	seccompMu  sync.Mutex
 	seccompOpt string
 
+	// Whether the engine is rootless, asked once (see isRootless).
+	rootlessOnce sync.Once
+	rootless     bool
+
 	// A Podman service this engine started, or nil.
 	service       *exec.Cmd
 	serviceDir    string
@@ -114,6 +118,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		AttachStderr: true,
 	}
 	hc := hostConfig(spec.Limits)
+	if err := e.applyMounts(ctx, spec, cfg, hc); err != nil {
+		return nil, err
+	}
 	seccompOpt, err := e.seccompOption(ctx)
 	if err != nil {
 		return nil, err
@@ -147,6 +154,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		return nil, err
 	}
 	if err := e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
+		return fail(err)
+	}
+	if err := e.claim(ctx, created.ID, spec.Workspace); err != nil {
 		return fail(err)
 	}
 	// Attach before start, so that not a byte of output is missed.

@@ -74,6 +74,11 @@ type Config struct {
 	// file in the workspace, which the cut output names. Zero means
 	// [DefaultOutputLimit].
 	OutputLimit int
+	// Workspace, when set, is the persistent /workspace (a volume or a
+	// host directory); nil means a tmpfs that ends with the container.
+	Workspace *Mount
+	// Mounts are more host directories or volumes for the code.
+	Mounts []Mount
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
 }
@@ -228,6 +233,7 @@ type live struct {
 	putMu   sync.Mutex
 	putID   int64
 	putWait map[int64]chan string // Put id -> its Stored error
+	getWait map[int64]chan protocol.Got
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -272,8 +278,10 @@ func (s *Session) spec(image string) ContainerSpec {
 			"HOME=/workspace", "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8",
 			"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg",
 		},
-		Limits: s.cfg.Limits,
-		User:   s.cfg.User,
+		Limits:    s.cfg.Limits,
+		User:      s.cfg.User,
+		Workspace: s.cfg.Workspace,
+		Mounts:    s.cfg.Mounts,
 	}
 }
 
@@ -329,6 +337,9 @@ func (c *live) read(log *slog.Logger) {
 			continue
 		case protocol.Stored:
 			c.stored(f)
+			continue
+		case protocol.Got:
+			c.got(f)
 			continue
 		}
 		select {

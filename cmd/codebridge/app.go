@@ -8,7 +8,9 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
 )
 
@@ -39,6 +41,8 @@ func newApp(s *settings, stderr io.Writer) *app {
 		User:        s.user,
 		Limits:      s.limits,
 		OutputLimit: s.outputLimit,
+		Workspace:   s.sandboxWS,
+		Mounts:      s.extraMounts,
 		Log:         log,
 	}
 	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, bridge.Options{
@@ -48,6 +52,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Version:        version(),
 		Log:            log,
 		Packages:       a.packagesFor(s),
+		Skills:         skills.Open(statedir.Dir(s.stateDir)),
 	})
 	return a
 }

@@ -17,6 +17,7 @@ import (
 
 func (c *cli) execCommand() *cobra.Command {
 	var servers []string
+	var outDir string
 	cmd := &cobra.Command{
 		Use:   "exec FILE|-",
 		Short: "Run Python through the sandbox, as run_python would, and print its output",
@@ -25,8 +26,14 @@ and print what the model would read. The exit code is 1 when the code failed.`,
 		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
-	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, logKnobs)
+	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, logKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
+		if err := s.prepareWorkspace(c.getenv); err != nil {
+			fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
+			return 2
+		}
+		c.outDir = outDir
 		return c.exec(s, args[0], servers, s.timeout)
 	})
 }
@@ -68,9 +75,15 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 			}
 		case *mcp.ImageContent:
 			fmt.Fprintf(c.stdout, "[image: %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(c.stdout, "[shared: %s]\n", ct.URI)
 		}
 	}
-	if res.IsError {
+	failed := res.IsError
+	if c.outDir != "" && !c.copyShared(ctx, a, res) {
+		failed = true
+	}
+	if failed {
 		return 1
 	}
 	return 0

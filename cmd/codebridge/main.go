@@ -12,6 +12,7 @@
 //	codebridge exec FILE|-        run Python through the sandbox
 //	codebridge image build        build the sandbox image
 //	codebridge import             copy MCP servers from other clients' configs
+//	codebridge skills             list, show or delete saved skills
 //	codebridge version            print the version
 //
 // Upstream servers are read from ~/MCPs/*.json (and --config files) in the
@@ -47,6 +48,7 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	outDir         string // exec --out
 }
 
 // exitCode is an error that ends the program with a given code; the
@@ -116,6 +118,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		c.execCommand(),
 		c.imageCommand(),
 		c.importCommand(),
+		c.skillsCommand(),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -23,7 +24,7 @@ func (c *cli) serveCommand() *cobra.Command {
 clients start; "codebridge" alone does the same.`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, []string{"state-dir"}, logKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs)
 	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) int { return c.serve(s) })
 }
 
@@ -31,6 +32,10 @@ clients start; "codebridge" alone does the same.`,
 // SIGINT or SIGTERM arrives; then it removes the container and stops the
 // upstreams.
 func (c *cli) serve(s *settings) int {
+	if err := s.prepareWorkspace(c.getenv); err != nil {
+		fmt.Fprintf(c.stderr, "codebridge serve: %v\n", err)
+		return 2
+	}
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	a.log.Debug("state directory", "dir", s.stateDir)

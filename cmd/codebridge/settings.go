@@ -32,7 +32,13 @@ type settings struct {
 	user        string
 	output      string
 	outputLimit int
-	stateDir    string // the root of codebridge's state on the host; not created yet
+	stateDir    string // the root of codebridge's state on the host
+	workspace   workspaceSetting
+	mounts      []sandbox.Mount
+	// sandboxWS and extraMounts are the checked workspace and mounts,
+	// set by prepareWorkspace for the commands that run code.
+	sandboxWS   *sandbox.Mount
+	extraMounts []sandbox.Mount
 	logLevel    slog.Level
 	logJSON     bool
 	pip         []string // the command that runs pip on the host (on-demand packages)
@@ -61,6 +67,8 @@ var (
 	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime", "pip"}
 	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
 	logKnobs     = []string{"log-level", "log-format"}
+	// workspaceKnobs are taken by the commands that run code.
+	workspaceKnobs = []string{"workspace", "mount"}
 )
 
 // Log levels by default: the server logs what it does; the other commands
@@ -139,8 +147,24 @@ var knobs = []setting{
 			s.outputLimit = int(n)
 			return err
 		}},
-	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): the wheel cache of on-demand packages is kept there",
+	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages",
 		func(s *settings, v string) error { s.stateDir = v; return nil }},
+	{"workspace", []string{"CODEBRIDGE_WORKSPACE"}, DefaultWorkspace, "where", "the sandbox's /workspace: an engine volume name, a host directory (a path), or ephemeral",
+		func(s *settings, v string) (err error) { s.workspace, err = parseWorkspace(v); return }},
+	{"mount", []string{"CODEBRIDGE_MOUNTS"}, "", "HOST[:CONTAINER][:ro|rw]", "a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list",
+		func(s *settings, v string) error {
+			for _, one := range strings.Split(v, ";") {
+				if one = strings.TrimSpace(one); one == "" {
+					continue
+				}
+				m, err := parseMount(one)
+				if err != nil {
+					return err
+				}
+				s.mounts = append(s.mounts, m)
+			}
+			return nil
+		}},
 	{"log-level", []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, "", "level", "debug, info, warn or error (logs go to stderr)",
 		func(s *settings, v string) error {
 			v = strings.ToLower(v)
@@ -216,7 +240,7 @@ type flagValue struct {
 func (f *flagValue) String() string { return f.def }
 func (f *flagValue) Type() string   { return f.k.typ }
 func (f *flagValue) Set(v string) error {
-	if f.k.flag != "config" && len(f.vals) > 0 {
+	if f.k.flag != "config" && f.k.flag != "mount" && len(f.vals) > 0 {
 		return fmt.Errorf("given twice")
 	}
 	if err := f.k.set(&settings{}, v); err != nil {
@@ -262,7 +286,7 @@ func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
 		if fv := sf.values[k.flag]; fv != nil && k.flag != "" {
 			flagVals = fv.vals
 		}
-		if len(flagVals) == 0 || k.flag == "config" { // config: flags add to the variables
+		if len(flagVals) == 0 || k.flag == "config" || k.flag == "mount" { // config, mount: flags add to the variables
 			val, src := k.def, "default"
 			for _, env := range k.envs {
 				if v := getenv(env); v != "" {

@@ -256,6 +256,10 @@ class Channel:
             if errors:
                 stored["error"] = "; ".join(errors)
             self.send(stored)
+        elif kind == "get":  # the host reads a workspace file (resources/read)
+            import threading
+            from mcp._files import read_file
+            threading.Thread(target=lambda: self.send(read_file(frame)), daemon=True).start()
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
 

@@ -71,6 +71,8 @@ def build_namespace(hello_servers, channel):
     # The Python peer's names: mcp_servers["original name"] is the proxy.
     ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
     _bind_toon(ns)
+    from mcp import _skills
+    _skills.install(ns)   # last: skills get the names above
     return ns
 
 

@@ -5,7 +5,9 @@ results: the pictures in it are shown), PNG/JPEG/GIF/WebP/SVG bytes (the
 format is sniffed from the bytes), a file path (``str`` or ``Path``), a
 ``data:image/...;base64,`` URL, a matplotlib figure, axes or ``pyplot``
 itself (the current figure, saved as PNG), and any object with
-``_repr_png_``/``_repr_jpeg_`` (PIL images, for example).
+``_repr_png_``/``_repr_jpeg_`` (PIL images, for example). A path to a
+file that is not a picture (a CSV, a PDF) is shared instead: the result
+links to it (see :func:`mcp._share.share`).
 """
 
 import base64
@@ -50,6 +52,10 @@ def _matplotlib_png(obj):
     return buf.getvalue()
 
 
+class _NotAnImage(ValueError):
+    """A file that display() shares instead of showing."""
+
+
 def _from_path(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -60,7 +66,7 @@ def _from_path(path):
         if guess and guess.startswith("image/"):
             mime = guess
     if mime is None:
-        raise ValueError(f"display(): {os.fspath(path)!r} is not a PNG, JPEG, GIF, WebP or SVG image")
+        raise _NotAnImage(f"display(): {os.fspath(path)!r} is not a PNG, JPEG, GIF, WebP or SVG image")
     return data, mime
 
 
@@ -105,10 +111,16 @@ def display(*objs):
     display("/tmp/chart.png")       # a file
     display(fig)                    # a matplotlib figure (or plt for the current one)
     display(a, b, c)                # several; text items of a result list are skipped
+    display("/workspace/out.csv")   # not a picture: shared, the result links to it
     """
     channel = _channel.get()
-    pictures = [p for obj in objs for p in _pictures(obj)]
-    if not pictures and any(isinstance(o, (list, tuple)) for o in objs):
+    pictures, files = [], []
+    for obj in objs:
+        try:
+            pictures.extend(_pictures(obj))
+        except _NotAnImage:
+            files.append(obj)
+    if not pictures and not files and any(isinstance(o, (list, tuple)) for o in objs):
         raise TypeError("display(): no image in the list")
     cell = channel.exec_id
     if cell is None:
@@ -117,3 +129,7 @@ def display(*objs):
     for data, mime in pictures:
         channel.send({"t": "image", "id": cell, "mime": mime,
                       "data": base64.b64encode(data).decode("ascii")})
+    if files:
+        from mcp._share import share
+        for path in files:
+            share(path)

@@ -19,6 +19,8 @@ from mcp import _proxy
 from mcp._results import Audio, BridgeError, Image, MCPError, ToolError, convert
 from mcp._twin import run_sync, twin
 from mcp.display import display
+from mcp._share import share
+from mcp._skills import delete_skill, list_skills, save_skill, save_tool
 
 # The functions only, so that help(runtime) is about them; the classes
 # (MCPError, BridgeError, ToolError, Image, Audio) are attributes too.
@@ -28,6 +30,7 @@ __all__ = [
     "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync", "capability_summary",
     "call_tool", "call_tool_sync", "start_servers", "start_servers_sync", "display",
     "install", "install_sync",
+    "save_skill", "save_tool", "list_skills", "delete_skill", "share",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -144,6 +147,15 @@ def _search_result(entry, detail):
     return doc
 
 
+def _skill_result(entry):
+    """A saved skill among search results: marked ``skill: True``; ``python``
+    is the name to use (``skills.<name>``)."""
+    name = entry.get("tool")
+    return {"skill": True, "name": name, "tool": name, "python": f"skills.{name}",
+            "summary": _summary(entry.get("description")),
+            "description": entry.get("description") or "", "score": entry.get("score")}
+
+
 def _search_results(entries, detail):
     results = []
     for entry in entries or ():
@@ -151,6 +163,8 @@ def _search_results(entries, detail):
             continue
         if "unavailable" in entry:
             results.append({"server": entry.get("server"), "unavailable": entry["unavailable"]})
+        elif entry.get("skill"):
+            results.append(_skill_result(entry))
         else:
             results.append(_search_result(entry, detail))
     return results
@@ -160,7 +174,7 @@ def _searched_servers(entries):
     """The known servers in search results."""
     found = []
     for entry in entries or ():
-        if isinstance(entry, dict) and "unavailable" not in entry:
+        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill"):
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
@@ -338,7 +352,9 @@ def capability_summary():
     show images."""
     import pkgutil
     import sys
+    from mcp._skills import names
     listed = [f"{s.name} ({s.python})" for s in _proxy.servers()]
     manual = pkgutil.get_data("mcp", "MANUAL.txt").decode("utf-8")
     return manual.format(python=sys.version.split()[0],
-                          servers=", ".join(listed) if listed else "none configured")
+                          servers=", ".join(listed) if listed else "none configured",
+                          skills=", ".join(names()) or "none saved yet")

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/skills"
+	"github.com/spf13/cobra"
+)
+
+// skillsCommand lists, shows and deletes the skills agents saved.
+func (c *cli) skillsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "skills [list|show NAME|rm NAME]",
+		Short: "List, show or delete the skills saved with runtime.save_skill",
+		Long: `List, show or delete the skills saved with runtime.save_skill. Each is a
+readable .py file in the skills directory of the state directory; every new
+sandbox gets them all. "codebridge skills" alone lists them.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0 || len(args) == 1 && args[0] == "list":
+				return nil
+			case len(args) == 2 && (args[0] == "show" || args[0] == "rm"):
+				return nil
+			}
+			return usageError{"give list, show NAME or rm NAME"}
+		},
+	}
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	names := slices.Concat([]string{"state-dir"}, logKnobs)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
+		store := skills.Open(statedir.Dir(s.stateDir))
+		if len(args) == 0 || args[0] == "list" {
+			return c.listSkills(store, asJSON)
+		}
+		if args[0] == "show" {
+			return c.showSkill(store, args[1], asJSON)
+		}
+		sk, err := store.Delete(args[1])
+		if err != nil {
+			fmt.Fprintf(c.stderr, "codebridge skills rm: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(c.stdout, "deleted skill %s\n", sk.Name)
+		return 0
+	})
+}
+
+func (c *cli) listSkills(store *skills.Store, asJSON bool) int {
+	list, err := store.List()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge skills: %v\n", err)
+	}
+	if asJSON {
+		out := []any{}
+		for _, sk := range list {
+			out = append(out, sk.Info())
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(c.stdout, string(b))
+	} else if len(list) == 0 {
+		fmt.Fprintf(c.stdout, "no skills saved (in %s); save one from the sandbox with runtime.save_skill(name, function)\n", store.Dir())
+	}
+	for _, sk := range list {
+		if !asJSON {
+			desc, _, _ := strings.Cut(sk.Description, "\n")
+			fmt.Fprintf(c.stdout, "%-24s %s\n", sk.Name, desc)
+		}
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) int {
+	sk, err := store.Get(name)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge skills show: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]any{"name": sk.Name, "description": sk.Description, "source": sk.Source}, "", "  ")
+		fmt.Fprintln(c.stdout, string(b))
+		return 0
+	}
+	fmt.Fprintf(c.stdout, "# %s\n", sk.Name)
+	if sk.Description != "" {
+		fmt.Fprintf(c.stdout, "# %s\n", strings.ReplaceAll(sk.Description, "\n", "\n# "))
+	}
+	fmt.Fprint(c.stdout, "\n"+sk.Source)
+	return 0
+}

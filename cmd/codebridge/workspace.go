@@ -1,0 +1,259 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// DefaultWorkspace is the engine volume that holds /workspace unless told
+// otherwise: files outlive the bridge, on local and remote engines alike.
+const DefaultWorkspace = "codebridge-workspace"
+
+// ephemeralNames are the --workspace values that keep /workspace in a
+// tmpfs that ends with the sandbox.
+var ephemeralNames = map[string]bool{"ephemeral": true, "none": true, "tmpfs": true}
+
+// workspaceSetting is what --workspace asked for: nothing (ephemeral), an
+// engine volume, or a host directory.
+type workspaceSetting struct {
+	ephemeral bool
+	volume    string
+	dir       string
+}
+
+// parseWorkspace reads --workspace: "ephemeral", a path (a host
+// directory: it has a "/" or starts with "~" or "."), else a volume name.
+func parseWorkspace(v string) (workspaceSetting, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case ephemeralNames[strings.ToLower(v)]:
+		return workspaceSetting{ephemeral: true}, nil
+	case strings.ContainsRune(v, '/') || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "."):
+		return workspaceSetting{dir: v}, nil
+	case volumeName(v):
+		return workspaceSetting{volume: v}, nil
+	}
+	return workspaceSetting{}, fmt.Errorf("%q is not a workspace: give ephemeral, a volume name (letters, digits, . _ -) or a directory path", v)
+}
+
+func volumeName(v string) bool {
+	if v == "" || len(v) > 128 {
+		return false
+	}
+	for i, r := range v {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && strings.ContainsRune("._-", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// parseMount reads one --mount HOST[:CONTAINER][:ro|rw] (read-only
+// unless rw); the checks that need the file system come later.
+func parseMount(v string) (sandbox.Mount, error) {
+	parts := strings.Split(v, ":")
+	m := sandbox.Mount{ReadOnly: true}
+	if n := len(parts); n > 1 && (parts[n-1] == "ro" || parts[n-1] == "rw") {
+		m.ReadOnly = parts[n-1] == "ro"
+		parts = parts[:n-1]
+	}
+	if len(parts) > 2 || parts[0] == "" {
+		return m, fmt.Errorf("%q is not HOST[:CONTAINER][:ro|rw] (paths with ':' cannot be mounted)", v)
+	}
+	m.Source = parts[0]
+	if len(parts) == 2 {
+		m.Target = parts[1]
+	}
+	return m, nil
+}
+
+// reservedTargets are container paths a mount may not take.
+var reservedTargets = []string{"/", "/workspace", "/tmp", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/bin", "/lib"}
+
+// checkTarget says why a mount may not go to target, or is nil.
+func checkTarget(target string) error {
+	if !filepath.IsAbs(target) || filepath.Clean(target) != target {
+		return fmt.Errorf("the container path %q must be absolute and clean (e.g. /mnt/project)", target)
+	}
+	for _, r := range reservedTargets {
+		if target == r || r != "/" && r != "/workspace" && r != "/tmp" && strings.HasPrefix(target, r+"/") {
+			return fmt.Errorf("the container path %q is the sandbox's own; use one under /mnt (the default) or /workspace", target)
+		}
+	}
+	return nil
+}
+
+// guarded are host paths that must not reach the sandbox: the engine's
+// sockets (control of the engine is control of the host), and
+// codebridge's own configuration and state.
+func (s *settings) guarded(getenv func(string) string) map[string]string {
+	g := map[string]string{
+		"/run/podman/podman.sock": "the Podman engine's socket",
+		"/var/run/docker.sock":    "the Docker engine's socket",
+		"/run/docker.sock":        "the Docker engine's socket",
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		g[filepath.Join(d, "podman", "podman.sock")] = "the Podman engine's socket"
+		g[filepath.Join(d, "docker.sock")] = "the Docker engine's socket"
+	}
+	for _, env := range []string{"DOCKER_HOST", "CONTAINER_HOST"} {
+		if p, ok := strings.CutPrefix(getenv(env), "unix://"); ok {
+			g[p] = "the engine's socket (" + env + ")"
+		}
+	}
+	if s.home != "" {
+		g[filepath.Join(s.home, "MCPs")] = "codebridge's server configuration (~/MCPs)"
+	}
+	for _, c := range s.configs {
+		g[c] = "a codebridge config file (--config)"
+	}
+	if s.stateDir != "" {
+		g[s.stateDir] = "codebridge's state directory (skills, audit log)"
+	}
+	return g
+}
+
+// hostPath expands ~ and makes p absolute, following symlinks, so that
+// the checks see what the engine would mount.
+func (s *settings) hostPath(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		p = filepath.Join(s.home, p[1:])
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// checkSource says why a host directory may not be mounted, or is nil.
+func (s *settings) checkSource(src string, getenv func(string) string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if st.Mode()&fs.ModeSocket != 0 {
+		return fmt.Errorf("%s is a socket; an engine's socket would give the sandbox control of the host", src)
+	}
+	if src == "/" {
+		return errors.New("/ is the whole host: mount the project directory instead")
+	}
+	for g, what := range s.guarded(getenv) {
+		real, err := filepath.EvalSymlinks(g)
+		if err != nil {
+			real = g
+		}
+		if within(real, src) {
+			return fmt.Errorf("%s holds %s (%s), which must stay out of the sandbox: mount a directory below it instead", src, what, g)
+		}
+	}
+	return nil
+}
+
+// sandboxMounts checks the --mount settings and returns them for the
+// sandbox. On a remote engine the paths are the engine host's: only the
+// checks that do not need the file system apply then.
+func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, error) {
+	var out []sandbox.Mount
+	for _, m := range s.mounts {
+		src, err := s.hostPath(m.Source)
+		if err != nil {
+			return nil, fmt.Errorf("--mount %s: %w", m.Source, err)
+		}
+		if err := s.checkSource(src, getenv); err != nil {
+			return nil, fmt.Errorf("--mount %s refused: %w", m.Source, err)
+		}
+		if m.Target == "" {
+			m.Target = "/mnt/" + filepath.Base(src)
+		}
+		if err := checkTarget(m.Target); err != nil {
+			return nil, fmt.Errorf("--mount %s refused: %w", m.Source, err)
+		}
+		m.Source = src
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// sandboxWorkspace is the persistent workspace for the sandbox, or nil
+// for an ephemeral one. A host directory is created when missing; the
+// code runs as the user (or, for root, the directory is given to the
+// sandbox's user), so that both can read and write its files.
+func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, error) {
+	w := s.workspace
+	switch {
+	case w.ephemeral:
+		return nil, nil
+	case w.volume != "":
+		return &sandbox.Mount{Source: w.volume, Volume: true}, nil
+	}
+	dir := w.dir
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
+		dir = filepath.Join(s.home, dir[1:])
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+	}
+	src, err := s.hostPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+	}
+	if err := s.checkSource(src, getenv); err != nil {
+		return nil, fmt.Errorf("--workspace %s refused: %w", w.dir, err)
+	}
+	if err := s.shareDir(src); err != nil {
+		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+	}
+	return &sandbox.Mount{Source: src}, nil
+}
+
+// shareDir lets the sandbox's user write to a host workspace directory
+// while its files stay the user's: a normal user runs the code as
+// themselves (unless --user was given); root gives the directory to the
+// sandbox's user.
+func (s *settings) shareDir(dir string) error {
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid != 0 {
+		if s.user == knob("user").def {
+			s.user = strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
+		}
+		return nil
+	}
+	su, sg, ok := strings.Cut(s.user, ":")
+	u, err1 := strconv.Atoi(su)
+	g, err2 := strconv.Atoi(sg)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("the sandbox user %q is not numeric uid:gid, so the directory cannot be given to it", s.user)
+	}
+	return os.Chown(dir, u, g)
+}
+
+// prepareWorkspace checks --workspace and --mount for a command that runs
+// code (serve, exec) and keeps the result for its sandbox; the other
+// commands' sandboxes (doctor's probe) stay ephemeral and unmounted.
+func (s *settings) prepareWorkspace(getenv func(string) string) error {
+	ws, err := s.sandboxWorkspace(getenv)
+	if err != nil {
+		return err
+	}
+	mounts, err := s.sandboxMounts(getenv)
+	if err != nil {
+		return err
+	}
+	s.sandboxWS, s.extraMounts = ws, mounts
+	return nil
+}

@@ -1,0 +1,67 @@
+"""Skills: the source save_skill takes from the cell history, and reading
+workspace files for the host (no channel needed)."""
+
+import linecache
+import os
+import tempfile
+import unittest
+
+from mcp import _files, _skills
+
+
+def _cell(n, code, ns):
+    name = f"<cell {n}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    exec(compile(code, name, "exec"), ns)
+
+
+class SourceOf(unittest.TestCase):
+    def setUp(self):
+        self.ns = {"__name__": "__main__", "runtime": object()}
+        _skills._namespace, _skills._provided = self.ns, frozenset({"runtime"})
+
+    def test_decorator_default_and_module_constant(self):
+        _cell(9001, "import functools\nLIMIT = {'n': 3}\n"
+                    "def deco(f):\n    @functools.wraps(f)\n    def w(*a):\n        return f(*a) * 2\n    return w\n", self.ns)
+        _cell(9002, "@deco\ndef top(x, k=LIMIT['n']):\n    return x + k + LIMIT['n']\n", self.ns)
+        source = _skills.source_of(self.ns["top"], "top")
+        fresh = {"__name__": "skills.top"}
+        exec(compile(source, "<skill>", "exec"), fresh)
+        self.assertEqual(fresh["top"](1), self.ns["top"](1))
+        self.assertIn("@deco", source)
+        self.assertIn("import functools", source)
+
+    def test_unsaveable_value(self):
+        _cell(9003, "import threading\nL = threading.Lock()\ndef f():\n    return L\n", self.ns)
+        with self.assertRaisesRegex(_skills.SkillError, "cannot be written as source"):
+            _skills.source_of(self.ns["f"], "f")
+
+    def test_not_in_history(self):
+        with self.assertRaisesRegex(_skills.SkillError, "not in this session's cells"):
+            _skills.source_of(len, "length")
+
+
+class ReadFile(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.old = _files.BASE
+        _files.BASE = self.dir
+
+    def tearDown(self):
+        _files.BASE = self.old
+
+    def test_reads_and_refuses(self):
+        path = os.path.join(self.dir, "a.txt")
+        with open(path, "w") as f:
+            f.write("abc")
+        os.symlink("/etc/hostname", os.path.join(self.dir, "link"))
+        got = _files.read_file({"id": 1, "path": path, "max": 10})
+        self.assertEqual((got["data"], got["size"]), ("YWJj", 3))
+        self.assertIn("over the 2", _files.read_file({"id": 2, "path": path, "max": 2})["error"])
+        self.assertIn("symlink", _files.read_file({"id": 3, "path": os.path.join(self.dir, "link"), "max": 10})["error"])
+        self.assertTrue(_files.read_file({"id": 4, "path": os.path.join(self.dir, "nope"), "max": 10})["missing"])
+        self.assertIn("outside", _files.read_file({"id": 5, "path": "/etc/hostname", "max": 10})["error"])
+
+
+if __name__ == "__main__":
+    unittest.main()

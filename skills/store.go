@@ -1,0 +1,264 @@
+package skills
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/protocol"
+)
+
+// SandboxDir is where every new sandbox finds the skills (the runtime's
+// skills package reads it; pyruntime/PROTOCOL.md).
+const SandboxDir = "/tmp/codebridge/skills"
+
+// Limits of a skill, stated once.
+const (
+	// MaxSource is the largest source a skill may have, in bytes.
+	MaxSource = 64 << 10
+	// MaxDescription is the longest description, in bytes.
+	MaxDescription = 2 << 10
+	// MaxCount is how many skills the store keeps at most.
+	MaxCount = 500
+)
+
+// namePattern is a skill's name: a Python identifier that does not start
+// with an underscore, so that it is importable as skills.<name>.
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+
+// keywords are Python's keywords, which cannot be module names.
+var keywords = strings.Fields(`False None True and as assert async await break class continue def del
+elif else except finally for from global if import in is lambda nonlocal not or pass raise return try
+while with yield`)
+
+// header is the first line of every skill file.
+const header = "# codebridge skill: "
+
+// Skill is one saved skill.
+type Skill struct {
+	Name        string
+	Description string
+	Source      string
+	Saved       time.Time
+}
+
+// Info is what the runtime is told about s.
+func (s Skill) Info() protocol.SkillInfo {
+	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339)}
+}
+
+// Store is the skills directory of one state directory.
+type Store struct{ dir statedir.Dir }
+
+// Open returns the store in d; nothing is created until a skill is saved.
+func Open(d statedir.Dir) *Store { return &Store{dir: d} }
+
+// Dir is the directory that holds the skill files.
+func (s *Store) Dir() string { return s.dir.Path(statedir.Skills) }
+
+// CheckName says why name cannot be a skill's name, or returns nil.
+func CheckName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("%q is not a skill name: use a Python identifier of at most 64 characters that starts with a letter (e.g. summarize_issues)", name)
+	}
+	for _, k := range keywords {
+		if name == k {
+			return fmt.Errorf("%q is a Python keyword: choose another skill name", name)
+		}
+	}
+	return nil
+}
+
+// check says why a skill cannot be saved as given.
+func check(name, source, description string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(source) == "":
+		return fmt.Errorf("skill %q has no source", name)
+	case len(source) > MaxSource:
+		return fmt.Errorf("skill %q is %d bytes of source; a skill may have at most %d: split it, or keep data in /workspace files instead of the source", name, len(source), MaxSource)
+	case len(description) > MaxDescription:
+		return fmt.Errorf("the description of skill %q is %d bytes; at most %d are kept: shorten it", name, len(description), MaxDescription)
+	case !utf8.ValidString(source) || !utf8.ValidString(description):
+		return fmt.Errorf("skill %q is not valid UTF-8 text", name)
+	case strings.ContainsRune(source, 0):
+		return fmt.Errorf("skill %q contains a NUL byte", name)
+	}
+	return nil
+}
+
+// Save stores a skill, replacing one of the same name. The source must
+// already have compiled (the sandbox checks it; the host never runs it).
+func (s *Store) Save(name, source, description string) (Skill, error) {
+	description = strings.TrimSpace(description)
+	if err := check(name, source, description); err != nil {
+		return Skill{}, err
+	}
+	dir, err := s.dir.Ensure(statedir.Skills)
+	if err != nil {
+		return Skill{}, err
+	}
+	file := filepath.Join(dir, name+".py")
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		if names, _ := s.names(); len(names) >= MaxCount {
+			return Skill{}, fmt.Errorf("there are %d skills already, the most codebridge keeps: delete some (runtime.delete_skill, or `codebridge skills rm`)", len(names))
+		}
+	}
+	sk := Skill{Name: name, Description: description, Source: source, Saved: time.Now()}
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return Skill{}, fmt.Errorf("saving skill %q: %w", name, err)
+	}
+	_, werr := tmp.Write(sk.file())
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return Skill{}, fmt.Errorf("saving skill %q in %s: %w", name, dir, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		os.Remove(tmp.Name())
+		return Skill{}, fmt.Errorf("saving skill %q in %s: %w", name, dir, err)
+	}
+	return sk, nil
+}
+
+// file is the text of the skill's file: the header, the description as
+// comments, a blank line, then the source.
+func (sk Skill) file() []byte {
+	var b bytes.Buffer
+	b.WriteString(header + sk.Name + "\n")
+	for _, line := range strings.Split(sk.Description, "\n") {
+		if sk.Description != "" {
+			b.WriteString(strings.TrimRight("# "+line, " ") + "\n")
+		}
+	}
+	b.WriteString("\n")
+	b.WriteString(sk.Source)
+	if !strings.HasSuffix(sk.Source, "\n") {
+		b.WriteString("\n")
+	}
+	return b.Bytes()
+}
+
+// parse reads a skill file back. A file without the header (written by
+// hand) is all source, without a description.
+func parse(name string, data []byte, saved time.Time) Skill {
+	text := string(data)
+	sk := Skill{Name: name, Source: text, Saved: saved}
+	first, rest, ok := strings.Cut(text, "\n")
+	if !ok || !strings.HasPrefix(first, header) {
+		return sk
+	}
+	var desc []string
+	for {
+		line, more, _ := strings.Cut(rest, "\n")
+		if line == "" || !strings.HasPrefix(line, "#") {
+			if line == "" {
+				rest = more
+			}
+			break
+		}
+		desc = append(desc, strings.TrimPrefix(strings.TrimPrefix(line, "#"), " "))
+		rest = more
+	}
+	sk.Description, sk.Source = strings.Join(desc, "\n"), rest
+	return sk
+}
+
+// names lists the stored skills' names, sorted.
+func (s *Store) names() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing skills in %s: %w", s.Dir(), err)
+	}
+	var names []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".py")
+		if ok && e.Type().IsRegular() && CheckName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Get reads one skill.
+func (s *Store) Get(name string) (Skill, error) {
+	if err := CheckName(name); err != nil {
+		return Skill{}, err
+	}
+	file := filepath.Join(s.Dir(), name+".py")
+	st, err := os.Lstat(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Skill{}, fmt.Errorf("there is no skill %q (in %s): list them with runtime.list_skills() or `codebridge skills list`", name, s.Dir())
+	}
+	if err == nil && !st.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return Skill{}, fmt.Errorf("reading skill %q: %w", name, err)
+	}
+	return parse(name, data, st.ModTime()), nil
+}
+
+// List returns every skill, by name. A file that cannot be read is left
+// out and named in the error, beside the skills that could be read.
+func (s *Store) List() ([]Skill, error) {
+	names, err := s.names()
+	if err != nil {
+		return nil, err
+	}
+	var out []Skill
+	var errs []error
+	for _, n := range names {
+		sk, err := s.Get(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, sk)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Delete removes a skill and returns what it was.
+func (s *Store) Delete(name string) (Skill, error) {
+	sk, err := s.Get(name)
+	if err != nil {
+		return Skill{}, err
+	}
+	if err := os.Remove(filepath.Join(s.Dir(), name+".py")); err != nil {
+		return Skill{}, fmt.Errorf("deleting skill %q: %w", name, err)
+	}
+	return sk, nil
+}
+
+// Files are the skills as files for a new sandbox, at [SandboxDir]. A
+// skill that cannot be read is left out (the error names it).
+func (s *Store) Files() ([]protocol.File, error) {
+	list, err := s.List()
+	files := make([]protocol.File, 0, len(list))
+	for _, sk := range list {
+		files = append(files, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.file()})
+	}
+	return files, err
+}

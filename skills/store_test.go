@@ -1,0 +1,66 @@
+package skills
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codebridge/codebridge/internal/statedir"
+)
+
+func TestSaveGetListDelete(t *testing.T) {
+	st := Open(statedir.Dir(t.TempDir()))
+	if list, err := st.List(); err != nil || len(list) != 0 {
+		t.Fatalf("empty store: %v %v", list, err)
+	}
+	src := "def double(x):\n    return 2 * x\n"
+	if _, err := st.Save("double", src, "Doubles a number.\nSecond line."); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get("double")
+	if err != nil || got.Source != src || got.Description != "Doubles a number.\nSecond line." {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(st.Dir(), "double.py"))
+	if !strings.HasPrefix(string(data), "# codebridge skill: double\n# Doubles a number.\n") {
+		t.Fatalf("file is not readable as documented:\n%s", data)
+	}
+	files, err := st.Files()
+	if err != nil || len(files) != 1 || files[0].Path != SandboxDir+"/double.py" {
+		t.Fatalf("files: %+v %v", files, err)
+	}
+	if _, err := st.Delete("double"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get("double"); err == nil || !strings.Contains(err.Error(), "no skill") {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+func TestSaveRefuses(t *testing.T) {
+	st := Open(statedir.Dir(t.TempDir()))
+	cases := map[string]struct{ name, src, want string }{
+		"bad name":  {"../x", "x = 1", "not a skill name"},
+		"keyword":   {"class", "x = 1", "keyword"},
+		"private":   {"_x", "x = 1", "not a skill name"},
+		"empty":     {"x", "  ", "no source"},
+		"oversized": {"big", "x = 1\n" + strings.Repeat("#", MaxSource), "at most"},
+	}
+	for what, c := range cases {
+		if _, err := st.Save(c.name, c.src, ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", what, err, c.want)
+		}
+	}
+}
+
+func TestHandWrittenFile(t *testing.T) {
+	d := statedir.Dir(t.TempDir())
+	dir, _ := d.Ensure(statedir.Skills)
+	os.WriteFile(filepath.Join(dir, "mine.py"), []byte("def mine():\n    return 1\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "not a skill.py"), []byte("x"), 0o600)
+	list, err := Open(d).List()
+	if err != nil || len(list) != 1 || list[0].Source != "def mine():\n    return 1\n" {
+		t.Fatalf("%+v %v", list, err)
+	}
+}
