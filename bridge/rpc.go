@@ -21,6 +21,12 @@ var methods = map[string]method{
 	protocol.MCallTool:     typed(callTool),
 	protocol.MStartServers: typed(startServers),
 	protocol.MSearchTools:  typed(searchTools),
+	// resources.go
+	protocol.MListResources:         typed(listResources),
+	protocol.MListResourceTemplates: typed(listResourceTemplates),
+	protocol.MReadResource:          typed(readResource),
+	protocol.MListPrompts:           typed(listPrompts),
+	protocol.MGetPrompt:             typed(getPrompt),
 }
 
 // typed decodes a method's parameters into P, once, and sends a request
@@ -54,7 +60,7 @@ func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (j
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
-	return s.Call(ctx, p.Tool, p.Arguments)
+	return s.Call(withUpstreamProgress(ctx, p.Server), p.Tool, p.Arguments)
 }
 
 func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) (json.RawMessage, error) {
