@@ -16,6 +16,8 @@ Helpers that talk to the host are ``async``; each has a ``_sync`` twin.
 from collections.abc import Mapping
 
 from mcp import _proxy
+from mcp._resources import (get_prompt, list_prompts, list_resource_templates,  # by server name
+                            list_resources, read_resource)
 from mcp._results import Audio, BridgeError, Image, MCPError, ToolError, convert
 from mcp._twin import run_sync, twin
 from mcp.display import display
@@ -27,6 +29,9 @@ __all__ = [
     "list_tools_sync", "describe_server", "list_loaded_server_metadata", "query_tool_docs",
     "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync", "capability_summary",
     "call_tool", "call_tool_sync", "start_servers", "start_servers_sync", "display",
+    "list_resources", "list_resources_sync", "read_resource", "read_resource_sync",
+    "list_resource_templates", "list_resource_templates_sync", "list_prompts",
+    "list_prompts_sync", "get_prompt", "get_prompt_sync",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -324,6 +329,11 @@ query_tool_docs_sync = query_tool_docs.sync
 search_tool_docs_sync = search_tool_docs.sync
 call_tool_sync = call_tool.sync
 start_servers_sync = start_servers.sync
+list_resources_sync = list_resources.sync
+read_resource_sync = read_resource.sync
+list_resource_templates_sync = list_resource_templates.sync
+list_prompts_sync = list_prompts.sync
+get_prompt_sync = get_prompt.sync
 
 
 # ---- manual ------------------------------------------------------------
