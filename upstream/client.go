@@ -93,8 +93,10 @@ func (s *Server) toolListChanged(context.Context, *mcp.ToolListChangedRequest) {
 // server's entry allows sampling, then asked of the client.
 func (s *Server) createMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if !s.spec.Sampling {
-		s.log.Warn("refused a sampling request: sampling is off for this server")
-		return nil, fmt.Errorf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry in %s)", s.spec.Name, s.spec.Source)
+		// The config file's path is for the host's eyes: the message goes
+		// back through the upstream to the sandbox.
+		s.log.Warn("refused a sampling request: sampling is off for this server", "config", s.spec.Source)
+		return nil, fmt.Errorf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry of the codebridge config)", s.spec.Name)
 	}
 	d := s.down.get()
 	if d == nil {
@@ -118,7 +120,11 @@ func (s *Server) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	if d == nil {
 		return nil, ErrNoClient
 	}
-	return d.ListRoots(ctx, s.spec.Name)
+	r, err := d.ListRoots(ctx, s.spec.Name)
+	if err != nil {
+		s.log.Warn("could not give the server roots", "err", err)
+	}
+	return r, err
 }
 
 // rootsMiddleware answers the server's roots/list from the Downstream,
