@@ -116,6 +116,7 @@ func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsPara
 // full adds its schemas.
 func SearchHit(hit upstream.Hit, full bool) protocol.SearchHit {
 	r := protocol.SearchHit{Server: hit.Server, Tool: hit.Tool.Name, Description: hit.Tool.Description, Score: hit.Score}
+	r.Kind, r.URI = hit.Kind, hit.URI
 	if full {
 		r.InputSchema, r.OutputSchema = hit.Tool.InputSchema, hit.Tool.OutputSchema
 	}

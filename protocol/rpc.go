@@ -63,6 +63,11 @@ type SearchHit struct {
 	Score        float64 `json:"score"`
 	InputSchema  any     `json:"inputSchema,omitempty"`
 	OutputSchema any     `json:"outputSchema,omitempty"`
+	// Kind is "resource", "template" or "prompt" for a hit that is not a
+	// tool (Tool then holds its name); URI is a resource's URI or a
+	// template's URI template.
+	Kind string `json:"kind,omitempty"`
+	URI  string `json:"uri,omitempty"`
 }
 
 // SearchDown names a server that could not be searched; such entries come

@@ -74,6 +74,8 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		// the server's tools that need it.
 		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
 		ToolListChangedHandler:      s.toolListChanged,
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.dropOffers() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.dropOffers() },
 		CreateMessageHandler:        s.createMessage,
 		ElicitationHandler:          s.elicit,
 		LoggingMessageHandler:       s.logMessage,

@@ -47,6 +47,10 @@ type Server struct {
 	// notifications and restarts.
 	gen atomic.Uint64
 
+	offerList []Entry // resources, templates and prompts, for search (offers.go)
+	offerConn *conn   // the session offerList was listed in
+	offerGen  int     // counts the lists' changes
+
 	down     *downRef // the pool's: who answers the server's requests to its client
 	watchers sync.Map // progress token -> func(*mcp.ProgressNotificationParams)
 }

@@ -27,7 +27,7 @@ from mcp._results import MCPError
 from mcp._twin import twin
 
 __all__ = ["list_resources", "list_resource_templates", "read_resource", "list_prompts",
-           "get_prompt", "server_helper", "HELPERS"]
+           "get_prompt", "server_helper", "search_result", "HELPERS"]
 
 # A server that hands out the same cursor again would page forever.
 _MAX_PAGES = 10000
@@ -172,3 +172,29 @@ def server_helper(server, name):
     if not sync:
         bound.sync = server_helper(server, name + "_sync")
     return bound
+
+
+def search_result(entry):
+    """A resource, template or prompt found by ``search_tool_docs``: kind,
+    server, name, uri (templates: the URI template), summary, description,
+    score, and ``python``: the call that reads or gets it."""
+    from mcp.runtime import _summary
+    name, kind, uri = entry.get("server"), entry.get("kind"), entry.get("uri")
+    try:
+        python = _proxy.find_server(name).python
+    except MCPError:
+        python = f"runtime.{'get_prompt' if kind == 'prompt' else 'read_resource'}({name!r}, ...)"
+    else:
+        if kind == "prompt":
+            python = f"{python}.get_prompt({entry.get('tool')!r}, ...)"
+        elif kind == "template":
+            python = f"{python}.read_resource({uri!r}, ...)"
+        else:
+            python = f"{python}.read_resource({uri!r})"
+    doc = {"kind": kind, "server": name, "name": entry.get("tool"), "python": python,
+           "summary": _summary(entry.get("description")), "score": entry.get("score")}
+    if uri:
+        doc["uri"] = uri
+    if entry.get("description"):
+        doc["description"] = entry["description"]
+    return doc

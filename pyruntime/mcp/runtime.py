@@ -128,6 +128,9 @@ def _search_params(query, limit, detail):
 
 
 def _search_result(entry, detail):
+    if entry.get("kind"):
+        from mcp._resources import search_result
+        return search_result(entry)
     name = entry.get("server")
     try:
         server = _proxy.find_server(name)
@@ -164,7 +167,7 @@ def _searched_servers(entries):
     """The known servers in search results."""
     found = []
     for entry in entries or ():
-        if isinstance(entry, dict) and "unavailable" not in entry:
+        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("kind"):
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
@@ -285,8 +288,10 @@ def search_tool_docs(query, limit=5, detail="summary"):
 
     Each result: server, tool, python (e.g. ``mcp_github.create_issue``),
     serverAlias, toolAlias, summary, description and score;
-    ``detail="full"`` adds the schemas. Servers that could not be searched
-    come last as {server, unavailable}.
+    ``detail="full"`` adds the schemas. Resources, resource templates and
+    prompts are found too, marked by ``kind`` ("resource", "template",
+    "prompt"), with their name, uri and the ``python`` that reads them.
+    Servers that could not be searched come last as {server, unavailable}.
     """
     params = _search_params(query, limit, detail)
     entries = yield ("search_tools", params)

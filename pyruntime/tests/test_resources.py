@@ -42,6 +42,12 @@ class PagedUpstream(FakeUpstream):
             if uri == "missing:":
                 return False, {"type": "upstream", "message": "server 'everything': resource not found"}
             return True, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"text of {uri}"}]}
+        if method == "search_tools" and params["query"] == "greeting":
+            return True, [{"server": "everything", "tool": "greet", "kind": "prompt", "score": 9,
+                           "description": "Say hello."},
+                          {"server": "everything", "tool": "r", "kind": "template", "score": 5,
+                           "uri": "demo://r/{id}"},
+                          {"server": "gone", "tool": "doc", "kind": "resource", "score": 1, "uri": "x://d"}]
         return super().handle(method, params)
 
 
@@ -106,6 +112,17 @@ class ResourceTest(RuntimeTestCase):
                 "import asyncio\nasync def go():\n    return await mcp_everything.list_prompts()\n"
                 "[p['name'] for p in await asyncio.create_task(go())]")
         self.assertEqual(self.value(code), "['greet']")
+
+    def test_search_finds_resources_and_prompts(self):
+        before = len(self.rt.rpcs)
+        hits = eval(self.value("await runtime.search_tool_docs('greeting')"))
+        self.assertEqual(hits[0], {"kind": "prompt", "server": "everything", "name": "greet",
+                                   "python": "mcp_everything.get_prompt('greet', ...)",
+                                   "summary": "Say hello.", "score": 9, "description": "Say hello."})
+        self.assertEqual(hits[1]["python"], "mcp_everything.read_resource('demo://r/{id}', ...)")
+        self.assertEqual(hits[2]["python"], "runtime.read_resource('gone', ...)")
+        # no tool list is fetched for hits that are not tools
+        self.assertEqual([r["method"] for r in self.rt.rpcs[before:]], ["search_tools"])
 
     def test_unknown_name_still_an_attribute_error(self):
         cell = self.rt.run("mcp_everything.list_resourcez")
