@@ -37,6 +37,12 @@ type Options struct {
 	Packages *Packages
 	// Skills is where saved skills are kept; nil keeps none.
 	Skills *skillStore
+	// ClientLog, when set, sends the warnings logged through it to this
+	// bridge's MCP client (client.go).
+	ClientLog *ClientLog
+	// Roots are the directories upstreams get as roots when the client
+	// has none (--root).
+	Roots []string
 }
 
 // Bridge serves run_python over MCP. It owns its sandbox session (stdio
@@ -48,6 +54,7 @@ type Bridge struct {
 	log  *slog.Logger
 	host *sandboxHost
 	sess *sandbox.Session
+	down *downstream // answers the upstreams' requests to the client (client.go)
 }
 
 // New returns a bridge whose code runs in a session made by sandboxes
@@ -72,6 +79,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b.host = newSandboxHost(pool, opts.Log)
 	b.host.packages = opts.Packages
 	b.host.skills = opts.Skills
+	b.down = newDownstream(pool, opts)
 	b.sess = sandboxes.NewSession(cfg, b.host)
 	return b
 }
@@ -85,8 +93,10 @@ func (b *Bridge) Close() error { return b.sess.Close() }
 // Server returns an MCP server that shows run_python.
 func (b *Bridge) Server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: b.opts.Version}, &mcp.ServerOptions{
-		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
+		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },
 	})
+	b.down.attach(s)
 	s.AddTool(tool(), b.runPython)
 	s.AddResource(manualResource(), b.readManual)
 	b.addWorkspace(s)
@@ -138,10 +148,13 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 		ctx = withOutput(ctx, onOutput)
 	}
 	ctx, shared := withShares(ctx)
+	notes := b.down.notes.begin()
 	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
+		notes()
 		return errorResult("%v", err)
 	}
+	res.Stderr.Text += notes()
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	out := render(res, timeout)
 	out.Content = append(out.Content, shared.links()...)

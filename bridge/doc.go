@@ -6,5 +6,8 @@
 // independent of what is configured), bridge.go the run_python handler,
 // progress.go the progress notifications of long runs, render.go the text
 // the model reads, and rpc.go the requests the sandbox runtime sends
-// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md).
+// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md), resources.go
+// those for resources and prompts, client.go the answers to what upstreams
+// ask of the MCP client (sampling, elicitation, roots), and logging.go the
+// log messages that reach the client.
 package bridge

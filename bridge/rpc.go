@@ -26,6 +26,12 @@ var methods = map[string]method{
 	protocol.MListSkills:   typed(listSkills),
 	protocol.MDeleteSkill:  typed(deleteSkill),
 	protocol.MShare:        typed(share),
+	// resources.go
+	protocol.MListResources:         typed(listResources),
+	protocol.MListResourceTemplates: typed(listResourceTemplates),
+	protocol.MReadResource:          typed(readResource),
+	protocol.MListPrompts:           typed(listPrompts),
+	protocol.MGetPrompt:             typed(getPrompt),
 }
 
 // typed decodes a method's parameters into P, once, and sends a request
@@ -59,7 +65,7 @@ func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (j
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
-	return s.Call(ctx, p.Tool, p.Arguments)
+	return s.Call(withUpstreamProgress(ctx, p.Server), p.Tool, p.Arguments)
 }
 
 func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) (json.RawMessage, error) {
@@ -118,6 +124,7 @@ func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsPara
 // full adds its schemas.
 func SearchHit(hit upstream.Hit, full bool) protocol.SearchHit {
 	r := protocol.SearchHit{Server: hit.Server, Tool: hit.Tool.Name, Description: hit.Tool.Description, Score: hit.Score}
+	r.Kind, r.URI = hit.Kind, hit.URI
 	if full {
 		r.InputSchema, r.OutputSchema = hit.Tool.InputSchema, hit.Tool.OutputSchema
 	}

@@ -44,6 +44,9 @@ type Server struct {
 	Timeout time.Duration
 	// Source is the path of the file the server was defined in.
 	Source string
+	// Sampling, from the entry's "sampling", lets the server ask the MCP
+	// client's model (sampling/createMessage); off by default.
+	Sampling bool
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -326,6 +329,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.URL = e.str("url")
 	s.Headers = e.strMap("headers")
 	s.Timeout = e.seconds("timeout")
+	s.Sampling = e.boolean("sampling")
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)

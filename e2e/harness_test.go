@@ -104,6 +104,7 @@ type server struct {
 	Args        []string          `json:"args,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	Description string            `json:"description,omitempty"`
+	Sampling    bool              `json:"sampling,omitempty"`
 }
 
 // stub is the stdlib Python server in testdata, with extra arguments.
@@ -192,22 +193,21 @@ func (s *syncBuffer) String() string {
 // MCP client to it. The bridge is stopped at the end of the test.
 func startBridge(t *testing.T, homeDir string, env ...string) *bridge {
 	t.Helper()
-	return startBridgeWith(t, homeDir, 20*time.Second, env...)
+	return startBridgeClient(t, homeDir, mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil), nil, env...)
 }
 
-// startBridgeWith is startBridge where the client waits terminate for the
-// bridge to exit after closing its stdin, before it sends SIGTERM.
-func startBridgeWith(t *testing.T, homeDir string, terminate time.Duration, env ...string) *bridge {
+// startBridgeClient is startBridge with the given client and session
+// options (handlers for sampling, elicitation, roots, logs).
+func startBridgeClient(t *testing.T, homeDir string, client *mcp.Client, opts *mcp.ClientSessionOptions, env ...string) *bridge {
 	t.Helper()
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(testEnv(homeDir), "CODEBRIDGE_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
 	b := &bridge{t: t, cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = b.stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, opts)
 	if err != nil {
 		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, b.stderr)
 	}

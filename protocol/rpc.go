@@ -68,6 +68,11 @@ type SearchHit struct {
 	OutputSchema any     `json:"outputSchema,omitempty"`
 	// Skill is true for a saved skill (Tool is its name; Server is empty).
 	Skill bool `json:"skill,omitempty"`
+	// Kind is "resource", "template" or "prompt" for a hit that is not a
+	// tool (Tool then holds its name); URI is a resource's URI or a
+	// template's URI template.
+	Kind string `json:"kind,omitempty"`
+	URI  string `json:"uri,omitempty"`
 }
 
 // SearchDown names a server that could not be searched; such entries come
@@ -136,4 +141,60 @@ type InstalledWheel struct {
 	File string `json:"file"`
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+}
+
+// RPC methods for what an upstream offers besides tools (issue 15). The
+// list methods answer one page; the runtime asks again with the page's
+// nextCursor until there is none.
+const (
+	MListResources         = "list_resources"
+	MListResourceTemplates = "list_resource_templates"
+	MReadResource          = "read_resource"
+	MListPrompts           = "list_prompts"
+	MGetPrompt             = "get_prompt"
+)
+
+// ListPageParams are the parameters of list_resources,
+// list_resource_templates and list_prompts: the server and the cursor of
+// the page ("" for the first). The answer is the upstream's list result as
+// JSON ({resources|resourceTemplates|prompts, nextCursor?}); it starts the
+// server.
+type ListPageParams struct {
+	Server string `json:"server"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListResourcesParams are the parameters of list_resources.
+type ListResourcesParams ListPageParams
+
+// ListResourceTemplatesParams are the parameters of list_resource_templates.
+type ListResourceTemplatesParams ListPageParams
+
+// ListPromptsParams are the parameters of list_prompts.
+type ListPromptsParams ListPageParams
+
+// ReadResourceParams are the parameters of read_resource. The answer is
+// the upstream's ReadResourceResult as JSON ({contents: [{uri, mimeType?,
+// text | blob}]}), passed through undecoded from a stdio upstream.
+type ReadResourceParams struct {
+	Server string `json:"server"`
+	URI    string `json:"uri"`
+}
+
+// GetPromptParams are the parameters of get_prompt. The answer is the
+// upstream's GetPromptResult as JSON ({description?, messages}).
+type GetPromptParams struct {
+	Server    string            `json:"server"`
+	Name      string            `json:"name"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// Target is the resource the read acts on.
+func (p ReadResourceParams) Target() Target {
+	return Target{Kind: "resource", Server: p.Server, Name: p.URI}
+}
+
+// Target is the prompt the request acts on.
+func (p GetPromptParams) Target() Target {
+	return Target{Kind: "prompt", Server: p.Server, Name: p.Name}
 }

@@ -44,9 +44,14 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 // session is over.
 var errReading = errors.New("reading from the server")
 
-// placeholderResult is what the go-sdk decodes in place of a tools/call
-// result whose raw bytes went to a rawSlot.
-var placeholderResult = json.RawMessage(`{"content":[]}`)
+// placeholderResult is what the go-sdk decodes in place of a tools/call or
+// resources/read result whose raw bytes went to a rawSlot (an empty
+// CallToolResult and an empty ReadResourceResult at once).
+var placeholderResult = json.RawMessage(`{"content":[],"contents":[]}`)
+
+// rawMethods are the requests whose results a rawSlot can take: those that
+// carry an upstream's data, of any size.
+var rawMethods = map[string]bool{"tools/call": true, "resources/read": true}
 
 // rawSlot receives the raw result of one tools/call request. Server.Call
 // puts one in the context of its call; the connection fills it.
@@ -101,7 +106,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
+	if req, ok := msg.(*jsonrpc.Request); ok && rawMethods[req.Method] && req.IsCall() {
 		if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
 			id, err := json.Marshal(req.ID.Raw())
 			if err != nil {

@@ -32,6 +32,7 @@ type Options struct {
 type Pool struct {
 	servers []*Server
 	byName  map[string]*Server
+	down    downRef
 }
 
 // NewPool returns a pool for specs, in their order. No server starts until
@@ -57,7 +58,7 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 		if _, dup := p.byName[spec.Name]; dup {
 			continue // discovery already reported it
 		}
-		s := newServer(spec, opts)
+		s := newServer(spec, opts, &p.down)
 		p.servers = append(p.servers, s)
 		p.byName[spec.Name] = s
 	}

@@ -12,10 +12,15 @@ import (
 	"github.com/sahilm/fuzzy"
 )
 
-// Entry is one tool in the search catalogue.
+// Entry is one tool in the search catalogue, or one resource, resource
+// template or prompt (offers.go): those have a Kind, their name and
+// description in Tool, and a resource its URI (a template its URI
+// template).
 type Entry struct {
 	Server string
 	Tool   *mcp.Tool
+	Kind   string // "" for a tool, else KindResource, KindTemplate or KindPrompt
+	URI    string
 	words  *toolWords // the words Rank matches; computed on first need
 }
 
@@ -38,14 +43,16 @@ type Unavailable struct {
 	Err    error
 }
 
-// Catalogue collects the tools of every server, starting servers in
+// Catalogue collects the tools of every server, then its resources,
+// templates and prompts, starting servers in
 // parallel as needed. A server that does not answer within wait is
 // reported as unavailable; the others are still returned.
 func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Unavailable) {
 	type part struct {
-		tools []*mcp.Tool
-		words []*toolWords
-		err   error
+		tools  []*mcp.Tool
+		words  []*toolWords
+		offers []Entry
+		err    error
 	}
 	parts := make([]part, len(p.servers))
 	var wg sync.WaitGroup
@@ -56,6 +63,9 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 			sctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
 			parts[i].tools, parts[i].words, parts[i].err = s.searchIndex(sctx)
+			if parts[i].err == nil {
+				parts[i].offers = s.offers(sctx)
+			}
 		}()
 	}
 	wg.Wait()
@@ -69,6 +79,7 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 		for j, t := range parts[i].tools {
 			entries = append(entries, Entry{Server: s.Name(), Tool: t, words: parts[i].words[j]})
 		}
+		entries = append(entries, parts[i].offers...)
 	}
 	return entries, down
 }

@@ -46,10 +46,18 @@ type Server struct {
 	// gen counts the changes to the server's tool list: list_changed
 	// notifications and restarts.
 	gen atomic.Uint64
+
+	offerList []Entry // resources, templates and prompts, for search (offers.go)
+	offerConn *conn   // the session offerList was listed in
+	offerGen  int     // counts the lists' changes
+
+	down     *downRef // the pool's: who answers the server's requests to its client
+	watchers sync.Map // progress token -> func(*mcp.ProgressNotificationParams)
 }
 
 // conn is one live session with a server process (or remote endpoint).
 type conn struct {
+	client *mcp.Client
 	cs     *mcp.ClientSession
 	proc   *process      // nil for a remote server
 	exited chan struct{} // closed when the session ends
@@ -64,7 +72,7 @@ func (c *conn) alive() bool {
 	}
 }
 
-func newServer(spec discovery.Server, opts Options) *Server {
+func newServer(spec discovery.Server, opts Options, down *downRef) *Server {
 	if spec.Timeout > 0 {
 		opts.CallTimeout = spec.Timeout // the server's own limit wins
 	}
@@ -73,6 +81,7 @@ func newServer(spec discovery.Server, opts Options) *Server {
 		opts:   opts,
 		log:    opts.Log.With("server", spec.Name),
 		stderr: newTailBuffer(8 << 10),
+		down:   down,
 	}
 }
 
@@ -179,17 +188,9 @@ func (s *Server) connect(done chan struct{}) {
 }
 
 func (s *Server) dial(ctx context.Context) (*conn, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: s.opts.Version}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			s.mu.Lock()
-			s.tools = nil
-			s.mu.Unlock()
-			s.gen.Add(1)
-			s.log.Debug("tool list changed")
-		},
-	})
-	c := &conn{exited: make(chan struct{})}
+	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: s.opts.Version}, s.clientOptions())
+	client.AddReceivingMiddleware(s.rootsMiddleware)
+	c := &conn{client: client, exited: make(chan struct{})}
 	var t mcp.Transport
 	if s.spec.URL != "" {
 		t = &mcp.StreamableClientTransport{
@@ -302,7 +303,10 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	cctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	cctx, slot := withRawSlot(cctx)
-	res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
+	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
+	forget := s.watchProgress(ctx, params)
+	res, err := c.cs.CallTool(cctx, params)
+	forget()
 	slot.release()
 	if err != nil {
 		return nil, s.callError(fmt.Sprintf("calling tool %q", tool), c, cctx, err)

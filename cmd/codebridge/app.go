@@ -28,7 +28,8 @@ type app struct {
 }
 
 func newApp(s *settings, stderr io.Writer) *app {
-	log := newLogger(stderr, s)
+	clientLog := bridge.NewClientLog() // warnings reach the MCP client's log too
+	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), clientLog))
 	slog.SetDefault(log)
 	self, _ := os.Executable()
 	specs, problems := discovery.Load(discovery.Options{Home: s.home, Files: s.configs, Self: self})
@@ -53,6 +54,8 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Log:            log,
 		Packages:       a.packagesFor(s),
 		Skills:         skills.Open(statedir.Dir(s.stateDir)),
+		ClientLog:      clientLog,
+		Roots:          s.roots,
 	})
 	return a
 }

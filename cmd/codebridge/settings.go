@@ -47,6 +47,9 @@ type settings struct {
 	// ignored lists the Python bridge's settings that were given and have
 	// no meaning here, for a debug log line each.
 	ignored []string
+	// roots are directories given to upstreams as roots when the client
+	// has none (--root).
+	roots []string
 }
 
 // setting describes one knob: its flag (empty for a variable that has
@@ -63,7 +66,7 @@ type setting struct {
 
 // The knob groups commands pick from.
 var (
-	serverKnobs  = []string{"config", "call-timeout"}
+	serverKnobs  = []string{"config", "call-timeout", "root"}
 	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime", "pip"}
 	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
 	logKnobs     = []string{"log-level", "log-format"}
@@ -199,6 +202,19 @@ var knobs = []setting{
 			}
 			return nil
 		}},
+	{"root", []string{"CODEBRIDGE_ROOTS"}, "", "dir", "a directory upstream servers get as a root when the MCP client gives none (repeatable; the variable takes a " + string(os.PathListSeparator) + "-separated list)",
+		func(s *settings, v string) error {
+			for _, d := range filepath.SplitList(v) {
+				if d == "" {
+					continue
+				}
+				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+					return fmt.Errorf("%q is not a directory; give an existing directory", d)
+				}
+				s.roots = append(s.roots, d)
+			}
+			return nil
+		}},
 	// The Python bridge's settings that mean nothing here: accepted, so
 	// that its documented values never stop codebridge from starting.
 	{"", []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, "", "", "",
@@ -240,7 +256,7 @@ type flagValue struct {
 func (f *flagValue) String() string { return f.def }
 func (f *flagValue) Type() string   { return f.k.typ }
 func (f *flagValue) Set(v string) error {
-	if f.k.flag != "config" && f.k.flag != "mount" && len(f.vals) > 0 {
+	if f.k.flag != "config" && f.k.flag != "mount" && f.k.flag != "root" && len(f.vals) > 0 {
 		return fmt.Errorf("given twice")
 	}
 	if err := f.k.set(&settings{}, v); err != nil {
@@ -286,7 +302,7 @@ func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
 		if fv := sf.values[k.flag]; fv != nil && k.flag != "" {
 			flagVals = fv.vals
 		}
-		if len(flagVals) == 0 || k.flag == "config" || k.flag == "mount" { // config, mount: flags add to the variables
+		if len(flagVals) == 0 || k.flag == "config" || k.flag == "mount" || k.flag == "root" { // config, mount, root: flags add to the variables
 			val, src := k.def, "default"
 			for _, env := range k.envs {
 				if v := getenv(env); v != "" {

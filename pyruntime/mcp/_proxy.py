@@ -157,7 +157,8 @@ class Server:
         """What ``mcp_<alias>.<name>`` (and ``mcp.servers.<alias>.<name>``) is:
         the tool of that Python name; else ``<tool>_sync`` for a tool's
         blocking twin; else the Python peer's ``list_tools``/``list_tools_sync``
-        helpers. Looked up inside an event loop before the tool list is
+        helpers and the resource and prompt helpers (``mcp._resources``).
+        Looked up inside an event loop before the tool list is
         cached, a name is a :class:`PendingTool`: the list is fetched when it
         is called, without blocking other tasks."""
         if self.tools is None and not name.endswith("_sync") and name != "list_tools" \
@@ -174,7 +175,17 @@ class Server:
             return self.list_tools
         if name == "list_tools_sync":
             return self.list_tools_sync
+        fn = self.helper(name)
+        if fn is not None:
+            return fn
         raise AttributeError(self.missing(name))
+
+    def helper(self, name: str) -> Callable | None:
+        """The resource or prompt helper called ``name`` (``list_resources``,
+        ``read_resource``, ``get_prompt``, ... and their ``_sync`` twins)
+        bound to this server, or None (see ``mcp._resources``)."""
+        from mcp._resources import server_helper
+        return server_helper(self, name)
 
     def missing(self, name: str) -> str:
         """The AttributeError message for a name that is not a tool."""
@@ -233,7 +244,7 @@ class PendingTool:
         return await self._resolve()(**kwargs)
 
     def _resolve(self) -> Callable:
-        fn = self._server.function(self.__name__)
+        fn = self._server.function(self.__name__) or self._server.helper(self.__name__)
         if fn is None:
             raise AttributeError(self._server.missing(self.__name__))
         return fn

@@ -16,6 +16,8 @@ Helpers that talk to the host are ``async``; each has a ``_sync`` twin.
 from collections.abc import Mapping
 
 from mcp import _proxy
+from mcp._resources import (get_prompt, list_prompts, list_resource_templates,  # by server name
+                            list_resources, read_resource)
 from mcp._results import Audio, BridgeError, Image, MCPError, ToolError, convert
 from mcp._twin import run_sync, twin
 from mcp.display import display
@@ -31,6 +33,9 @@ __all__ = [
     "call_tool", "call_tool_sync", "start_servers", "start_servers_sync", "display",
     "install", "install_sync",
     "save_skill", "save_tool", "list_skills", "delete_skill", "share",
+    "list_resources", "list_resources_sync", "read_resource", "read_resource_sync",
+    "list_resource_templates", "list_resource_templates_sync", "list_prompts",
+    "list_prompts_sync", "get_prompt", "get_prompt_sync",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -127,6 +132,9 @@ def _search_params(query, limit, detail):
 
 
 def _search_result(entry, detail):
+    if entry.get("kind"):
+        from mcp._resources import search_result
+        return search_result(entry)
     name = entry.get("server")
     try:
         server = _proxy.find_server(name)
@@ -174,7 +182,7 @@ def _searched_servers(entries):
     """The known servers in search results."""
     found = []
     for entry in entries or ():
-        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill"):
+        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill") and not entry.get("kind"):
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
@@ -295,8 +303,10 @@ def search_tool_docs(query, limit=5, detail="summary"):
 
     Each result: server, tool, python (e.g. ``mcp_github.create_issue``),
     serverAlias, toolAlias, summary, description and score;
-    ``detail="full"`` adds the schemas. Servers that could not be searched
-    come last as {server, unavailable}.
+    ``detail="full"`` adds the schemas. Resources, resource templates and
+    prompts are found too, marked by ``kind`` ("resource", "template",
+    "prompt"), with their name, uri and the ``python`` that reads them.
+    Servers that could not be searched come last as {server, unavailable}.
     """
     params = _search_params(query, limit, detail)
     entries = yield ("search_tools", params)
@@ -339,6 +349,11 @@ query_tool_docs_sync = query_tool_docs.sync
 search_tool_docs_sync = search_tool_docs.sync
 call_tool_sync = call_tool.sync
 start_servers_sync = start_servers.sync
+list_resources_sync = list_resources.sync
+read_resource_sync = read_resource.sync
+list_resource_templates_sync = list_resource_templates.sync
+list_prompts_sync = list_prompts.sync
+get_prompt_sync = get_prompt.sync
 
 from mcp._packages import install as _install_plan  # noqa: E402  (packages on demand)
 install = twin(_install_plan)

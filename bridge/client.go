@@ -1,0 +1,178 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// clientPicker says which MCP client answers a request an upstream makes
+// of its client (sampling, elicitation, roots) and hears its log
+// messages. An upstream request carries no trace of the run_python call
+// it serves, so the picker decides: stdio has exactly one client; a bridge
+// serving many sessions implements it with its own mapping.
+type clientPicker interface {
+	// client is the session that answers server's request, or nil.
+	client(ctx context.Context, server string) *mcp.ServerSession
+	// listeners are the sessions that hear server's log messages.
+	listeners(server string) []*mcp.ServerSession
+}
+
+// serverSessions picks among the sessions of one MCP server: over stdio
+// there is one. It is empty until the server is made.
+type serverSessions struct{ srv atomic.Pointer[mcp.Server] }
+
+func (p *serverSessions) set(s *mcp.Server) { p.srv.Store(s) }
+
+// client is the run_python caller when ctx has one, else the server's
+// latest session.
+func (p *serverSessions) client(ctx context.Context, _ string) *mcp.ServerSession {
+	if ss := caller(ctx); ss != nil {
+		return ss
+	}
+	all := p.listeners("")
+	if len(all) == 0 {
+		return nil
+	}
+	return all[len(all)-1]
+}
+
+func (p *serverSessions) listeners(string) []*mcp.ServerSession {
+	srv := p.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	var out []*mcp.ServerSession
+	for ss := range srv.Sessions() {
+		out = append(out, ss)
+	}
+	return out
+}
+
+// downstream answers the upstreams' requests to their client for the pool
+// (it is the pool's [upstream.Downstream]): it asks the client the picker
+// names, when that client declared the capability, and says clearly why
+// not otherwise.
+type downstream struct {
+	picker clientPicker
+	roots  []*mcp.Root // from --root, for clients without roots
+	notes  *cellNotes  // upstream warnings for the running cell's stderr
+}
+
+// newDownstream makes the bridge's downstream and gives it to pool. The
+// sessions it picks from are the ClientLog's, so that both reach the same
+// client.
+func newDownstream(pool *upstream.Pool, opts Options) *downstream {
+	d := &downstream{picker: &serverSessions{}, roots: rootsFromDirs(opts.Roots), notes: &cellNotes{}}
+	if opts.ClientLog != nil {
+		d.picker = opts.ClientLog.picker
+	}
+	pool.SetDownstream(d)
+	return d
+}
+
+// attach points the picker at the MCP server the bridge serves, when it
+// picks among one server's sessions.
+func (d *downstream) attach(s *mcp.Server) {
+	if p, ok := d.picker.(*serverSessions); ok {
+		p.set(s)
+	}
+}
+
+// capabilities are what the client ss declared, never nil.
+func capabilities(ss *mcp.ServerSession) *mcp.ClientCapabilities {
+	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil {
+		return p.Capabilities
+	}
+	return &mcp.ClientCapabilities{}
+}
+
+// clientName is how errors name the client.
+func clientName(ss *mcp.ServerSession) string {
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+		return fmt.Sprintf("the MCP client (%s)", p.ClientInfo.Name)
+	}
+	return "the MCP client"
+}
+
+func (d *downstream) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ss := d.picker.client(ctx, server)
+	if ss == nil {
+		return nil, upstream.ErrNoClient
+	}
+	if capabilities(ss).Sampling == nil {
+		return nil, fmt.Errorf("%s does not support sampling, so server %q cannot use its model through codebridge", clientName(ss), server)
+	}
+	return ss.CreateMessage(ctx, p)
+}
+
+func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss := d.picker.client(ctx, server)
+	if ss == nil {
+		return nil, upstream.ErrNoClient
+	}
+	if capabilities(ss).Elicitation == nil {
+		return nil, fmt.Errorf("%s does not support elicitation, so server %q cannot ask the user through codebridge", clientName(ss), server)
+	}
+	return ss.Elicit(ctx, p)
+}
+
+// ListRoots gives the client's roots; when it has none (it does not
+// support roots, or lists none), the --root directories; else why not.
+func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	ss := d.picker.client(ctx, server)
+	var clientRoots *mcp.ListRootsResult
+	if ss != nil && capabilities(ss).RootsV2 != nil {
+		r, err := ss.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("asking %s for its roots: %w", clientName(ss), err)
+		}
+		clientRoots = r
+	}
+	switch {
+	case clientRoots != nil && len(clientRoots.Roots) > 0:
+		return clientRoots, nil
+	case len(d.roots) > 0:
+		return &mcp.ListRootsResult{Roots: d.roots}, nil
+	case clientRoots != nil:
+		return clientRoots, nil
+	case ss == nil:
+		return nil, fmt.Errorf("%w, and codebridge was started without --root: start it with --root DIR to give server %q a directory", upstream.ErrNoClient, server)
+	}
+	return nil, fmt.Errorf("%s does not support roots, and codebridge was started without --root: start it with --root DIR to give server %q a directory", clientName(ss), server)
+}
+
+// Log passes an upstream's log message to every listening client (each
+// session's logging/setLevel applies), with the server's name as the
+// logger, and a warning or worse to the running cell's stderr.
+func (d *downstream) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	msg := *p
+	msg.Logger = server
+	if p.Logger != "" && p.Logger != server {
+		msg.Logger = server + "/" + p.Logger
+	}
+	for _, ss := range d.picker.listeners(server) {
+		_ = ss.Log(context.WithoutCancel(ctx), &msg)
+	}
+	if atLeastWarning(p.Level) {
+		d.notes.add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))
+	}
+}
+
+// rootsFromDirs turns --root directories into file:// roots.
+func rootsFromDirs(dirs []string) []*mcp.Root {
+	var roots []*mcp.Root
+	for _, dir := range dirs {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}
+		roots = append(roots, &mcp.Root{URI: u.String(), Name: filepath.Base(dir)})
+	}
+	return roots
+}

@@ -1,0 +1,138 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hostOnly is an error whose log value holds what only the host may see,
+// as upstream.Error's does.
+type hostOnly struct{}
+
+func (hostOnly) Error() string        { return "server \"x\" could not start" }
+func (hostOnly) LogValue() slog.Value { return slog.StringValue("token=SECRET in stderr") }
+
+// connected returns a ClientLog whose bridge serves one in-memory client,
+// and the channel of what that client's log receives.
+func connected(t *testing.T) (*ClientLog, <-chan *mcp.LoggingMessageParams) {
+	t.Helper()
+	cl := NewClientLog()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
+	cl.picker.set(srv)
+	got := make(chan *mcp.LoggingMessageParams, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { got <- r.Params },
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	return cl, got
+}
+
+func TestClientLogSendsOnlySafeParts(t *testing.T) {
+	cl, got := connected(t)
+	log := slog.New(cl).With("server", "x", "stderr", "token=SECRET")
+	log.Info("below the level: not sent")
+	log.Warn("upstream could not start", "err", hostOnly{}, "command", "run --token SECRET")
+	p := <-got
+	data := p.Data.(map[string]any)
+	if p.Logger != "codebridge" || p.Level != "warning" || data["message"] != "upstream could not start" ||
+		data["server"] != "x" || data["err"] != `server "x" could not start` {
+		t.Fatalf("sent %+v %v", p, data)
+	}
+	if len(data) != 3 {
+		t.Fatalf("sent more than message, server and err: %v", data)
+	}
+}
+
+func TestClientLogHonoursSetLevel(t *testing.T) {
+	cl, got := connected(t)
+	log := slog.New(cl)
+	// The client asked for warning and up: a notice-level upstream message
+	// is dropped by the session, a warning is sent.
+	d := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "notice", Data: "quiet"})
+	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "loud", Logger: "db"})
+	log.Error("bridge error")
+	p := <-got
+	if p.Logger != "ev/db" || p.Data != "loud" {
+		t.Fatalf("first message %+v; want the error from ev/db (the notice filtered)", p)
+	}
+	if p := <-got; p.Logger != "codebridge" {
+		t.Fatalf("second message %+v", p)
+	}
+}
+
+func TestCellNotes(t *testing.T) {
+	n := &cellNotes{}
+	d := &downstream{picker: &serverSessions{}, notes: n}
+	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "before any cell"})
+	end := n.begin()
+	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "info", Data: "too low"})
+	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "warning", Data: map[string]any{"message": "disk low"}})
+	for range maxNotes + 2 {
+		d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "critical", Data: []int{1}})
+	}
+	got := end()
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if lines[0] != "[ev warning] disk low" || lines[1] != "[ev critical] [1]" || len(lines) != maxNotes+1 ||
+		lines[maxNotes] != "[3 more upstream warnings; the client's log has them]" {
+		t.Fatalf("notes:\n%s", got)
+	}
+	if strings.Contains(got, "before any cell") || strings.Contains(got, "too low") {
+		t.Fatalf("notes hold a message from outside the cell or below warning:\n%s", got)
+	}
+	if again := n.begin()(); again != "" {
+		t.Fatalf("a new cell starts with notes: %q", again)
+	}
+}
+
+func TestDownstreamWithoutClient(t *testing.T) {
+	d := &downstream{picker: &serverSessions{}, notes: &cellNotes{}}
+	ctx := context.Background()
+	if _, err := d.CreateMessage(ctx, "ev", &mcp.CreateMessageParams{}); !errors.Is(err, upstream.ErrNoClient) {
+		t.Fatalf("sampling without a client: %v", err)
+	}
+	if _, err := d.Elicit(ctx, "ev", &mcp.ElicitParams{}); !errors.Is(err, upstream.ErrNoClient) {
+		t.Fatalf("elicitation without a client: %v", err)
+	}
+	if _, err := d.ListRoots(ctx, "fs"); err == nil || !strings.Contains(err.Error(), "--root DIR") {
+		t.Fatalf("roots without a client or --root: %v", err)
+	}
+	d.roots = rootsFromDirs([]string{"/srv/project"})
+	r, err := d.ListRoots(ctx, "fs")
+	if err != nil || len(r.Roots) != 1 || r.Roots[0].URI != "file:///srv/project" {
+		t.Fatalf("roots from --root: %+v, %v", r, err)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	for _, c := range []struct {
+		p    mcp.ProgressNotificationParams
+		want string
+	}{
+		{mcp.ProgressNotificationParams{Progress: 2, Total: 5, Message: "step"}, "ev: 2/5 step"},
+		{mcp.ProgressNotificationParams{Progress: 0.5}, "ev: 0.5"},
+	} {
+		if got := progressLine("ev", &c.p); got != c.want {
+			t.Errorf("progressLine(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Downstream is whoever answers, for the bridge, what an upstream server
+// asks of its client: the MCP client codebridge serves (stdio has exactly
+// one; a bridge with many sessions picks the one the request belongs to).
+// server is the upstream's configured name. Its methods are called on the
+// upstream session's goroutines and may block until the client answers;
+// ctx ends when the upstream cancels its request or goes away.
+type Downstream interface {
+	// CreateMessage asks the client's model (sampling/createMessage). The
+	// per-server policy was checked before.
+	CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Elicit asks the user (elicitation/create).
+	Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// ListRoots answers roots/list: the directories the upstream may work in.
+	ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error)
+	// Log passes on a notifications/message of the upstream.
+	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams)
+}
+
+// ErrNoClient is the answer to an upstream's request when no client is
+// there to ask (codebridge exec, or before a client connected).
+var ErrNoClient = errors.New("no MCP client is connected to codebridge to answer this request")
+
+// downRef holds a pool's Downstream, set once the bridge exists.
+type downRef struct{ p atomic.Pointer[Downstream] }
+
+func (r *downRef) get() Downstream {
+	if d := r.p.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// SetDownstream sets who answers the servers' requests to their client
+// (sampling, elicitation, roots) and hears their log messages. Until it is
+// set, such requests are refused with [ErrNoClient].
+func (p *Pool) SetDownstream(d Downstream) { p.down.p.Store(&d) }
+
+// RootsChanged tells every running server that the client's roots
+// changed (notifications/roots/list_changed); a server that cares asks
+// for them again.
+func (p *Pool) RootsChanged() {
+	for _, s := range p.servers {
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if c != nil && c.alive() {
+			// roots/list is answered by the middleware below, never from
+			// the go-sdk client's own list, so adding to that list is only
+			// the way to make the go-sdk send the notification.
+			c.client.AddRoots(&mcp.Root{URI: "codebridge:roots-changed"})
+		}
+	}
+}
+
+// clientOptions are the options of the MCP client the server is dialled
+// with: handlers that pass its requests and notifications on to the
+// pool's Downstream, each naming the server.
+func (s *Server) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		// Sampling and elicitation are declared (by their handlers) to every
+		// server, whatever the client: a refusal is a clear error the
+		// server can report, where an undeclared capability would hide
+		// the server's tools that need it.
+		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
+		ToolListChangedHandler:      s.toolListChanged,
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.dropOffers() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.dropOffers() },
+		CreateMessageHandler:        s.createMessage,
+		ElicitationHandler:          s.elicit,
+		LoggingMessageHandler:       s.logMessage,
+		ProgressNotificationHandler: s.progress,
+	}
+}
+
+func (s *Server) toolListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	s.mu.Lock()
+	s.tools = nil
+	s.mu.Unlock()
+	s.gen.Add(1)
+	s.log.Debug("tool list changed")
+}
+
+// createMessage answers sampling/createMessage: refused unless the
+// server's entry allows sampling, then asked of the client.
+func (s *Server) createMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if !s.spec.Sampling {
+		// The config file's path is for the host's eyes: the message goes
+		// back through the upstream to the sandbox.
+		s.log.Warn("refused a sampling request: sampling is off for this server", "config", s.spec.Source)
+		return nil, fmt.Errorf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry of the codebridge config)", s.spec.Name)
+	}
+	d := s.down.get()
+	if d == nil {
+		return nil, ErrNoClient
+	}
+	return d.CreateMessage(ctx, s.spec.Name, req.Params)
+}
+
+// elicit answers elicitation/create by asking the client.
+func (s *Server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	d := s.down.get()
+	if d == nil {
+		return nil, ErrNoClient
+	}
+	return d.Elicit(ctx, s.spec.Name, req.Params)
+}
+
+// listRoots answers roots/list (see rootsMiddleware).
+func (s *Server) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	d := s.down.get()
+	if d == nil {
+		return nil, ErrNoClient
+	}
+	r, err := d.ListRoots(ctx, s.spec.Name)
+	if err != nil {
+		s.log.Warn("could not give the server roots", "err", err)
+	}
+	return r, err
+}
+
+// rootsMiddleware answers the server's roots/list from the Downstream,
+// fresh each time, instead of from the go-sdk client's fixed list.
+func (s *Server) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "roots/list" {
+			return s.listRoots(ctx)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *Server) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	if d := s.down.get(); d != nil {
+		d.Log(ctx, s.spec.Name, req.Params)
+	}
+}
+
+// progress passes a progress notification to the call that asked for it.
+func (s *Server) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if f, ok := s.watchers.Load(progressKey(req.Params.ProgressToken)); ok {
+		f.(func(*mcp.ProgressNotificationParams))(req.Params)
+	}
+}
+
+// progressWatcherKey carries a call's progress watcher in its context.
+type progressWatcherKey struct{}
+
+// WithProgress returns a context whose upstream tool calls ask for
+// progress notifications and pass each to f, on the upstream session's
+// goroutine (f must return quickly).
+func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) context.Context {
+	return context.WithValue(ctx, progressWatcherKey{}, f)
+}
+
+// progressTokens numbers the progress tokens of all calls.
+var progressTokens atomic.Int64
+
+// watchProgress gives params a progress token when ctx has a watcher and
+// registers the watcher under it; the returned function forgets it.
+func (s *Server) watchProgress(ctx context.Context, params *mcp.CallToolParams) func() {
+	f, ok := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
+	if !ok {
+		return func() {}
+	}
+	token := fmt.Sprintf("codebridge-%d", progressTokens.Add(1))
+	params.SetProgressToken(token)
+	s.watchers.Store(token, f)
+	return func() { s.watchers.Delete(token) }
+}
+
+// progressKey is the map key of a progress token as it comes back in a
+// notification (a string, or a JSON number as float64).
+func progressKey(token any) any {
+	if f, ok := token.(float64); ok {
+		return fmt.Sprint(f)
+	}
+	return token
+}

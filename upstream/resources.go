@@ -1,0 +1,82 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a server offers besides tools: resources, resource templates and
+// prompts. Each list method returns one page as the server sent it (JSON
+// with nextCursor when there are more), so that a caller pages through a
+// large list a page at a time.
+
+// ListResources returns one page of the server's resources, starting it
+// when needed; cursor is "" for the first page.
+func (s *Server) ListResources(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return s.request(ctx, "listing resources", func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		return cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+	})
+}
+
+// ListResourceTemplates returns one page of the server's resource
+// templates.
+func (s *Server) ListResourceTemplates(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return s.request(ctx, "listing resource templates", func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		return cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+	})
+}
+
+// ListPrompts returns one page of the server's prompts.
+func (s *Server) ListPrompts(ctx context.Context, cursor string) (json.RawMessage, error) {
+	return s.request(ctx, "listing prompts", func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		return cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+	})
+}
+
+// GetPrompt returns the prompt called name with arguments filled in.
+func (s *Server) GetPrompt(ctx context.Context, name string, arguments map[string]string) (json.RawMessage, error) {
+	if name == "" {
+		return nil, fmt.Errorf("server %q: get_prompt needs a prompt name", s.spec.Name)
+	}
+	return s.request(ctx, fmt.Sprintf("getting prompt %q", name), func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: arguments})
+	})
+}
+
+// ReadResource reads the resource at uri. Like a tool result, a stdio
+// server's answer is passed through as it sent it, neither decoded nor
+// encoded again, so a large resource costs its bytes once.
+func (s *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	if uri == "" {
+		return nil, fmt.Errorf("server %q: read_resource needs a resource URI", s.spec.Name)
+	}
+	var slot *rawSlot
+	res, err := s.request(ctx, fmt.Sprintf("reading resource %q", uri), func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		ctx, slot = withRawSlot(ctx)
+		defer slot.release()
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	})
+	if err == nil && slot != nil && slot.raw != nil {
+		return slot.raw, nil
+	}
+	return res, err
+}
+
+// request runs one request of the server's session under the call time
+// limit and returns its result as JSON; what names it in errors.
+func (s *Server) request(ctx context.Context, what string, do func(context.Context, *mcp.ClientSession) (any, error)) (json.RawMessage, error) {
+	c, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	res, err := do(rctx, c.cs)
+	if err != nil {
+		return nil, s.callError(what, c, rctx, err)
+	}
+	return json.Marshal(res)
+}
