@@ -44,6 +44,8 @@ type Server struct {
 	Timeout time.Duration
 	// Source is the path of the file the server was defined in.
 	Source string
+	// Tools are the entry's "tools" rules for the gate: allow, deny, ask.
+	Tools ToolRules
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -326,6 +328,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.URL = e.str("url")
 	s.Headers = e.strMap("headers")
 	s.Timeout = e.seconds("timeout")
+	s.Tools = e.toolRules()
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)

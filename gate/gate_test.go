@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func tool(name string) protocol.Target { return protocol.Target{Kind: "tool", Server: "mem", Name: name} }
+func tool(name string) protocol.Target {
+	return protocol.Target{Kind: "tool", Server: "mem", Name: name}
+}
 
 var (
 	yes, no   = true, false
