@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +35,9 @@ type Options struct {
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+	// Gate is the policy, approval, audit and redaction every request of
+	// the sandbox passes. Nil means one that lets everything through.
+	Gate *gate.Gate
 }
 
 // Bridge serves run_python over MCP. It owns its sandbox session (stdio
@@ -66,6 +71,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	}
 	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
 	b.host = newSandboxHost(pool, opts.Log)
+	b.host.gate = cmp.Or(opts.Gate, gate.New(gate.Config{})).NewSession()
 	b.sess = sandboxes.NewSession(cfg, b.host)
 	return b
 }
@@ -102,7 +108,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	onOutput, stop := startProgress(ctx, req)
+	onOutput, stop := startProgress(ctx, req, b.host.redactText)
 	defer stop()
 	return b.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
 }
@@ -114,7 +120,9 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 }
 
 // run is RunPython with a hook that sees the output as it arrives.
-func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) *mcp.CallToolResult {
+func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
+	ctx, finish := b.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
+	defer func() { out = finish(out) }()
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}

@@ -266,3 +266,6 @@ func cut(s string, n int) string {
 	}
 	return s[:n] + fmt.Sprintf("... (%d more bytes)", len(s)-n)
 }
+
+// Policy is the policy the session's requests are decided by.
+func (s *Session) Policy() *Policy { return s.g.policy }

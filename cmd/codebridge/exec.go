@@ -25,7 +25,7 @@ and print what the model would read. The exit code is 1 when the code failed.`,
 		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
-	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, logKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, runKnobs, logKnobs, gateKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
 		return c.exec(s, args[0], servers, s.timeout)
 	})
@@ -47,9 +47,14 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		return 2
 	}
 
+	s.gate.on = true
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	defer a.close()
+	if a.gateErr != nil {
+		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", a.gateErr)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names []string

@@ -116,6 +116,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		c.execCommand(),
 		c.imageCommand(),
 		c.importCommand(),
+		c.auditCommand(),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",
