@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-
 // annotations are the tool's own annotations, from the server's cached
 // list, when the policy needs them (not in open mode without rules).
 func (h *sandboxHost) annotations(ctx context.Context, t protocol.Target) *mcp.ToolAnnotations {

@@ -35,7 +35,7 @@ func (c *cli) serve(s *settings) int {
 	a.logProblems()
 	a.log.Debug("state directory", "dir", s.stateDir)
 	if a.gateErr != nil {
-		a.log.Error("codebridge cannot start: "+a.gateErr.Error())
+		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
 		a.close()
 		return 1
 	}
