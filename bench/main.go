@@ -159,6 +159,7 @@ func run() error {
 		{"context cost", e.measureContext},
 		{"cold start and idle RSS", e.measureColdAndIdle},
 		{"latency and throughput", e.measureLatency},
+		{"the gate's cost", e.measureGate},
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
 	}
