@@ -377,3 +377,39 @@ func TestGateOpenTelemetry(t *testing.T) {
 		t.Fatalf("the tool call's span is not a child of run_python's")
 	}
 }
+
+// TestGateRedactsProgress: progress messages, which quote the latest line
+// the code printed, show the token, never the address.
+func TestGateRedactsProgress(t *testing.T) {
+	needEnv(t)
+	notes := make(chan string, 100)
+	cs := connectWith(t, home(t, nil), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case notes <- req.Params.Message:
+			default:
+			}
+		},
+	}, "CODEBRIDGE_REDACT=email")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{
+		"code": "print('writing to ann.lee@example.com')\nimport time\ntime.sleep(4)"}}
+	params.SetProgressToken("tok")
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("run_python: %v %+v", err, res)
+	}
+	for {
+		select {
+		case m := <-notes:
+			if strings.Contains(m, "ann.lee") {
+				t.Fatalf("a progress message showed the address: %q", m)
+			}
+			if strings.Contains(m, "writing to <email_1>") {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no progress notification quoted the line")
+		}
+	}
+}

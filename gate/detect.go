@@ -104,10 +104,19 @@ func digits(s string) string {
 	}, s)
 }
 
-// luhnValid: 13 to 19 digits passing the Luhn check, not all the same.
+// cardGroups are the ways card numbers are written in groups: 4-4-4-4
+// (with up to 3 more digits), 4-6-5 (Amex) and 4-6-4 (Diners).
+var cardGroups = regexp.MustCompile(`^(?:[0-9]{4}([ -][0-9]{4}){3}(?:[ -]?[0-9]{1,3})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{4,5})$`)
+
+// luhnValid: 13 to 19 digits, written as one number or in a card's
+// groups (not a list of numbers that happens to be long enough), passing
+// the Luhn check, not all the same digit.
 func luhnValid(s string) bool {
 	d := digits(s)
 	if len(d) < 13 || len(d) > 19 || strings.Count(d, d[:1]) == len(d) {
+		return false
+	}
+	if len(d) != len(s) && !cardGroups.MatchString(s) {
 		return false
 	}
 	sum := 0

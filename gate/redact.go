@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Secret is a value that must never reach the model: the value of an
@@ -286,16 +287,16 @@ func marshal(v any) (json.RawMessage, error) {
 // mayMatch is a quick look at raw JSON: false when no secret (as written,
 // or JSON-escaped) and no pattern can be in it.
 func (r *Redactor) mayMatch(raw []byte) bool {
-	text := string(raw)
 	for _, sec := range r.secrets {
-		if strings.Contains(text, sec.Value) || strings.Contains(text, sec.escaped) {
+		if bytes.Contains(raw, []byte(sec.Value)) || bytes.Contains(raw, []byte(sec.escaped)) {
 			return true
 		}
 	}
 	if len(r.detectors) == 0 {
 		return false
 	}
-	return len(r.find(text)) > 0 || bytes.IndexByte(raw, '\\') >= 0
+	// Read raw in place: a 64 MiB result is not copied to be looked at.
+	return len(r.find(unsafe.String(unsafe.SliceData(raw), len(raw)))) > 0 || bytes.IndexByte(raw, '\\') >= 0
 }
 
 func (s *Session) redactValue(v any) any {

@@ -127,3 +127,22 @@ func BenchmarkRedactSmallResult(b *testing.B) {
 		s.RedactJSON(raw)
 	}
 }
+
+// TestCardNeedsCardShape: a list of numbers long enough to pass for a
+// card (timings, ids) is not one, even when its digits pass Luhn; the
+// same digits written as a card are.
+func TestCardNeedsCardShape(t *testing.T) {
+	s := newTestSession(t, []string{"card"}, nil, nil)
+	list := "821462 7899020 03" // 15 digits that pass Luhn, as a list
+	if !luhnValid("821462789902003") {
+		t.Fatal("the test's digits must pass Luhn")
+	}
+	if got := s.Redact(list); got != list {
+		t.Fatalf("a list of numbers was taken for a card: %q", got)
+	}
+	for _, card := range []string{"4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "3782 822463 10005"} {
+		if got := s.Redact(card); !strings.HasPrefix(got, "<card_") {
+			t.Errorf("%q not redacted: %q", card, got)
+		}
+	}
+}
