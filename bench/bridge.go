@@ -39,12 +39,17 @@ type bridge struct {
 // and an empty HOME (so the user's ~/MCPs does not count), and completes
 // the MCP handshake.
 func (e *env) startBridge(ctx context.Context, configs ...string) (*bridge, error) {
+	return e.startBridgeWith(ctx, nil, configs...)
+}
+
+// startBridgeWith is startBridge with extra environment variables.
+func (e *env) startBridgeWith(ctx context.Context, extraEnv []string, configs ...string) (*bridge, error) {
 	args := []string{"serve"}
 	for _, c := range configs {
 		args = append(args, "--config", c)
 	}
 	cmd := exec.Command(e.bin, args...)
-	cmd.Env = append(os.Environ(), "HOME="+e.home, "CODEBRIDGE_IMAGE="+e.image)
+	cmd.Env = append(append(os.Environ(), "HOME="+e.home, "CODEBRIDGE_IMAGE="+e.image), extraEnv...)
 	b := &bridge{cmd: cmd, stderr: &tailBuffer{max: 64 << 10}}
 	cmd.Stderr = b.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-bench", Version: "1"}, nil)

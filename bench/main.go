@@ -69,6 +69,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -115,6 +116,7 @@ func run() error {
 	flag.IntVar(&e.calls, "calls", 1000, "calls per latency run and per batch")
 	flag.IntVar(&e.coldRuns, "cold", 5, "cold starts (each also gives an idle RSS)")
 	flag.IntVar(&e.dataRuns, "data-runs", 5, "repetitions of each 64 MiB transfer")
+	only := flag.String("only", "", "run only the measurements whose name contains this (e.g. gate); the report is then not written")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
 	flag.Parse()
 
@@ -159,12 +161,16 @@ func run() error {
 		{"context cost", e.measureContext},
 		{"cold start and idle RSS", e.measureColdAndIdle},
 		{"latency and throughput", e.measureLatency},
+		{"the gate's cost", e.measureGate},
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
 	}
 	var rows []row
 	failed := 0
 	for _, s := range sections {
+		if *only != "" && !strings.Contains(s.name, *only) {
+			continue
+		}
 		progress(s.name)
 		t := time.Now()
 		r, err := s.measure(ctx)
@@ -182,7 +188,7 @@ func run() error {
 	if failed > 0 {
 		return fmt.Errorf("%d of %d measurements failed; %s not written", failed, len(sections), *out)
 	}
-	if *out != "" {
+	if *out != "" && *only == "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +45,9 @@ type Options struct {
 	// Roots are the directories upstreams get as roots when the client
 	// has none (--root).
 	Roots []string
+	// Gate is the policy, approval, audit and redaction every request of
+	// the sandbox passes. Nil means one that lets everything through.
+	Gate *gate.Gate
 }
 
 // Bridge serves run_python over MCP. It owns its sandbox session (stdio
@@ -80,6 +85,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b.host.packages = opts.Packages
 	b.host.skills = opts.Skills
 	b.down = newDownstream(pool, opts)
+	b.host.gate = cmp.Or(opts.Gate, gate.New(gate.Config{})).NewSession()
 	b.sess = sandboxes.NewSession(cfg, b.host)
 	return b
 }
@@ -119,7 +125,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	onOutput, stop := startProgress(ctx, req)
+	onOutput, stop := startProgress(ctx, req, b.host.redactText)
 	defer stop()
 	return b.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
 }
@@ -131,7 +137,9 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 }
 
 // run is RunPython with a hook that sees the output as it arrives.
-func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) *mcp.CallToolResult {
+func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
+	ctx, finish := b.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
+	defer func() { out = finish(out) }()
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}
@@ -156,7 +164,7 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 	}
 	res.Stderr.Text += notes()
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	out := render(res, timeout)
+	out = render(res, timeout)
 	out.Content = append(out.Content, shared.links()...)
 	return out
 }

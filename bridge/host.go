@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +24,9 @@ type sandboxHost struct {
 	mu       sync.Mutex
 	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
 
-	skills *skillStore  // saved skills; nil keeps none
-	files  *sharedFiles // the workspace files the code shared
+	skills *skillStore   // saved skills; nil keeps none
+	files  *sharedFiles  // the workspace files the code shared
+	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
@@ -73,10 +75,15 @@ func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMes
 
 // through is the one path every request that acts on something (a tool
 // call, a resource read, a prompt, an install) takes on the host: the
-// gate (policy, approval, audit, redaction) stands here, once, for all of
-// them. params are the request's raw parameters; do answers it.
-func (h *sandboxHost) through(ctx context.Context, t protocol.Target, params json.RawMessage, do func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	return do(ctx)
+// gate stands here, once, for all of them, in its fixed order (policy,
+// approval, private values put back, do, audit, redaction of the answer).
+// params are the request's raw parameters; do answers the request from
+// the parameters the gate passes it (with real values for tokens).
+func (h *sandboxHost) through(ctx context.Context, t protocol.Target, params json.RawMessage, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	if h.gate == nil {
+		return do(ctx, params)
+	}
+	return h.gate.Through(ctx, gate.Request{Target: t, Params: params, Annotations: h.annotations(ctx, t), Ask: askClient(ctx)}, do)
 }
 
 // Output passes a cell's output to the run_python call that ran it, when

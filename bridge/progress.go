@@ -114,8 +114,9 @@ func progressMessage(elapsed time.Duration, line string) string {
 
 // startProgress sends progress notifications for req until the returned
 // stop is called, when the client sent a progress token; it returns the
-// output hook for the sandbox (nil when no token was sent).
-func startProgress(ctx context.Context, req *mcp.CallToolRequest) (onOutput func(stream, text string), stop func()) {
+// output hook for the sandbox (nil when no token was sent). Each message
+// passes redact (the gate's) on its way to the client.
+func startProgress(ctx context.Context, req *mcp.CallToolRequest, redact func(string) string) (onOutput func(stream, text string), stop func()) {
 	if req == nil || req.Session == nil || req.Params == nil {
 		return nil, func() {}
 	}
@@ -143,7 +144,7 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest) (onOutput func
 			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 				ProgressToken: token,
 				Progress:      math.Round(elapsed.Seconds()*10) / 10, // grows with every notification
-				Message:       progressMessage(elapsed, l.latest()),
+				Message:       redact(progressMessage(elapsed, l.latest())),
 			})
 			if err != nil {
 				return // the client is gone; the call ends soon

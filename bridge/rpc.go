@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,7 +50,16 @@ func typed[P any](fn func(context.Context, *sandboxHost, P) (json.RawMessage, er
 		if !ok {
 			return fn(ctx, h, p)
 		}
-		return h.through(ctx, t.Target(), raw, func(ctx context.Context) (json.RawMessage, error) { return fn(ctx, h, p) })
+		return h.through(ctx, t.Target(), raw, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			if !bytes.Equal(params, raw) { // the gate put private values back
+				var q P
+				if err := json.Unmarshal(params, &q); err != nil {
+					return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+				}
+				p = q
+			}
+			return fn(ctx, h, p)
+		})
 	}
 }
 
@@ -77,7 +87,7 @@ func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) 
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(tools)
+	return json.Marshal(h.visibleTools(p.Server, tools))
 }
 
 func listServers(_ context.Context, h *sandboxHost, _ protocol.ListServersParams) (json.RawMessage, error) {
@@ -107,6 +117,7 @@ func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsPara
 		p.Limit = 5
 	}
 	entries, down := h.pool.Catalogue(ctx, searchWait)
+	entries = h.visibleEntries(entries)
 	entries, skills := h.withSkills(entries)
 	out := []any{}
 	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {

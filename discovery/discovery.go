@@ -47,6 +47,8 @@ type Server struct {
 	// Sampling, from the entry's "sampling", lets the server ask the MCP
 	// client's model (sampling/createMessage); off by default.
 	Sampling bool
+	// Tools are the entry's "tools" rules for the gate: allow, deny, ask.
+	Tools ToolRules
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -330,6 +332,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.Headers = e.strMap("headers")
 	s.Timeout = e.seconds("timeout")
 	s.Sampling = e.boolean("sampling")
+	s.Tools = e.toolRules()
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/skills"
@@ -25,6 +26,9 @@ type app struct {
 	sandboxes *sandbox.Manager
 	pool      *upstream.Pool
 	bridge    *bridge.Bridge
+	gate      *gate.Gate // nil unless the command runs code (settings.gate.on)
+	gateClose func()
+	gateErr   error // the gate could not be built: the command must not run code
 }
 
 func newApp(s *settings, stderr io.Writer) *app {
@@ -36,6 +40,9 @@ func newApp(s *settings, stderr io.Writer) *app {
 	a := &app{settings: s, log: log, specs: specs, problems: problems}
 	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
 	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
+	if s.gate.on {
+		a.gate, a.gateClose, a.gateErr = newGate(s, specs, log)
+	}
 	sandboxCfg := sandbox.Config{
 		Image:       s.image,
 		ChooseImage: a.chooseImage,
@@ -56,6 +63,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Skills:         skills.Open(statedir.Dir(s.stateDir)),
 		ClientLog:      clientLog,
 		Roots:          s.roots,
+		Gate:           a.gate,
 	})
 	return a
 }
@@ -79,6 +87,9 @@ func (a *app) close() {
 		<-c
 		<-c
 		_ = a.sandboxes.Close()
+		if a.gateClose != nil {
+			a.gateClose() // after the last call: the audit log and spans are complete
+		}
 	}()
 	select {
 	case <-done:

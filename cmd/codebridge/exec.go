@@ -27,7 +27,7 @@ and print what the model would read. The exit code is 1 when the code failed.`,
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
 	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, logKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, logKnobs, gateKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
 		if err := s.prepareWorkspace(c.getenv); err != nil {
 			fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
@@ -54,9 +54,14 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		return 2
 	}
 
+	s.gate.on = true
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	defer a.close()
+	if a.gateErr != nil {
+		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", a.gateErr)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names []string

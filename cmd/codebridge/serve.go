@@ -24,7 +24,7 @@ func (c *cli) serveCommand() *cobra.Command {
 clients start; "codebridge" alone does the same.`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs)
 	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) int { return c.serve(s) })
 }
 
@@ -36,9 +36,15 @@ func (c *cli) serve(s *settings) int {
 		fmt.Fprintf(c.stderr, "codebridge serve: %v\n", err)
 		return 2
 	}
+	s.gate.on = true
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	a.log.Debug("state directory", "dir", s.stateDir)
+	if a.gateErr != nil {
+		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
+		a.close()
+		return 1
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/spf13/pflag"
@@ -41,7 +42,8 @@ type settings struct {
 	extraMounts []sandbox.Mount
 	logLevel    slog.Level
 	logJSON     bool
-	pip         []string // the command that runs pip on the host (on-demand packages)
+	pip         []string     // the command that runs pip on the host (on-demand packages)
+	gate        gateSettings // policy, approval, audit, redaction (gate.go)
 	// home is the home directory ($HOME); empty means the user's.
 	home string
 	// ignored lists the Python bridge's settings that were given and have
@@ -150,7 +152,7 @@ var knobs = []setting{
 			s.outputLimit = int(n)
 			return err
 		}},
-	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages",
+	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages, the audit log",
 		func(s *settings, v string) error { s.stateDir = v; return nil }},
 	{"workspace", []string{"CODEBRIDGE_WORKSPACE"}, DefaultWorkspace, "where", "the sandbox's /workspace: an engine volume name, a host directory (a path), or ephemeral",
 		func(s *settings, v string) (err error) { s.workspace, err = parseWorkspace(v); return }},
@@ -215,6 +217,16 @@ var knobs = []setting{
 			}
 			return nil
 		}},
+	{"policy", []string{"CODEBRIDGE_POLICY"}, string(gate.Open), "mode", "what sandbox code may call by default, from the tools' annotations: open (everything), ask-destructive (ask the user before tools not marked read-only or non-destructive), read-only (only tools marked read-only); a server's \"tools\" rules come first",
+		func(s *settings, v string) (err error) { s.gate.policy, err = gate.ParseMode(v); return }},
+	{"audit", []string{"CODEBRIDGE_AUDIT"}, "", "file", "the audit log (JSON Lines) of every tool call and run_python; default audit.jsonl in the state directory; off turns it off",
+		func(s *settings, v string) error { s.gate.audit = v; return nil }},
+	{"audit-args", []string{"CODEBRIDGE_AUDIT_ARGS"}, "false", "bool", "keep tool arguments in the audit log (as the sandbox wrote them, tokens and all), not only their size and SHA-256",
+		func(s *settings, v string) (err error) { s.gate.auditArgs, err = parseBool(v); return }},
+	{"redact", []string{"CODEBRIDGE_REDACT"}, "", "kinds", "personal data the model sees only as tokens (<email_1>): comma-separated email, phone, card, ssn, ip, iban, or all; custom patterns go in the config's \"redact\"",
+		func(s *settings, v string) (err error) { s.gate.redact, err = parseRedact(v); return }},
+	{"approval-timeout", []string{"CODEBRIDGE_APPROVAL_TIMEOUT"}, strconv.Itoa(int(gate.DefaultApprovalTimeout.Seconds())), "seconds", "how long a call that needs the user's approval waits for the answer (then it is denied)",
+		func(s *settings, v string) (err error) { s.gate.approvalTimeout, err = seconds(v); return }},
 	// The Python bridge's settings that mean nothing here: accepted, so
 	// that its documented values never stop codebridge from starting.
 	{"", []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, "", "", "",

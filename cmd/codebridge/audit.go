@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codebridge/codebridge/gate"
+	"github.com/spf13/cobra"
+)
+
+func (c *cli) auditCommand() *cobra.Command {
+	var asJSON bool
+	var since string
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Show the audit log: every tool call and run_python, with its decision and outcome",
+		Long: `Show the audit log: every tool call the sandbox made (who allowed it, how long
+it took, how it ended, the size and SHA-256 of its arguments) and every
+run_python. A call whose outcome is "unfinished" reached the upstream but
+the bridge stopped before it ended.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
+	cmd.Flags().StringVar(&since, "since", "", "only entries newer than this: a duration back from now (90m, 24h, 7d) or a date (2026-01-31, RFC 3339)")
+	return c.settingsCommand(cmd, append([]string{"audit", "state-dir"}, logKnobs...), commandLogLevel, func(s *settings, _ []string) int {
+		from, err := parseSince(since, time.Now())
+		if err != nil {
+			fmt.Fprintf(c.stderr, "codebridge audit: --since: %v\n", err)
+			return 2
+		}
+		return c.audit(s, from, asJSON)
+	})
+}
+
+func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
+	path, err := auditPath(s)
+	if err == nil && path == "" {
+		err = errors.New("the audit log is off (--audit off); there is nothing to read")
+	}
+	var f *os.File
+	if err == nil {
+		f, err = os.Open(path)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(c.stderr, "codebridge audit: no audit log at %s yet: it is written once codebridge serves a call\n", path)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge audit: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	recs, bad, err := gate.ReadAudit(f, since)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge audit: reading %s: %v\n", path, err)
+		return 1
+	}
+	if bad > 0 {
+		fmt.Fprintf(c.stderr, "codebridge audit: %s: %d lines are not audit records and were skipped\n", path, bad)
+	}
+	entries := gate.Entries(recs)
+	if asJSON {
+		for _, e := range entries {
+			if code := printJSON(c.stdout, e); code != 0 {
+				return code
+			}
+		}
+		return 0
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tSESSION\tWHAT\tDECISION\tOUTCOME\tMS\tARGS\tRESULT")
+	for _, e := range entries {
+		what := "run_python"
+		if e.Event == "call" {
+			what = e.Kind + " " + e.Server + "." + e.Name
+		}
+		decision := e.Decision
+		if e.By != "" {
+			decision += " (" + e.By + ")"
+		}
+		outcome := e.Outcome
+		if e.Error != "" {
+			outcome += ": " + cutLine(e.Error, 60)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Session, what, decision, outcome, e.DurationMS, e.ArgBytes, e.ResultBytes)
+	}
+	return exitOf(w.Flush())
+}
+
+func exitOf(err error) int {
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func cutLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// parseSince reads --since: empty (everything), a duration back from now
+// (with d for days), or a date.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (90m, 24h, 7d) nor a date (2026-01-31)", v)
+}

@@ -1,0 +1,40 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestToolRulesAndPatterns: a server's "tools" rules and a file's
+// "redact" patterns are read; wrong shapes and bad globs are problems
+// that name the field.
+func TestToolRulesAndPatterns(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
+	  "mcpServers": {"m": {"command": "true", "tools": {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]}}}}`), 0o600)
+	os.WriteFile(bad, []byte(`{"redact": ["x"],
+	  "mcpServers": {"b": {"command": "true", "tools": {"deny": "delete_*"}}, "c": {"command": "true", "tools": {"deny": ["[x"]}}, "d": {"command": "true", "tools": {"block": []}}}}`), 0o600)
+	opts := Options{Home: dir, Files: []string{good, bad}, LookupEnv: func(string) (string, bool) { return "", false }}
+	servers, problems := Load(opts)
+	if len(servers) != 1 || strings.Join(servers[0].Tools.Allow, ",") != "read_*" || servers[0].Tools.Deny[0] != "delete_*" || servers[0].Tools.Ask[0] != "create_*" {
+		t.Fatalf("servers: %+v", servers)
+	}
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`server "b": field "tools.deny": must be an array`, `server "c": field "tools.deny": "[x" is not a valid pattern`, `server "d": field "tools.block": is not a rule`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no problem %q in:\n%s", want, all)
+		}
+	}
+	pats, probs := Patterns(opts)
+	if pats["employee_id"] != "EMP-[0-9]{6}" || len(probs) != 1 || !strings.Contains(probs[0].Error(), `field "redact"`) {
+		t.Fatalf("patterns %v, problems %v", pats, probs)
+	}
+}

@@ -1,0 +1,25 @@
+// Package gate is the one layer every request of the sandbox that acts on
+// something (a tool call, a resource read, a prompt, an install) passes
+// through on the host, in a fixed order:
+//
+//	policy -> approval -> private values put back into the arguments
+//	       -> the upstream -> audit -> redaction of what returns
+//
+// Each rule is written once here and applies to every kind of request:
+//
+//   - [Policy] decides allow, ask or deny from the server's "tools" rules
+//     (allow/deny/ask globs) and a global mode read from the tools' own
+//     annotations (open, ask-destructive, read-only).
+//   - An "ask" decision goes to an [Asker] (the bridge's: MCP
+//     elicitation/create to the client); an answer "for this session" is
+//     remembered by the [Session].
+//   - [Redactor] turns personal data (email, phone, card, ssn, ip, iban and
+//     custom patterns) into stable tokens such as <email_1>, per session,
+//     and always hides the values of upstream env and headers; the token
+//     map lives in memory only, and [Session.Restore] puts real values
+//     back into arguments before the upstream sees them.
+//   - [AuditLog] appends one JSON line when a call is decided (before it
+//     reaches the upstream) and one when it ends; [ReadAudit] reads them.
+//   - OpenTelemetry spans, one per run_python and one per call, exported
+//     with the official SDK when OTEL_EXPORTER_OTLP_* is set ([NewTracing]).
+package gate

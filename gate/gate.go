@@ -1,0 +1,271 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// DefaultApprovalTimeout is how long an "ask" waits for the user when
+// [Config.ApprovalTimeout] is zero.
+const DefaultApprovalTimeout = 2 * time.Minute
+
+// Config configures a [Gate]. The zero value allows everything, hides
+// nothing, records nothing.
+type Config struct {
+	Policy Policy
+	// Redactor hides secrets and personal data; nil hides nothing.
+	Redactor *Redactor
+	// Audit receives a record per call and per run; nil records nothing.
+	Audit *AuditLog
+	// Tracing makes the spans; nil makes none.
+	Tracing *Tracing
+	// ApprovalTimeout bounds the wait for the user's answer to an ask.
+	// Zero means [DefaultApprovalTimeout].
+	ApprovalTimeout time.Duration
+	// Log receives diagnostics (a failed audit write). Nil: slog.Default().
+	Log *slog.Logger
+}
+
+// Gate is the layer every targeted request passes (see the package doc).
+// It is shared by the sandbox sessions; each has its own [Session].
+type Gate struct {
+	cfg      Config
+	policy   *Policy
+	redactor *Redactor
+	log      *slog.Logger
+	ids      atomic.Uint64
+}
+
+// New returns a gate.
+func New(cfg Config) *Gate {
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Gate{cfg: cfg, policy: &cfg.Policy, redactor: cfg.Redactor, log: cfg.Log}
+}
+
+// Policy is the gate's policy (for filtering listings).
+func (g *Gate) Policy() *Policy { return g.policy }
+
+// NewSession starts the gate's state for one sandbox session.
+func (g *Gate) NewSession() *Session {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Session{ID: hex.EncodeToString(b[:]), g: g,
+		byValue: map[string]string{}, byToken: map[string]string{}, counts: map[string]int{}, approved: map[string]bool{}}
+}
+
+// Question is what an [Asker] puts to the user.
+type Question struct {
+	Target protocol.Target
+	// Arguments are the request's arguments as JSON, cut to a readable size.
+	Arguments string
+	// Rule is the rule that asked.
+	Rule string
+}
+
+// Answer is the user's reply.
+type Answer struct {
+	Allow      bool
+	ForSession bool   // allow this tool for the rest of the session
+	Reason     string // why not, in the user's (or the client's) words
+}
+
+// ErrCannotAsk is returned by an [Asker] whose client cannot ask the user
+// (no elicitation support, or no client: codebridge exec).
+var ErrCannotAsk = errors.New("the MCP client cannot ask the user (it does not support elicitation)")
+
+// Asker asks the user about one request and waits for the answer, at
+// most until ctx ends.
+type Asker func(ctx context.Context, q Question) (Answer, error)
+
+// Request is one request of the sandbox, as the gate sees it.
+type Request struct {
+	Target protocol.Target
+	// Params are the request's raw parameters; tokens in them are put back.
+	Params json.RawMessage
+	// Annotations are the tool's own (nil if none or not a tool).
+	Annotations *mcp.ToolAnnotations
+	// Ask asks the user; nil cannot ask.
+	Ask Asker
+}
+
+// DeniedError is the error of a request the gate did not let through. Its
+// message names the rule, and what to change to allow it.
+type DeniedError struct {
+	Target protocol.Target
+	Rule   string
+	Why    string
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("%s %s.%s was denied: %s (%s)", e.Target.Kind, e.Target.Server, e.Target.Name, e.Why, e.Rule)
+}
+
+// maxQuestionArgs is how much of the arguments a question shows.
+const maxQuestionArgs = 500
+
+// Through takes req through the gate: policy, approval, tokens put back,
+// do (the upstream), audit, redaction of what do returns.
+func (s *Session) Through(ctx context.Context, req Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	g := s.g
+	t := req.Target
+	id := strconv.FormatUint(g.ids.Add(1), 10)
+	ctx, span := g.cfg.Tracing.start(ctx, t.Kind+" "+t.Server+"."+t.Name,
+		attribute.String("codebridge.session", s.ID), attribute.String("codebridge.kind", t.Kind),
+		attribute.String("codebridge.server", t.Server), attribute.String("codebridge.name", t.Name))
+	args := arguments(req.Params)
+	rec := Record{Event: "call", ID: id, Session: s.ID, Kind: t.Kind, Server: t.Server, Name: t.Name, ArgBytes: len(args)}
+	if g.cfg.Audit != nil {
+		sum := sha256.Sum256(args)
+		rec.ArgSHA = hex.EncodeToString(sum[:])
+		if g.cfg.Audit.Args {
+			rec.Args = args
+		}
+	}
+
+	d := g.policy.Decide(t, req.Annotations)
+	rec.Decision, rec.By, rec.Rule = string(d.Verdict), "policy", d.Rule
+	if d.Verdict == Ask {
+		d, rec.By = s.approve(ctx, req, d, args)
+	}
+	span.SetAttributes(attribute.String("codebridge.decision", string(d.Verdict)), attribute.String("codebridge.decided_by", rec.By))
+	if d.Verdict == Deny {
+		err := &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy(rec.By, d)}
+		rec.Outcome, rec.Error = "denied", s.Redact(err.Why)
+		s.audit(rec)
+		endSpan(span, "denied", err.Error())
+		return nil, err
+	}
+	s.audit(rec) // before the upstream sees the call
+
+	params, _ := s.Restore(req.Params)
+	start := time.Now()
+	res, err := do(ctx, params)
+	done := Record{Event: "done", ID: id, Session: s.ID, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ResultBytes: len(res), Outcome: "ok"}
+	switch {
+	case err != nil:
+		err = errors.New(s.Redact(err.Error()))
+		done.Outcome, done.Error = "error", err.Error()
+	case isToolError(res):
+		done.Outcome = "tool_error"
+	}
+	s.audit(done)
+	endSpan(span, done.Outcome, done.Error)
+	if err != nil {
+		return nil, err
+	}
+	return s.RedactJSON(res), nil
+}
+
+// approve settles an ask: an approval for the session, else the user.
+func (s *Session) approve(ctx context.Context, req Request, d Decision, args []byte) (Decision, string) {
+	key := req.Target.Kind + "\x00" + req.Target.Server + "\x00" + req.Target.Name
+	s.mu.Lock()
+	ok := s.approved[key]
+	s.mu.Unlock()
+	if ok {
+		return Decision{Allow, d.Rule}, "session"
+	}
+	if req.Ask == nil {
+		return Decision{Deny, d.Rule}, "no-client"
+	}
+	actx, cancel := context.WithTimeout(ctx, s.g.cfg.ApprovalTimeout)
+	defer cancel()
+	a, err := req.Ask(actx, Question{Target: req.Target, Arguments: cut(string(args), maxQuestionArgs), Rule: d.Rule})
+	switch {
+	case errors.Is(err, ErrCannotAsk):
+		return Decision{Deny, d.Rule}, "no-client"
+	case err != nil && actx.Err() != nil && ctx.Err() == nil:
+		return Decision{Deny, d.Rule}, "timeout"
+	case err != nil:
+		return Decision{Deny, d.Rule + ": asking the user failed: " + err.Error()}, "error"
+	case !a.Allow:
+		reason := a.Reason
+		if reason == "" {
+			reason = "declined"
+		}
+		return Decision{Deny, d.Rule + "; the user " + reason}, "user"
+	}
+	if a.ForSession {
+		s.mu.Lock()
+		s.approved[key] = true
+		s.mu.Unlock()
+	}
+	return Decision{Allow, d.Rule}, "user"
+}
+
+// denyWhy says why a call was denied and what to do about it.
+func denyWhy(by string, d Decision) string {
+	switch by {
+	case "no-client":
+		return "it needs the user's approval, and the MCP client cannot ask for it (no elicitation support); " +
+			"to allow it, add the tool to the server's \"tools\": {\"allow\": [...]} in the config, or start codebridge with --policy open"
+	case "timeout":
+		return "the user did not answer the approval request in time; ask again, or allow the tool in the config"
+	case "user", "error":
+		return "the user did not approve it"
+	}
+	return "the policy does not allow it; change the rule in the config (or --policy) to allow it"
+}
+
+func (s *Session) audit(r Record) {
+	a := s.g.cfg.Audit
+	if a == nil {
+		return
+	}
+	r.Time = time.Now().UTC()
+	if err := a.Write(r); err != nil {
+		s.g.log.Error("the audit log cannot be written", "err", err)
+	}
+}
+
+// arguments picks the "arguments" of a request's params (a tool call's);
+// a request without them is audited whole.
+func arguments(params json.RawMessage) []byte {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(params, &p) == nil && p.Arguments != nil {
+		return p.Arguments
+	}
+	return params
+}
+
+// isToolError reports whether a CallToolResult has isError set.
+func isToolError(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"isError"`)) {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(res, &r) == nil && r.IsError
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... (%d more bytes)", len(s)-n)
+}
+
+// Policy is the policy the session's requests are decided by.
+func (s *Session) Policy() *Policy { return s.g.policy }

@@ -1,0 +1,51 @@
+// A real MCP client for the end-to-end tests, from the TypeScript SDK,
+// that answers elicitation requests the way a user would.
+//
+//   node testdata/npm/elicit_client.mjs MODE CODE [CODE...]
+//
+// (It lives beside node_modules so that Node finds the SDK.)
+//
+// It starts $CODEBRIDGE_BIN serve (with this process's environment), calls
+// run_python with each CODE in turn, and prints one JSON object:
+// {"asked": [messages it was asked], "results": [{"text", "isError"}]}.
+// MODE is how it answers: accept, session (accept, and remember for the
+// session), decline, ignore (never answers), or none (it does not offer
+// elicitation at all).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const [mode, ...codes] = process.argv.slice(2);
+const capabilities = mode === "none" ? {} : { elicitation: {} };
+const client = new Client({ name: "codebridge-e2e-elicit", version: "1" }, { capabilities });
+const asked = [];
+if (mode !== "none") {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    switch (mode) {
+      case "accept":
+        return { action: "accept", content: { session: false } };
+      case "session":
+        return { action: "accept", content: { session: true } };
+      case "decline":
+        return { action: "decline" };
+      default:
+        return new Promise(() => {}); // the user never answers
+    }
+  });
+}
+const transport = new StdioClientTransport({
+  command: process.env.CODEBRIDGE_BIN,
+  args: ["serve"],
+  env: process.env,
+  stderr: "inherit",
+});
+await client.connect(transport);
+const results = [];
+for (const code of codes) {
+  const r = await client.callTool({ name: "run_python", arguments: { code } }, undefined, { timeout: 180000 });
+  const text = r.content.filter((c) => c.type === "text").map((c) => c.text).join("");
+  results.push({ text, isError: !!r.isError });
+}
+console.log(JSON.stringify({ asked, results }));
+await client.close();
