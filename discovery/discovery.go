@@ -44,6 +44,10 @@ type Server struct {
 	Timeout time.Duration
 	// Source is the path of the file the server was defined in.
 	Source string
+	// PerSession, from the entry's "per_session", asks for one client of
+	// this server per MCP session (when codebridge serves several, over
+	// HTTP) rather than one shared by all: for per-user credentials.
+	PerSession bool
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -326,6 +330,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.URL = e.str("url")
 	s.Headers = e.strMap("headers")
 	s.Timeout = e.seconds("timeout")
+	s.PerSession = e.boolean("per_session")
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)
