@@ -6,8 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,20 +35,36 @@ type Options struct {
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+	// PerSession gives each MCP session a sandbox of its own (serving
+	// HTTP); false runs every call in one sandbox (stdio has one client).
+	PerSession bool
+	// Warm keeps this many sandboxes started for new sessions (with
+	// PerSession).
+	Warm int
+	// Metrics records what the bridge does; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
-// Bridge serves run_python over MCP. It owns its sandbox session (stdio
-// has exactly one) and answers that session's requests; it does not own
-// the pool or the manager: the caller closes them after [Bridge.Close].
+// Bridge serves run_python over MCP. Each MCP session gets its own
+// sandbox and its own view of the upstream pool when [Options.PerSession]
+// is set; otherwise one sandbox serves every call (stdio, exec). It does
+// not own the pool or the manager: the caller closes them after
+// [Bridge.Close].
 type Bridge struct {
-	pool *upstream.Pool
-	opts Options
-	log  *slog.Logger
-	host *sandboxHost
-	sess *sandbox.Session
+	sandboxes *sandbox.Manager
+	cfg       sandbox.Config
+	pool      *upstream.Pool
+	opts      Options
+	log       *slog.Logger
+	warm      *sandbox.WarmPool // nil without Options.Warm
+	single    *session          // the one session of stdio and exec
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	closed   bool
 }
 
-// New returns a bridge whose code runs in a session made by sandboxes
+// New returns a bridge whose code runs in sessions made by sandboxes
 // with cfg, and whose calls go to pool.
 func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.DefaultTimeout == 0 {
@@ -64,17 +82,17 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
-	b.host = newSandboxHost(pool, opts.Log)
-	b.sess = sandboxes.NewSession(cfg, b.host)
+	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{}}
+	if opts.PerSession && opts.Warm > 0 {
+		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
+		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
+	}
+	b.single = b.newSession(pool, false)
 	return b
 }
 
-// Session is the bridge's sandbox session.
-func (b *Bridge) Session() *sandbox.Session { return b.sess }
-
-// Close removes the bridge's sandbox; a cell still running ends.
-func (b *Bridge) Close() error { return b.sess.Close() }
+// Session is the sandbox of the bridge's single session (stdio, exec).
+func (b *Bridge) Session() *sandbox.Session { return b.single.sbx }
 
 // Server returns an MCP server that shows run_python.
 func (b *Bridge) Server() *mcp.Server {
@@ -102,19 +120,25 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
+	sess, err := b.sessionOf(req.Session)
+	if err != nil {
+		return errorResult("%v", err), nil
+	}
 	onOutput, stop := startProgress(ctx, req)
 	defer stop()
-	return b.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
+	return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
 }
 
-// RunPython runs code as run_python does and returns what the model would
-// read. A zero timeout means the default; servers are started first.
+// RunPython runs code as run_python does, in the bridge's single session,
+// and returns what the model would read. A zero timeout means the
+// default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
-	return b.run(ctx, code, timeout, servers, nil)
+	return b.single.run(ctx, code, timeout, servers, nil)
 }
 
 // run is RunPython with a hook that sees the output as it arrives.
-func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) *mcp.CallToolResult {
+func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) *mcp.CallToolResult {
+	b := sess.b
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}
@@ -123,25 +147,26 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 	}
 	timeout = min(timeout, b.opts.MaxTimeout)
 	if len(servers) > 0 {
-		if res := b.startServers(ctx, servers); res != nil {
+		if res := startNamed(ctx, sess.upstreams, servers); res != nil {
 			return res
 		}
 	}
 	if onOutput != nil {
 		ctx = withOutput(ctx, onOutput)
 	}
-	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
+	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
 		return errorResult("%v", err)
 	}
+	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	return render(res, timeout)
 }
 
-// startServers starts the named servers in parallel. It returns an error
+// startNamed starts the named servers in parallel. It returns an error
 // result when a name is unknown or a server does not start.
-func (b *Bridge) startServers(ctx context.Context, names []string) *mcp.CallToolResult {
-	if err := errors.Join(b.pool.Start(ctx, names)...); err != nil {
+func startNamed(ctx context.Context, pool *upstream.Pool, names []string) *mcp.CallToolResult {
+	if err := errors.Join(pool.Start(ctx, names)...); err != nil {
 		return errorResult("starting the servers the call named: %v", err)
 	}
 	return nil

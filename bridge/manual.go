@@ -36,7 +36,7 @@ func (b *Bridge) Manual() string {
 	if len(names) > 0 {
 		servers = strings.Join(names, ", ")
 	}
-	python := b.sess.Python()
+	python := b.single.sbx.Python()
 	if python == "" {
 		python = "3"
 	}
