@@ -19,6 +19,9 @@ import (
 const (
 	DefaultTimeout    = 30 * time.Second
 	DefaultMaxTimeout = 120 * time.Second
+	// DefaultWarm is how many started sandboxes serving HTTP keeps for
+	// new sessions.
+	DefaultWarm = 2
 )
 
 // Options configure a [Bridge].

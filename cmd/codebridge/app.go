@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 )
@@ -23,6 +24,7 @@ type app struct {
 	sandboxes *sandbox.Manager
 	pool      *upstream.Pool
 	bridge    *bridge.Bridge
+	metrics   *metrics.Metrics // serving HTTP only
 }
 
 func newApp(s *settings, stderr io.Writer) *app {
@@ -33,6 +35,9 @@ func newApp(s *settings, stderr io.Writer) *app {
 	a := &app{settings: s, log: log, specs: specs, problems: problems}
 	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
 	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
+	if s.httpAddr != "" {
+		a.metrics = metrics.New()
+	}
 	sandboxCfg := sandbox.Config{
 		Image:       s.image,
 		ChooseImage: a.chooseImage,
@@ -47,6 +52,9 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Output:         s.output,
 		Version:        version(),
 		Log:            log,
+		PerSession:     s.httpAddr != "",
+		Warm:           s.warm,
+		Metrics:        a.metrics,
 	})
 	return a
 }
