@@ -58,6 +58,7 @@ type Options struct {
 
 // Server is codebridge's HTTP front.
 type Server struct {
+	b     *bridge.Bridge
 	opts  Options
 	log   *slog.Logger
 	mcp   *mcp.Server
@@ -90,7 +91,7 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	if (opts.TLSCert == "") != (opts.TLSKey == "") {
 		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
 	}
-	s := &Server{opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
+	s := &Server{b: b, opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
 	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
 	return s, nil
@@ -120,9 +121,10 @@ func (s *Server) handler() http.Handler {
 	return mux
 }
 
-// Serve listens and serves until ctx ends; then it closes every MCP
-// session and connection at once (the bridge's Close removes the
-// sandboxes). ready, if not nil, gets the address listened on.
+// Serve listens and serves until ctx ends; then it closes the bridge
+// (which removes every sandbox, so that running cells end, even those
+// waiting on an upstream), every MCP session and every connection, at
+// once. ready, if not nil, gets the address listened on.
 func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", s.opts.Addr)
 	if err != nil {
@@ -150,8 +152,9 @@ func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 		return err
 	case <-ctx.Done():
 	}
+	_ = s.b.Close()
 	for ss := range s.mcp.Sessions() {
-		_ = ss.Close()
+		go ss.Close() // waits for its handlers, which the bridge's Close ended
 	}
 	_ = s.http.Close()
 	<-errc
