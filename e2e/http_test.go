@@ -357,3 +357,25 @@ func waitFile(t *testing.T, path, s string) {
 		time.Sleep(50 * time.Millisecond) // polling a file another process writes
 	}
 }
+
+// TestHTTPPerSessionServers: a server marked "per_session" has a client
+// per session (one session's change to it is not seen by another), while
+// an ordinary server is shared by all.
+func TestHTTPPerSessionServers(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	own, shared := stub("--name=own"), stub("--name=shared")
+	cfg := fmt.Sprintf(`{"mcpServers": {"own": {"command": %q, "args": [%q, %q], "per_session": true}, "shared": {"command": %q, "args": [%q, %q]}}}`,
+		own.Command, own.Args[0], own.Args[1], shared.Command, shared.Args[0], shared.Args[1])
+	if err := os.WriteFile(h+"/MCPs/s.json", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startHTTP(t, h, nil, "--warm", "0")
+	a, c := b.connect(t, "a"), b.connect(t, "c")
+	a.ok("await mcp_own.grow(name='a_own')\nawait mcp_shared.grow(name='a_shared')")
+	got := c.ok("print(sorted(t['name'] for t in await runtime.list_tools('own') if t['name'].startswith('a_')), " +
+		"sorted(t['name'] for t in await runtime.list_tools('shared') if t['name'].startswith('a_')))")
+	if got != "[] ['a_shared']\n" {
+		t.Fatalf("session c sees: %q (want its own 'own' and the shared 'shared')", got)
+	}
+}
