@@ -69,6 +69,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -115,6 +116,7 @@ func run() error {
 	flag.IntVar(&e.calls, "calls", 1000, "calls per latency run and per batch")
 	flag.IntVar(&e.coldRuns, "cold", 5, "cold starts (each also gives an idle RSS)")
 	flag.IntVar(&e.dataRuns, "data-runs", 5, "repetitions of each 64 MiB transfer")
+	only := flag.String("only", "", "measure only the sections whose name contains this")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
 	flag.Parse()
 
@@ -161,10 +163,14 @@ func run() error {
 		{"latency and throughput", e.measureLatency},
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
+		{"serving HTTP", e.measureHTTP},
 	}
 	var rows []row
 	failed := 0
 	for _, s := range sections {
+		if !strings.Contains(s.name, *only) {
+			continue
+		}
 		progress(s.name)
 		t := time.Now()
 		r, err := s.measure(ctx)
