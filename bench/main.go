@@ -164,6 +164,7 @@ func run() error {
 		{"the gate's cost", e.measureGate},
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
+		{"serving HTTP", e.measureHTTP},
 	}
 	var rows []row
 	failed := 0

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +21,9 @@ import (
 const (
 	DefaultTimeout    = 30 * time.Second
 	DefaultMaxTimeout = 120 * time.Second
+	// DefaultWarm is how many started sandboxes serving HTTP keeps for
+	// new sessions.
+	DefaultWarm = 2
 )
 
 // Options configure a [Bridge].
@@ -48,21 +53,38 @@ type Options struct {
 	// Gate is the policy, approval, audit and redaction every request of
 	// the sandbox passes. Nil means one that lets everything through.
 	Gate *gate.Gate
+	// PerSession gives each MCP session a sandbox of its own (serving
+	// HTTP); false runs every call in one sandbox (stdio has one client).
+	PerSession bool
+	// Warm keeps this many sandboxes started for new sessions (with
+	// PerSession).
+	Warm int
+	// Metrics records what the bridge does; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
-// Bridge serves run_python over MCP. It owns its sandbox session (stdio
-// has exactly one) and answers that session's requests; it does not own
-// the pool or the manager: the caller closes them after [Bridge.Close].
+// Bridge serves run_python over MCP. Each MCP session gets its own
+// sandbox and its own view of the upstream pool when [Options.PerSession]
+// is set; otherwise one sandbox serves every call (stdio, exec). It does
+// not own the pool or the manager: the caller closes them after
+// [Bridge.Close].
 type Bridge struct {
-	pool *upstream.Pool
-	opts Options
-	log  *slog.Logger
-	host *sandboxHost
-	sess *sandbox.Session
-	down *downstream // answers the upstreams' requests to the client (client.go)
+	sandboxes *sandbox.Manager
+	cfg       sandbox.Config
+	pool      *upstream.Pool
+	opts      Options
+	log       *slog.Logger
+	warm      *sandbox.WarmPool // nil without Options.Warm
+	single    *session          // the one session of stdio and exec
+	gate      *gate.Gate        // each session has a gate.Session of it
+	down      *downstream       // answers the upstreams' requests to the client (client.go)
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	closed   bool
 }
 
-// New returns a bridge whose code runs in a session made by sandboxes
+// New returns a bridge whose code runs in sessions made by sandboxes
 // with cfg, and whose calls go to pool.
 func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.DefaultTimeout == 0 {
@@ -80,21 +102,19 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	b := &Bridge{pool: pool, opts: opts, log: opts.Log}
-	b.host = newSandboxHost(pool, opts.Log)
-	b.host.packages = opts.Packages
-	b.host.skills = opts.Skills
+	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{}}
+	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
-	b.host.gate = cmp.Or(opts.Gate, gate.New(gate.Config{})).NewSession()
-	b.sess = sandboxes.NewSession(cfg, b.host)
+	if opts.PerSession && opts.Warm > 0 {
+		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
+		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
+	}
+	b.single = b.newSession(pool, false)
 	return b
 }
 
-// Session is the bridge's sandbox session.
-func (b *Bridge) Session() *sandbox.Session { return b.sess }
-
-// Close removes the bridge's sandbox; a cell still running ends.
-func (b *Bridge) Close() error { return b.sess.Close() }
+// Session is the sandbox of the bridge's single session (stdio, exec).
+func (b *Bridge) Session() *sandbox.Session { return b.single.sbx }
 
 // Server returns an MCP server that shows run_python.
 func (b *Bridge) Server() *mcp.Server {
@@ -125,20 +145,26 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	onOutput, stop := startProgress(ctx, req, b.host.redactText)
+	sess, err := b.sessionOf(req.Session)
+	if err != nil {
+		return errorResult("%v", err), nil
+	}
+	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return b.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
+	return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
 }
 
-// RunPython runs code as run_python does and returns what the model would
-// read. A zero timeout means the default; servers are started first.
+// RunPython runs code as run_python does, in the bridge's single session,
+// and returns what the model would read. A zero timeout means the
+// default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
-	return b.run(ctx, code, timeout, servers, nil)
+	return b.single.run(ctx, code, timeout, servers, nil)
 }
 
 // run is RunPython with a hook that sees the output as it arrives.
-func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
-	ctx, finish := b.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
+func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
+	b := sess.b
+	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	defer func() { out = finish(out) }()
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
@@ -148,7 +174,7 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 	}
 	timeout = min(timeout, b.opts.MaxTimeout)
 	if len(servers) > 0 {
-		if res := b.startServers(ctx, servers); res != nil {
+		if res := startNamed(ctx, sess.upstreams, servers); res != nil {
 			return res
 		}
 	}
@@ -157,22 +183,23 @@ func (b *Bridge) run(ctx context.Context, code string, timeout time.Duration, se
 	}
 	ctx, shared := withShares(ctx)
 	notes := b.down.notes.begin()
-	res, err := b.sess.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
+	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
 		notes()
 		return errorResult("%v", err)
 	}
 	res.Stderr.Text += notes()
+	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	out = render(res, timeout)
 	out.Content = append(out.Content, shared.links()...)
 	return out
 }
 
-// startServers starts the named servers in parallel. It returns an error
+// startNamed starts the named servers in parallel. It returns an error
 // result when a name is unknown or a server does not start.
-func (b *Bridge) startServers(ctx context.Context, names []string) *mcp.CallToolResult {
-	if err := errors.Join(b.pool.Start(ctx, names)...); err != nil {
+func startNamed(ctx context.Context, pool *upstream.Pool, names []string) *mcp.CallToolResult {
+	if err := errors.Join(pool.Start(ctx, names)...); err != nil {
 		return errorResult("starting the servers the call named: %v", err)
 	}
 	return nil

@@ -36,9 +36,9 @@ func (b *Bridge) Manual() string {
 	if len(names) > 0 {
 		servers = strings.Join(names, ", ")
 	}
-	python := b.sess.Python()
+	python := b.single.sbx.Python()
 	if python == "" {
 		python = "3"
 	}
-	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", b.host.skillNames(), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", b.single.host.skillNames(), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
 }

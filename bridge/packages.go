@@ -26,7 +26,7 @@ type Packages struct {
 }
 
 // Packages are the bridge's on-demand installs (for codebridge doctor).
-func (b *Bridge) Packages() *Packages { return b.host.packages }
+func (b *Bridge) Packages() *Packages { return b.opts.Packages }
 
 // install answers the runtime's install request: resolve on the host,
 // write the wheels into the sandbox that asked, say where they are.

@@ -185,7 +185,10 @@ func (b *Bridge) addWorkspace(s *mcp.Server) {
 		Title:       "A file of the sandbox's /workspace",
 		Description: fmt.Sprintf("Any file under /workspace in the sandbox, by its path; at most %d MiB.", MaxResourceBytes>>20),
 	}, b.readWorkspace)
-	b.host.files.watch(func(sh protocol.Shared) {
+	// Shared files are listed for the single (stdio) session only: over
+	// HTTP a session reads its own files through the template, and never
+	// sees another session's in the list.
+	b.single.host.files.watch(func(sh protocol.Shared) {
 		s.AddResource(&mcp.Resource{URI: sh.URI, Name: sh.Name, MIMEType: sh.MIME, Size: sh.Size,
 			Description: "a file the code shared"}, b.readWorkspace)
 	})
@@ -193,7 +196,11 @@ func (b *Bridge) addWorkspace(s *mcp.Server) {
 
 func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	data, mimeType, err := b.ReadWorkspace(ctx, uri)
+	sess, err := b.sessionOf(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	data, mimeType, err := sess.readWorkspace(ctx, uri)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -214,16 +221,20 @@ func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 // workspace (.., symlinks); a file over [MaxResourceBytes] is an error
 // that says so.
 func (b *Bridge) ReadWorkspace(ctx context.Context, uri string) ([]byte, string, error) {
+	return b.single.readWorkspace(ctx, uri)
+}
+
+func (sess *session) readWorkspace(ctx context.Context, uri string) ([]byte, string, error) {
 	p, err := workspacePath(uri)
 	if err != nil {
 		return nil, "", err
 	}
-	data, err := b.sess.Get(ctx, p, MaxResourceBytes)
+	data, err := sess.sbx.Get(ctx, p, MaxResourceBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", uri, err)
 	}
 	given := ""
-	if sh, ok := b.host.files.get(uri); ok {
+	if sh, ok := sess.host.files.get(uri); ok {
 		given = sh.MIME
 	}
 	return data, fileMIME(p, given, data), nil

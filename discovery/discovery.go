@@ -49,6 +49,10 @@ type Server struct {
 	Sampling bool
 	// Tools are the entry's "tools" rules for the gate: allow, deny, ask.
 	Tools ToolRules
+	// PerSession, from the entry's "per_session", asks for one client of
+	// this server per MCP session (when codebridge serves several, over
+	// HTTP) rather than one shared by all: for per-user credentials.
+	PerSession bool
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -333,6 +337,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	s.Timeout = e.seconds("timeout")
 	s.Sampling = e.boolean("sampling")
 	s.Tools = e.toolRules()
+	s.PerSession = e.boolean("per_session")
 	typ := e.str("type")
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)

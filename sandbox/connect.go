@@ -115,7 +115,7 @@ func podmanSockets(getenv func(string) string) []string {
 }
 
 func dial(ctx context.Context, kind, host string, log *slog.Logger) (*mobyEngine, error) {
-	cli, err := client.New(client.WithHost(host))
+	cli, err := client.New(engineOpts(kind, host)...)
 	if err != nil {
 		return nil, err
 	}

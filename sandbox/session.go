@@ -158,6 +158,7 @@ type Session struct {
 	engine func(context.Context) (Engine, error)
 	log    *slog.Logger
 	turn   chan struct{} // holds a token while a cell runs
+	warm   *WarmPool     // where new containers come from first, or nil
 
 	mu     sync.Mutex // guards cur, closed and nextID
 	cur    *live
@@ -205,7 +206,7 @@ func (s *Session) container(ctx context.Context) (*live, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := s.start(ctx)
+	c, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

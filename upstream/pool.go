@@ -33,6 +33,8 @@ type Pool struct {
 	servers []*Server
 	byName  map[string]*Server
 	down    downRef
+	opts    Options
+	owned   []*Server // the servers Close stops
 }
 
 // NewPool returns a pool for specs, in their order. No server starts until
@@ -53,13 +55,14 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	p := &Pool{byName: make(map[string]*Server, len(specs))}
+	p := &Pool{byName: make(map[string]*Server, len(specs)), opts: opts}
 	for _, spec := range specs {
 		if _, dup := p.byName[spec.Name]; dup {
 			continue // discovery already reported it
 		}
 		s := newServer(spec, opts, &p.down)
 		p.servers = append(p.servers, s)
+		p.owned = append(p.owned, s)
 		p.byName[spec.Name] = s
 	}
 	return p
@@ -108,7 +111,7 @@ func (p *Pool) Start(ctx context.Context, names []string) []error {
 // Close stops every running server, in parallel, and waits for them.
 func (p *Pool) Close() error {
 	var wg sync.WaitGroup
-	for _, s := range p.servers {
+	for _, s := range p.owned {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,6 +120,24 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// ForSession returns the pool one MCP session sees when several share the
+// bridge: the same servers, in the same order, where those configured
+// with "per_session" are clients of the session's own (a process, or a
+// connection, per session), started on first use. Its Close stops only
+// those; the shared servers stay with p.
+func (p *Pool) ForSession() *Pool {
+	v := &Pool{byName: make(map[string]*Server, len(p.servers)), opts: p.opts}
+	for _, s := range p.servers {
+		if s.spec.PerSession {
+			s = newServer(s.spec, p.opts, &p.down)
+			v.owned = append(v.owned, s)
+		}
+		v.servers = append(v.servers, s)
+		v.byName[s.Name()] = s
+	}
+	return v
 }
 
 // ctxWithTimeout is context.WithTimeout that keeps an earlier deadline.

@@ -213,3 +213,42 @@ func TestStartErrorNamesNoCommandOrPath(t *testing.T) {
 		}
 	}
 }
+
+// TestForSession: a session's view shares the ordinary servers with the
+// pool and every other session, and has its own client of a per_session
+// server; closing the view stops only its own.
+func TestForSession(t *testing.T) {
+	own := stubSpec("own")
+	own.PerSession = true
+	p := newTestPool(t, Options{}, stubSpec("shared"), own)
+	a, b := p.ForSession(), p.ForSession()
+	get := func(p *Pool, name string) *Server {
+		s, err := p.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if get(a, "shared") != get(p, "shared") || get(b, "shared") != get(p, "shared") {
+		t.Fatal("a session has its own client of a shared server")
+	}
+	if get(a, "own") == get(b, "own") || get(a, "own") == get(p, "own") {
+		t.Fatal("two sessions share the client of a per_session server")
+	}
+	if names := []string{a.Servers()[0].Name(), a.Servers()[1].Name()}; names[0] != "shared" || names[1] != "own" {
+		t.Fatalf("the view's order is %v", names)
+	}
+	ctx := context.Background()
+	for _, s := range []*Server{get(a, "shared"), get(a, "own"), get(b, "own")} {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = a.Close()
+	if !get(p, "shared").Running() || !get(b, "own").Running() {
+		t.Fatal("closing one session's view stopped a server it does not own")
+	}
+	if get(a, "own").Running() {
+		t.Fatal("closing the view left its own server running")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
@@ -28,7 +29,8 @@ type app struct {
 	bridge    *bridge.Bridge
 	gate      *gate.Gate // nil unless the command runs code (settings.gate.on)
 	gateClose func()
-	gateErr   error // the gate could not be built: the command must not run code
+	gateErr   error            // the gate could not be built: the command must not run code
+	metrics   *metrics.Metrics // serving HTTP only
 }
 
 func newApp(s *settings, stderr io.Writer) *app {
@@ -42,6 +44,9 @@ func newApp(s *settings, stderr io.Writer) *app {
 	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
 	if s.gate.on {
 		a.gate, a.gateClose, a.gateErr = newGate(s, specs, log)
+	}
+	if s.httpAddr != "" {
+		a.metrics = metrics.New()
 	}
 	sandboxCfg := sandbox.Config{
 		Image:       s.image,
@@ -64,6 +69,9 @@ func newApp(s *settings, stderr io.Writer) *app {
 		ClientLog:      clientLog,
 		Roots:          s.roots,
 		Gate:           a.gate,
+		PerSession:     s.httpAddr != "",
+		Warm:           s.warm,
+		Metrics:        a.metrics,
 	})
 	return a
 }

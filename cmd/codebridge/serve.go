@@ -21,10 +21,13 @@ func (c *cli) serveCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve MCP over stdin/stdout: the one tool run_python (the default command)",
 		Long: `Serve MCP over stdin/stdout: the one tool run_python. This is what MCP
-clients start; "codebridge" alone does the same.`,
+clients start; "codebridge" alone does the same.
+
+With --http ADDR it serves streamable HTTP instead, to many clients at
+once, each MCP session with a sandbox of its own (see docs/scale-out.md).`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs, httpKnobs)
 	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) int { return c.serve(s) })
 }
 
@@ -32,11 +35,14 @@ clients start; "codebridge" alone does the same.`,
 // SIGINT or SIGTERM arrives; then it removes the container and stops the
 // upstreams.
 func (c *cli) serve(s *settings) int {
+	s.gate.on = true
+	if s.httpAddr != "" {
+		return c.serveHTTP(s) // each HTTP session's workspace is its own, and ephemeral
+	}
 	if err := s.prepareWorkspace(c.getenv); err != nil {
 		fmt.Fprintf(c.stderr, "codebridge serve: %v\n", err)
 		return 2
 	}
-	s.gate.on = true
 	a := newApp(s, c.stderr)
 	a.logProblems()
 	a.log.Debug("state directory", "dir", s.stateDir)

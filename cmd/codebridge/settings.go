@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/httpserve"
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/spf13/pflag"
@@ -46,6 +48,17 @@ type settings struct {
 	gate        gateSettings // policy, approval, audit, redaction (gate.go)
 	// home is the home directory ($HOME); empty means the user's.
 	home string
+	// Serving HTTP (serve --http); see http.go.
+	httpAddr       string
+	tokenFile      string
+	token          string // CODEBRIDGE_TOKEN
+	tlsCert        string
+	tlsKey         string
+	idleTimeout    time.Duration
+	maxSessions    int
+	warm           int
+	allowedHosts   []string
+	allowedOrigins []string
 	// ignored lists the Python bridge's settings that were given and have
 	// no meaning here, for a debug log line each.
 	ignored []string
@@ -74,6 +87,7 @@ var (
 	logKnobs     = []string{"log-level", "log-format"}
 	// workspaceKnobs are taken by the commands that run code.
 	workspaceKnobs = []string{"workspace", "mount"}
+	httpKnobs      = []string{"http", "token-file", "tls-cert", "tls-key", "idle-timeout", "max-sessions", "warm", "allowed-hosts", "allowed-origins"}
 )
 
 // Log levels by default: the server logs what it does; the other commands
@@ -227,6 +241,37 @@ var knobs = []setting{
 		func(s *settings, v string) (err error) { s.gate.redact, err = parseRedact(v); return }},
 	{"approval-timeout", []string{"CODEBRIDGE_APPROVAL_TIMEOUT"}, strconv.Itoa(int(gate.DefaultApprovalTimeout.Seconds())), "seconds", "how long a call that needs the user's approval waits for the answer (then it is denied)",
 		func(s *settings, v string) (err error) { s.gate.approvalTimeout, err = seconds(v); return }},
+	{"http", []string{"CODEBRIDGE_HTTP"}, "", "addr", "serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session",
+		func(s *settings, v string) error { s.httpAddr = v; return nil }},
+	{"token-file", []string{"CODEBRIDGE_TOKEN_FILE"}, "", "file", "bearer tokens HTTP clients must send, one a line (or: name token); CODEBRIDGE_TOKEN adds one",
+		func(s *settings, v string) error { s.tokenFile = v; return nil }},
+	{"", []string{"CODEBRIDGE_TOKEN"}, "", "", "",
+		func(s *settings, v string) error { s.token = v; return nil }},
+	{"tls-cert", []string{"CODEBRIDGE_TLS_CERT"}, "", "file", "TLS certificate (PEM) for HTTP; with --tls-key",
+		func(s *settings, v string) error { s.tlsCert = v; return nil }},
+	{"tls-key", []string{"CODEBRIDGE_TLS_KEY"}, "", "file", "TLS private key (PEM) for HTTP; with --tls-cert",
+		func(s *settings, v string) error { s.tlsKey = v; return nil }},
+	{"idle-timeout", []string{"CODEBRIDGE_IDLE_TIMEOUT"}, strconv.Itoa(int(httpserve.DefaultIdleTimeout.Seconds())), "seconds", "end an HTTP session, and remove its sandbox, after this many seconds without a request",
+		func(s *settings, v string) (err error) { s.idleTimeout, err = seconds(v); return }},
+	{"max-sessions", []string{"CODEBRIDGE_MAX_SESSIONS"}, strconv.Itoa(httpserve.DefaultMaxSessions), "n", "most HTTP sessions open at once; more are refused",
+		func(s *settings, v string) error {
+			n, err := positiveInt(v)
+			s.maxSessions = int(n)
+			return err
+		}},
+	{"warm", []string{"CODEBRIDGE_WARM"}, strconv.Itoa(bridge.DefaultWarm), "n", "sandboxes kept started for new HTTP sessions (0: none)",
+		func(s *settings, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%q is not a number of sandboxes (0 or more)", v)
+			}
+			s.warm = n
+			return nil
+		}},
+	{"allowed-hosts", []string{"CODEBRIDGE_ALLOWED_HOSTS"}, "", "names", "comma-separated host names HTTP requests may address, besides loopback and the address listened on",
+		func(s *settings, v string) error { s.allowedHosts = commaList(v); return nil }},
+	{"allowed-origins", []string{"CODEBRIDGE_ALLOWED_ORIGINS"}, "", "origins", "comma-separated browser origins (https://app.example.com) whose requests are served; others are refused",
+		func(s *settings, v string) error { s.allowedOrigins = commaList(v); return nil }},
 	// The Python bridge's settings that mean nothing here: accepted, so
 	// that its documented values never stop codebridge from starting.
 	{"", []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, "", "", "",

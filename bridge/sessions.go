@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// session is what one MCP session's calls run in (or every call, for
+// stdio and exec): a sandbox, and the upstream servers as it sees them.
+type session struct {
+	b         *Bridge
+	host      *sandboxHost
+	upstreams *upstream.Pool
+	own       bool // upstreams is this session's view, closed with it
+	sbx       *sandbox.Session
+}
+
+// newSession makes a session over upstreams. No container starts until
+// its first cell.
+func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
+	h := newSandboxHost(upstreams, b.log)
+	h.packages = b.opts.Packages
+	h.skills = b.opts.Skills
+	h.gate = b.gate.NewSession()
+	var host sandbox.Host = h
+	if b.opts.Metrics != nil {
+		host = meteredHost{host, b.opts.Metrics}
+	}
+	s := &session{b: b, host: h, upstreams: upstreams, own: own}
+	if b.warm != nil {
+		s.sbx = b.warm.NewSession(host)
+	} else {
+		s.sbx = b.sandboxes.NewSession(b.cfg, host)
+	}
+	return s
+}
+
+// close removes the session's sandbox and stops its own upstream clients.
+func (s *session) close() {
+	_ = s.sbx.Close()
+	if s.own {
+		_ = s.upstreams.Close()
+	}
+}
+
+// sessionOf returns the session the calls of ss run in: the single one,
+// or with [Options.PerSession] one made for ss on its first call and
+// removed when ss ends (the client said so, or it was idle too long).
+func (b *Bridge) sessionOf(ss *mcp.ServerSession) (*session, error) {
+	if !b.opts.PerSession || ss == nil {
+		return b.single, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, sandbox.ErrClosed
+	}
+	if s, ok := b.sessions[ss]; ok {
+		return s, nil
+	}
+	s := b.newSession(b.pool.ForSession(), true)
+	b.sessions[ss] = s
+	b.opts.Metrics.Sandboxes(1)
+	b.log.Debug("session sandbox made", "session", ss.ID())
+	go func() {
+		_ = ss.Wait()
+		b.endSession(ss)
+	}()
+	return s, nil
+}
+
+// endSession removes the sandbox of an MCP session that ended.
+func (b *Bridge) endSession(ss *mcp.ServerSession) {
+	b.mu.Lock()
+	s, ok := b.sessions[ss]
+	delete(b.sessions, ss)
+	b.mu.Unlock()
+	if ok {
+		s.close()
+		b.opts.Metrics.Sandboxes(-1)
+		b.log.Debug("session sandbox removed", "session", ss.ID())
+	}
+}
+
+// Sandboxes is how many MCP sessions have a sandbox now.
+func (b *Bridge) Sandboxes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.sessions)
+}
+
+// Close removes every session's sandbox at once (a cell still running
+// ends), stops the sessions' own upstream clients and empties the warm
+// pool. Calls that arrive later are refused.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	all := []*session{b.single}
+	for ss, s := range b.sessions {
+		all = append(all, s)
+		delete(b.sessions, ss)
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(s.close)
+	}
+	if b.warm != nil {
+		wg.Go(b.warm.Close)
+	}
+	wg.Wait()
+	return nil
+}
+
+// meteredHost records each request of the sandbox it answers.
+type meteredHost struct {
+	sandbox.Host
+	m *metrics.Metrics
+}
+
+func (h meteredHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
+	start := time.Now()
+	res, err := h.Host.Answer(ctx, rpc)
+	h.m.Request(rpc.Method, err, time.Since(start))
+	return res, err
+}

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// netns is a network namespace this test made, joined to the host by a
+// veth pair: the host side is 10.213.N.1, the namespace side 10.213.N.2.
+type netns struct {
+	name, hostIP, nsIP string
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 is not installed")
+	}
+	n := os.Getpid() % 250
+	ns := &netns{name: fmt.Sprintf("cbtest%d", n), hostIP: fmt.Sprintf("10.213.%d.1", n), nsIP: fmt.Sprintf("10.213.%d.2", n)}
+	host, peer := fmt.Sprintf("cbh%d", n), fmt.Sprintf("cbn%d", n)
+	ipCmd(t, "netns", "add", ns.name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns.name).Run() }) // takes the veth pair with it
+	ipCmd(t, "link", "add", host, "type", "veth", "peer", "name", peer)
+	ipCmd(t, "link", "set", peer, "netns", ns.name)
+	ipCmd(t, "addr", "add", ns.hostIP+"/30", "dev", host)
+	ipCmd(t, "link", "set", host, "up")
+	ipCmd(t, "-n", ns.name, "addr", "add", ns.nsIP+"/30", "dev", peer)
+	ipCmd(t, "-n", ns.name, "link", "set", peer, "up")
+	ipCmd(t, "-n", ns.name, "link", "set", "lo", "up")
+	return ns
+}
+
+// TestRemoteEngine: the bridge runs its sandboxes on a Podman API service
+// reached over TCP at an address of a network namespace the test made
+// (nothing from the bridge's host is mounted into them); after a SIGKILL
+// of the bridge, the next bridge removes the container it left there.
+func TestRemoteEngine(t *testing.T) {
+	needEnv(t)
+	for _, p := range []string{"podman", "nsenter"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skip("needs " + p)
+		}
+	}
+	ns := newNetns(t)
+	addr := net.JoinHostPort(ns.nsIP, "2375")
+	// nsenter, not `ip netns exec`: that one also mounts a sysfs of its
+	// own, which hides the cgroup file system from Podman.
+	svc := exec.Command("nsenter", "--net=/run/netns/"+ns.name, "podman", "system", "service", "--time=0", "tcp://"+addr)
+	svcLog := &syncBuffer{}
+	svc.Stderr = svcLog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("podman service:\n%s", svcLog)
+		}
+	})
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Process.Kill(); _ = svc.Wait() })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Podman service in %s never listened on %s: %v", ns.name, addr, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a service another process starts
+	}
+
+	env := []string{"DOCKER_HOST=tcp://" + addr, "CODEBRIDGE_ENGINE=auto"}
+	h := home(t, nil)
+	first := startBridge(t, h, env...)
+	out := first.ok("import socket\nprint(sorted(n for _, n in socket.if_nameindex()))")
+	if out != "['lo']\n" {
+		t.Fatalf("the remote sandbox has interfaces %q", out)
+	}
+	mustContain(t, first.stderr.String(), "tcp://"+addr)
+	left := containersOf(t, first.pid)
+	if len(left) != 1 {
+		t.Fatalf("%d containers for the first bridge", len(left))
+	}
+	first.kill(syscall.SIGKILL)
+	if n := len(containersOf(t, first.pid)); n != 1 {
+		t.Fatalf("after SIGKILL the first bridge has %d containers, want its 1 left behind", n)
+	}
+	second := startBridge(t, h, env...)
+	second.ok("print(2)")
+	if n := len(containersOf(t, first.pid)); n != 0 {
+		t.Fatalf("the next bridge left %d containers of the killed one", n)
+	}
+	mustContain(t, second.stderr.String(), "removed a container left by a bridge that is gone")
+}

@@ -1,0 +1,278 @@
+package httpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/metrics"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of [Options], stated once.
+const (
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions = 32
+)
+
+// Options configure a [Server].
+type Options struct {
+	// Addr is the address to listen on, such as 127.0.0.1:8080.
+	Addr string
+	// Tokens are the accepted bearer tokens; nil means no authentication,
+	// which only a loopback Addr may have.
+	Tokens *Tokens
+	// TLSCert and TLSKey are PEM files; both empty means plain HTTP.
+	TLSCert, TLSKey string
+	// IdleTimeout ends a session (and removes its sandbox) that sent no
+	// request for this long. Zero means [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+	// MaxSessions bounds the sessions open at once. Zero means
+	// [DefaultMaxSessions].
+	MaxSessions int
+	// AllowedHosts are host names a request's Host header may carry,
+	// besides the loopback names and a specific address listened on. Empty,
+	// with a wildcard Addr, accepts any Host.
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins (https://app.example.com)
+	// whose requests are served; a request with any other Origin header is
+	// refused. Clients that are not browsers send none.
+	AllowedOrigins []string
+	// Metrics, when not nil, are served on /metrics.
+	Metrics *metrics.Metrics
+	// Log receives diagnostics. Nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Server is codebridge's HTTP front.
+type Server struct {
+	b     *bridge.Bridge
+	opts  Options
+	log   *slog.Logger
+	mcp   *mcp.Server
+	http  *http.Server
+	hosts hostCheck
+
+	newSession sync.Mutex // held while a request without a session is served
+}
+
+// New checks opts and returns a server for b. It refuses a non-loopback
+// address without tokens, and half a TLS configuration.
+func New(b *bridge.Bridge, opts Options) (*Server, error) {
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	host, _, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %q is not host:port (such as 127.0.0.1:8080): %v", opts.Addr, err)
+	}
+	if opts.Tokens == nil && !isLoopback(host) {
+		return nil, fmt.Errorf("refusing to serve %s without authentication: whoever reaches it could run code here; "+
+			"give bearer tokens (--token-file, or CODEBRIDGE_TOKEN), or listen on 127.0.0.1", opts.Addr)
+	}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
+	}
+	s := &Server{b: b, opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
+	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
+	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
+	return s, nil
+}
+
+// handler routes /mcp, /healthz and /metrics.
+func (s *Server) handler() http.Handler {
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: s.opts.IdleTimeout,
+		// The Host check below covers loopback too, and allows the names
+		// given with AllowedHosts.
+		DisableLocalhostProtection: true,
+		Logger:                     s.log,
+	})
+	protect := func(h http.Handler) http.Handler {
+		if s.opts.Tokens != nil {
+			h = s.opts.Tokens.require(h)
+		}
+		return s.checkOrigin(s.checkHost(h))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", protect(s.limitSessions(streamable)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	if s.opts.Metrics != nil {
+		mux.Handle("GET /metrics", protect(s.opts.Metrics.Handler()))
+	}
+	return mux
+}
+
+// Serve listens and serves until ctx ends; then it closes the bridge
+// (which removes every sandbox, so that running cells end, even those
+// waiting on an upstream), every MCP session and every connection, at
+// once. ready, if not nil, gets the address listened on.
+func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.opts.Addr, err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	scheme := "http"
+	if s.opts.TLSCert != "" {
+		scheme = "https"
+	}
+	s.log.Info("serving MCP over HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "auth", s.opts.Tokens != nil,
+		"max_sessions", s.opts.MaxSessions, "idle_timeout", s.opts.IdleTimeout)
+	errc := make(chan error, 1)
+	go func() {
+		if scheme == "https" {
+			errc <- s.http.ServeTLS(ln, s.opts.TLSCert, s.opts.TLSKey)
+		} else {
+			errc <- s.http.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	_ = s.b.Close()
+	for ss := range s.mcp.Sessions() {
+		go ss.Close() // waits for its handlers, which the bridge's Close ended
+	}
+	_ = s.http.Close()
+	<-errc
+	return nil
+}
+
+// sessions counts the open MCP sessions.
+func (s *Server) sessions() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
+}
+
+// limitSessions refuses a request that would open a session beyond
+// MaxSessions. Requests without a session id (which open one) are served
+// one at a time, so that two cannot both take the last place.
+func (s *Server) limitSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		s.newSession.Lock()
+		defer s.newSession.Unlock()
+		if n := s.sessions(); n >= s.opts.MaxSessions {
+			s.opts.Metrics.Refused()
+			s.log.Warn("refused a new session: the server is full", "sessions", n, "max_sessions", s.opts.MaxSessions)
+			refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("codebridge serves at most %d sessions at once (--max-sessions) and all are open: "+
+				"try again when one ends (idle sessions end after %s), or ask its operator to raise --max-sessions", s.opts.MaxSessions, s.opts.IdleTimeout))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// refuse answers a JSON-RPC request with an error, so that MCP clients
+// can show why.
+func refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	_ = json.Unmarshal(bytes.TrimSpace(body), &req)
+	if len(req.ID) == 0 {
+		req.ID = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32000, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "30")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
+
+// hostCheck decides which Host headers are served.
+type hostCheck struct {
+	any   bool
+	names []string
+}
+
+func newHostCheck(bind string, allowed []string) hostCheck {
+	names := []string{"localhost", "127.0.0.1", "::1"}
+	for _, a := range allowed {
+		names = append(names, strings.ToLower(strings.TrimSpace(a)))
+	}
+	wildcard := bind == "" || bind == "0.0.0.0" || bind == "::"
+	if !wildcard {
+		names = append(names, strings.ToLower(bind))
+	}
+	return hostCheck{any: wildcard && len(allowed) == 0, names: names}
+}
+
+func (c hostCheck) allows(hostport string) bool {
+	if c.any {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	return slices.Contains(c.names, host)
+}
+
+// checkHost refuses a Host header the server does not answer to: a page
+// whose name was rebound to this address sends its own name.
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hosts.allows(r.Host) {
+			s.log.Warn("refused a request for another host name (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("codebridge does not answer to the host name %q: add it with --allowed-hosts if it is this server's", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin refuses a browser request from an origin not allowed.
+func (s *Server) checkOrigin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.opts.AllowedOrigins, o) {
+			s.log.Warn("refused a cross-origin request", "origin", o, "remote", r.RemoteAddr)
+			http.Error(w, fmt.Sprintf("codebridge does not serve pages from %s: add the origin with --allowed-origins if it should", strconv.Quote(o)), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isLoopback reports whether a host to listen on is a loopback name or
+// address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
