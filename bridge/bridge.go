@@ -105,12 +105,32 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{}}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
+	if p, ok := b.down.picker.(*serverSessions); ok {
+		redact := b.redactLog
+		p.redact.Store(&redact)
+	}
 	if opts.PerSession && opts.Warm > 0 {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}
 	b.single = b.newSession(pool, false)
 	return b
+}
+
+// redactLog passes a log message's data for the client of ss through the
+// redaction of ss's gate session (secrets, personal data), as everything
+// else that may reach the model. false: do not send it (the bridge is
+// closing).
+func (b *Bridge) redactLog(ss *mcp.ServerSession, data any) (any, bool) {
+	sess, err := b.sessionOf(ss)
+	if err != nil {
+		return nil, false
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, false
+	}
+	return sess.host.gate.RedactJSON(raw), true
 }
 
 // Session is the sandbox of the bridge's single session (stdio, exec).

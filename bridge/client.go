@@ -21,25 +21,45 @@ type clientPicker interface {
 	client(ctx context.Context, server string) *mcp.ServerSession
 	// listeners are the sessions that hear server's log messages.
 	listeners(server string) []*mcp.ServerSession
+	// log sends a log message to one of them.
+	log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams)
 }
 
 // serverSessions picks among the sessions of one MCP server: over stdio
 // there is one. It is empty until the server is made.
-type serverSessions struct{ srv atomic.Pointer[mcp.Server] }
+type serverSessions struct {
+	srv    atomic.Pointer[mcp.Server]
+	redact atomic.Pointer[func(*mcp.ServerSession, any) (any, bool)]
+}
 
 func (p *serverSessions) set(s *mcp.Server) { p.srv.Store(s) }
 
 // client is the run_python caller when ctx has one, else the server's
-// latest session.
+// only session. With several (HTTP), a request that no call carries
+// cannot be told apart, so it goes to none rather than to another user.
 func (p *serverSessions) client(ctx context.Context, _ string) *mcp.ServerSession {
 	if ss := caller(ctx); ss != nil {
 		return ss
 	}
 	all := p.listeners("")
-	if len(all) == 0 {
+	if len(all) != 1 {
 		return nil
 	}
-	return all[len(all)-1]
+	return all[0]
+}
+
+// log sends a log message to ss, its data passed through the redaction
+// of ss's gate session first (the model may read the client's log).
+func (p *serverSessions) log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams) {
+	msg := *params
+	if r := p.redact.Load(); r != nil {
+		data, ok := (*r)(ss, msg.Data)
+		if !ok {
+			return
+		}
+		msg.Data = data
+	}
+	_ = ss.Log(context.WithoutCancel(ctx), &msg)
 }
 
 func (p *serverSessions) listeners(string) []*mcp.ServerSession {
@@ -157,7 +177,7 @@ func (d *downstream) Log(ctx context.Context, server string, p *mcp.LoggingMessa
 		msg.Logger = server + "/" + p.Logger
 	}
 	for _, ss := range d.picker.listeners(server) {
-		_ = ss.Log(context.WithoutCancel(ctx), &msg)
+		d.picker.log(ctx, ss, &msg)
 	}
 	if atLeastWarning(p.Level) {
 		d.notes.add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))

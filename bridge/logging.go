@@ -63,7 +63,7 @@ func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(keep)
 	params := &mcp.LoggingMessageParams{Logger: "codebridge", Level: mcpLevel(r.Level), Data: data}
 	for _, ss := range sessions {
-		_ = ss.Log(context.WithoutCancel(ctx), params)
+		h.picker.log(ctx, ss, params)
 	}
 	return nil
 }
