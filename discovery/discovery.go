@@ -297,6 +297,24 @@ func (l *loader) loadFile(path string) {
 	}
 }
 
+// server reads the entry's fields (each field's problems are recorded on
+// e) and its "type".
+func (e *entry) server() (Server, string) {
+	s := Server{Name: e.name, Source: e.file}
+	s.Command = e.str("command")
+	s.Args = e.strs("args")
+	s.Env = e.strMap("env")
+	s.Cwd = e.str("cwd")
+	s.Description = e.str("description")
+	s.URL = e.str("url")
+	s.Headers = e.strMap("headers")
+	s.Timeout = e.seconds("timeout")
+	s.Sampling = e.boolean("sampling")
+	s.Tools = e.toolRules()
+	s.PerSession = e.boolean("per_session")
+	return s, e.str("type")
+}
+
 // loadEntry checks one entry of "mcpServers" and adds it to the servers, or
 // reports why it cannot.
 func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
@@ -326,19 +344,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 		return
 	}
 
-	s := Server{Name: name, Source: file}
-	s.Command = e.str("command")
-	s.Args = e.strs("args")
-	s.Env = e.strMap("env")
-	s.Cwd = e.str("cwd")
-	s.Description = e.str("description")
-	s.URL = e.str("url")
-	s.Headers = e.strMap("headers")
-	s.Timeout = e.seconds("timeout")
-	s.Sampling = e.boolean("sampling")
-	s.Tools = e.toolRules()
-	s.PerSession = e.boolean("per_session")
-	typ := e.str("type")
+	s, typ := e.server()
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)
 		return
@@ -355,6 +361,24 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 		return
 	}
 
+	l.expandAll(e, &s)
+	if len(e.problems) > 0 {
+		l.problems = append(l.problems, e.problems...)
+		return
+	}
+
+	if err := l.selfLaunch(s); err != nil {
+		l.problem(file, name, "command", err)
+		return
+	}
+
+	l.seen[name] = file
+	l.servers = append(l.servers, s)
+}
+
+// expandAll expands ${VAR} in the fields that take it, and checks the URL
+// that results; problems are recorded on e.
+func (l *loader) expandAll(e *entry, s *Server) {
 	for i := range s.Args {
 		s.Args[i] = e.expand(fmt.Sprintf("args[%d]", i), s.Args[i], l.lookup)
 	}
@@ -373,26 +397,23 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 			e.fail("url", fmt.Errorf("%q is not an http or https URL; give the server's full streamable HTTP endpoint, such as \"https://example.com/mcp\"", rawURL))
 		}
 	}
-	if len(e.problems) > 0 {
-		l.problems = append(l.problems, e.problems...)
-		return
-	}
+}
 
+// selfLaunch is an error when s would start this codebridge.
+func (l *loader) selfLaunch(s Server) error {
 	path, ok := s.Env["PATH"]
 	if !ok {
 		path, _ = l.lookup("PATH")
 	}
-	if resolved, ok := l.self.launches(s.Command, s.Cwd, path); ok {
-		msg := fmt.Sprintf("%q is this codebridge (%s), so it would launch codebridge itself; remove this entry, or point it at another server", s.Command, resolved)
-		if resolved == s.Command {
-			msg = fmt.Sprintf("%q is this codebridge, so it would launch codebridge itself; remove this entry, or point it at another server", s.Command)
-		}
-		l.problem(file, name, "command", &kindError{msg, ErrSelfReference})
-		return
+	resolved, ok := l.self.launches(s.Command, s.Cwd, path)
+	if !ok {
+		return nil
 	}
-
-	l.seen[name] = file
-	l.servers = append(l.servers, s)
+	msg := fmt.Sprintf("%q is this codebridge (%s), so it would launch codebridge itself; remove this entry, or point it at another server", s.Command, resolved)
+	if resolved == s.Command {
+		msg = fmt.Sprintf("%q is this codebridge, so it would launch codebridge itself; remove this entry, or point it at another server", s.Command)
+	}
+	return &kindError{msg, ErrSelfReference}
 }
 
 // entry reads the fields of one entry and collects its problems.

@@ -49,28 +49,7 @@ func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
 		return nil, fmt.Errorf("sandbox: unknown engine %q: use auto, podman or docker", kind)
 	}
 
-	type candidate struct{ kind, host string }
-	var cands []candidate
-	if h := getenv("DOCKER_HOST"); h != "" && kind != "podman" {
-		cands = append(cands, candidate{"docker", h})
-	}
-	if h := getenv("CONTAINER_HOST"); h != "" && kind != "docker" {
-		cands = append(cands, candidate{"podman", h})
-	}
-	if len(cands) == 0 {
-		if kind != "docker" {
-			for _, s := range podmanSockets(getenv) {
-				cands = append(cands, candidate{"podman", "unix://" + s})
-			}
-		}
-		if kind != "podman" {
-			cands = append(cands, candidate{"docker", "unix:///var/run/docker.sock"})
-			if d := getenv("XDG_RUNTIME_DIR"); d != "" {
-				cands = append(cands, candidate{"docker", "unix://" + filepath.Join(d, "docker.sock")})
-			}
-		}
-	}
-
+	cands := candidates(kind, getenv)
 	var tried []string
 	for _, c := range cands {
 		if strings.HasPrefix(c.host, "unix://") {
@@ -100,6 +79,36 @@ func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
 		return nil, fmt.Errorf("sandbox: no container engine found: %s", hint)
 	}
 	return nil, fmt.Errorf("sandbox: no container engine answers (tried %s): %s", strings.Join(tried, "; "), hint)
+}
+
+// candidate is an engine address to try.
+type candidate struct{ kind, host string }
+
+// candidates are the addresses Connect tries, in order: DOCKER_HOST and
+// CONTAINER_HOST when set, else the usual sockets of the kinds allowed.
+func candidates(kind string, getenv func(string) string) []candidate {
+	var cands []candidate
+	if h := getenv("DOCKER_HOST"); h != "" && kind != "podman" {
+		cands = append(cands, candidate{"docker", h})
+	}
+	if h := getenv("CONTAINER_HOST"); h != "" && kind != "docker" {
+		cands = append(cands, candidate{"podman", h})
+	}
+	if len(cands) > 0 {
+		return cands
+	}
+	if kind != "docker" {
+		for _, s := range podmanSockets(getenv) {
+			cands = append(cands, candidate{"podman", "unix://" + s})
+		}
+	}
+	if kind != "podman" {
+		cands = append(cands, candidate{"docker", "unix:///var/run/docker.sock"})
+		if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+			cands = append(cands, candidate{"docker", "unix://" + filepath.Join(d, "docker.sock")})
+		}
+	}
+	return cands
 }
 
 // podmanSockets lists where a Podman API socket usually is, for this user.
