@@ -72,7 +72,7 @@ soak: build image
 # expansion, the upstream search ranking and the upstream JSON-RPC line
 # scanner. Seeds live in testdata/ beside each package.
 FUZZTIME ?= 10s
-FUZZ_TARGETS = ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
+FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -91,6 +91,20 @@ func checkEnvironment() string {
 	return ""
 }
 
+// needTool skips a test that needs a program the machine lacks, or fails
+// it when the end-to-end tests are required (CODEBRIDGE_E2E=1): CI must
+// install it.
+func needTool(t *testing.T, program, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err == nil {
+		return
+	}
+	if os.Getenv("CODEBRIDGE_E2E") == "1" {
+		t.Fatalf("%s is not installed (Debian package %s), and CODEBRIDGE_E2E=1 requires this test", program, pkg)
+	}
+	t.Skipf("%s is not installed (Debian package %s)", program, pkg)
+}
+
 func needEnv(t *testing.T) {
 	t.Helper()
 	if skipWhy != "" {

@@ -29,9 +29,7 @@ func newNetns(t *testing.T) *netns {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 is not installed")
-	}
+	needTool(t, "ip", "iproute2")
 	n := os.Getpid() % 250
 	ns := &netns{name: fmt.Sprintf("cbtest%d", n), hostIP: fmt.Sprintf("10.213.%d.1", n), nsIP: fmt.Sprintf("10.213.%d.2", n)}
 	host, peer := fmt.Sprintf("cbh%d", n), fmt.Sprintf("cbn%d", n)
@@ -53,11 +51,8 @@ func newNetns(t *testing.T) *netns {
 // of the bridge, the next bridge removes the container it left there.
 func TestRemoteEngine(t *testing.T) {
 	needEnv(t)
-	for _, p := range []string{"podman", "nsenter"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skip("needs " + p)
-		}
-	}
+	needTool(t, "podman", "podman")
+	needTool(t, "nsenter", "util-linux")
 	ns := newNetns(t)
 	addr := net.JoinHostPort(ns.nsIP, "2375")
 	// nsenter, not `ip netns exec`: that one also mounts a sysfs of its

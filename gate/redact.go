@@ -157,6 +157,22 @@ func (s *Session) Redact(text string) string {
 	if r == nil || text == "" {
 		return text
 	}
+	// A match that overlapped one taken before it can hide another match
+	// inside the same digits; once the first is a token, that one shows.
+	// So redact again until nothing changes (a pass finds nothing new
+	// quickly, and the loop is bounded).
+	for range 4 {
+		next := s.redactOnce(r, text)
+		if next == text {
+			break
+		}
+		text = next
+	}
+	return text
+}
+
+// redactOnce replaces the matches find sees in text.
+func (s *Session) redactOnce(r *Redactor, text string) string {
 	spans := r.find(text)
 	if len(spans) == 0 {
 		return text
