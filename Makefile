@@ -68,9 +68,10 @@ SOAK ?= 10m
 soak: build image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./soak -bin bin/codebridge -duration $(SOAK)
 
-# Run each fuzz target for FUZZTIME (10s) in turn: the config loader, ${VAR}
-# expansion, the upstream search ranking and the upstream JSON-RPC line
-# scanner. Seeds live in testdata/ beside each package.
+# Run each fuzz target for FUZZTIME (10s) in turn: the frame decoder,
+# redaction, the config loader, ${VAR} expansion, the upstream search ranking
+# and the upstream JSON-RPC line scanner. Seeds live in testdata/ beside each
+# package (and run as ordinary tests in make test).
 FUZZTIME ?= 10s
 FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
 

@@ -80,6 +80,8 @@ class Replay:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
 
 
 class TranscriptTest(unittest.TestCase):
