@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 )
 
@@ -64,15 +63,7 @@ func (e *entry) toolRules() ToolRules {
 // expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a
 // name wins. Matches are shown to the model as <employee_id_1>.
 func Patterns(opts Options) (map[string]string, []Problem) {
-	l := &loader{home: opts.Home}
-	if l.home == "" {
-		l.home, _ = os.UserHomeDir()
-	}
-	var files []string
-	if l.home != "" {
-		files = l.listDir(filepath.Join(l.home, "MCPs"))
-	}
-	files = append(files, opts.Files...)
+	l, files := configFiles(opts)
 	out := map[string]string{}
 	seen := map[string]bool{}
 	for _, f := range files {

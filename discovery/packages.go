@@ -30,15 +30,7 @@ type Packages struct {
 // same order. A file that cannot be read is Load's to report; a key of the
 // wrong type is a Problem here.
 func LoadPackages(opts Options) (Packages, []Problem) {
-	l := &loader{home: opts.Home}
-	if l.home == "" {
-		l.home, _ = os.UserHomeDir()
-	}
-	var files []string
-	if l.home != "" {
-		files = l.listDir(filepath.Join(l.home, "MCPs"))
-	}
-	files = append(files, opts.Files...)
+	l, files := configFiles(opts)
 	var p Packages
 	for _, f := range files {
 		l.packagesOf(f, &p)
@@ -79,4 +71,18 @@ func (l *loader) packagesOf(path string, p *Packages) {
 			l.problem(path, "", "package_index", fmt.Errorf("must be a URL string, not %s", kindOf(raw)))
 		}
 	}
+}
+
+// configFiles lists the files Load reads, in its order (~/MCPs/*.json,
+// then opts.Files), for the readers of other top-level keys.
+func configFiles(opts Options) (*loader, []string) {
+	l := &loader{home: opts.Home}
+	if l.home == "" {
+		l.home, _ = os.UserHomeDir()
+	}
+	var files []string
+	if l.home != "" {
+		files = l.listDir(filepath.Join(l.home, "MCPs"))
+	}
+	return l, append(files, opts.Files...)
 }

@@ -34,48 +34,16 @@ func (s *Session) Get(ctx context.Context, path string, max int64) ([]byte, erro
 }
 
 func (c *live) get(ctx context.Context, path string, max int64) ([]byte, error) {
-	c.putMu.Lock()
-	c.putID++
-	id := c.putID
-	wait := make(chan protocol.Got, 1)
-	if c.getWait == nil {
-		c.getWait = map[int64]chan protocol.Got{}
+	g, err := ask(ctx, c, &c.gets, func(id int64) protocol.Frame { return protocol.Get{ID: id, Path: path, Max: max} }, "the file was read")
+	switch {
+	case err != nil:
+		return nil, err
+	case g.Missing:
+		return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+	case g.Error != "" && g.Size > max:
+		return nil, &FileTooLargeError{Path: path, Size: g.Size, Max: max}
+	case g.Error != "":
+		return nil, errors.New(g.Error)
 	}
-	c.getWait[id] = wait
-	c.putMu.Unlock()
-	defer func() {
-		c.putMu.Lock()
-		delete(c.getWait, id)
-		c.putMu.Unlock()
-	}()
-	c.out.send(protocol.Get{ID: id, Path: path, Max: max}, 0, false, nil)
-	select {
-	case g := <-wait:
-		switch {
-		case g.Missing:
-			return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
-		case g.Error != "" && g.Size > max:
-			return nil, &FileTooLargeError{Path: path, Size: g.Size, Max: max}
-		case g.Error != "":
-			return nil, errors.New(g.Error)
-		}
-		return g.Data, nil
-	case <-c.quit:
-		return nil, errors.New("sandbox: the sandbox ended before the file was read")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// got hands the runtime's answer to the Get that waits for it.
-func (c *live) got(g protocol.Got) {
-	c.putMu.Lock()
-	wait := c.getWait[g.ID]
-	c.putMu.Unlock()
-	if wait != nil {
-		select {
-		case wait <- g:
-		default:
-		}
-	}
+	return g.Data, nil
 }

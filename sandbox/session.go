@@ -231,10 +231,8 @@ type live struct {
 	python  string
 	gone    sync.Once
 
-	putMu   sync.Mutex
-	putID   int64
-	putWait map[int64]chan string // Put id -> its Stored error
-	getWait map[int64]chan protocol.Got
+	puts asks[protocol.Stored]
+	gets asks[protocol.Got]
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -256,8 +254,7 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
-		putWait: map[int64]chan string{}}
+	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{})}
 	go c.read(s.log)
 	if err := c.greet(ctx, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
@@ -337,10 +334,10 @@ func (c *live) read(log *slog.Logger) {
 			log.Info("sandbox runtime: "+clipText(f.Msg, 2000), "level", clipText(f.Level, 20))
 			continue
 		case protocol.Stored:
-			c.stored(f)
+			c.puts.answer(f.ID, f)
 			continue
 		case protocol.Got:
-			c.got(f)
+			c.gets.answer(f.ID, f)
 			continue
 		}
 		select {
@@ -452,42 +449,12 @@ func (s *Session) Put(ctx context.Context, files []protocol.File) error {
 }
 
 func (c *live) put(ctx context.Context, files []protocol.File) error {
-	c.putMu.Lock()
-	c.putID++
-	id := c.putID
-	wait := make(chan string, 1)
-	c.putWait[id] = wait
-	c.putMu.Unlock()
-	defer func() {
-		c.putMu.Lock()
-		delete(c.putWait, id)
-		c.putMu.Unlock()
-	}()
-	c.out.send(protocol.Put{ID: id, Files: files}, 0, false, nil)
-	select {
-	case msg := <-wait:
-		if msg != "" {
-			return fmt.Errorf("sandbox: writing files into the sandbox: %s", msg)
-		}
-		return nil
-	case <-c.quit:
-		return errors.New("sandbox: the sandbox ended before the files were written")
-	case <-c.dead:
-		return errors.New("sandbox: the runtime stopped before the files were written")
-	case <-ctx.Done():
-		return ctx.Err()
+	st, err := ask(ctx, c, &c.puts, func(id int64) protocol.Frame { return protocol.Put{ID: id, Files: files} }, "the files were written")
+	if err != nil {
+		return err
 	}
-}
-
-// stored hands the runtime's answer to the Put that waits for it.
-func (c *live) stored(f protocol.Stored) {
-	c.putMu.Lock()
-	wait := c.putWait[f.ID]
-	c.putMu.Unlock()
-	if wait != nil {
-		select { // a second answer with the same id is ignored
-		case wait <- f.Error:
-		default:
-		}
+	if st.Error != "" {
+		return fmt.Errorf("sandbox: writing files into the sandbox: %s", st.Error)
 	}
+	return nil
 }
