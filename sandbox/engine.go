@@ -42,15 +42,22 @@ type Limits struct {
 	Runtime string
 }
 
+// Defaults of [Limits], stated once.
+const (
+	DefaultMemory = 512 << 20
+	DefaultPids   = 128
+	DefaultCPUs   = 1
+)
+
 func (l Limits) withDefaults() Limits {
 	if l.Memory == 0 {
-		l.Memory = 512 << 20
+		l.Memory = DefaultMemory
 	}
 	if l.Pids == 0 {
-		l.Pids = 128
+		l.Pids = DefaultPids
 	}
 	if l.CPUs == 0 {
-		l.CPUs = 1
+		l.CPUs = DefaultCPUs
 	}
 	if l.NoFile == 0 {
 		l.NoFile = 1024

@@ -149,3 +149,20 @@ func TestHostConfigSizesEveryWritableMount(t *testing.T) {
 		t.Errorf("runtime %q, want runsc", hc.Runtime)
 	}
 }
+
+// TestKeepImageOnlyPictures: an image frame's MIME type comes from code in
+// the sandbox; only picture types reach the client, and the refusal is
+// said on stderr.
+func TestKeepImageOnlyPictures(t *testing.T) {
+	res := &Result{}
+	stderr := newClipBuffer(10000)
+	for _, mime := range []string{"text/html", "image/svg+xml", "application/javascript", "IMAGE/PNG", "image/jpeg"} {
+		keepImage(res, protocol.Image{Mime: mime, Data: "AAAA"}, stderr)
+	}
+	if len(res.Images) != 2 || res.Images[0].MIME != "image/png" || res.Images[1].MIME != "image/jpeg" {
+		t.Fatalf("kept %+v, want the PNG and the JPEG only", res.Images)
+	}
+	if out := stderr.output(nil).Text; strings.Count(out, "was left out: only PNG") != 3 {
+		t.Fatalf("stderr:\n%s", out)
+	}
+}

@@ -28,6 +28,9 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// DefaultCallTimeout bounds one upstream call when nothing else does.
+const DefaultCallTimeout = 120 * time.Second
+
 // Pool holds the configured upstream servers. It is safe for concurrent use.
 type Pool struct {
 	servers []*Server
@@ -44,7 +47,7 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 		opts.ConnectTimeout = 60 * time.Second
 	}
 	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 120 * time.Second
+		opts.CallTimeout = DefaultCallTimeout
 	}
 	if opts.MaxMessage == 0 {
 		opts.MaxMessage = 256 << 20

@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge/codebridge/httpserve"
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/pflag"
 )
 
@@ -119,17 +120,17 @@ var knobs = []setting{
 	{"image", []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, "", "image", "sandbox image (must have python3); by default " + imagebuild.DefaultTag +
 		" (what codebridge image build makes) when the engine has it, else " + sandbox.DefaultImage,
 		func(s *settings, v string) error { s.image = v; return nil }},
-	{"timeout", []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, "30", "seconds", "default run_python timeout in seconds",
+	{"timeout", []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, secondsText(bridge.DefaultTimeout), "seconds", "default run_python timeout in seconds",
 		func(s *settings, v string) (err error) { s.timeout, err = seconds(v); return }},
-	{"max-timeout", []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, "120", "seconds", "largest timeout a call may ask for, in seconds",
+	{"max-timeout", []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, secondsText(bridge.DefaultMaxTimeout), "seconds", "largest timeout a call may ask for, in seconds",
 		func(s *settings, v string) (err error) { s.maxTimeout, err = seconds(v); return }},
-	{"call-timeout", []string{"CODEBRIDGE_CALL_TIMEOUT"}, "120", "seconds", "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
+	{"call-timeout", []string{"CODEBRIDGE_CALL_TIMEOUT"}, secondsText(upstream.DefaultCallTimeout), "seconds", "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
 		func(s *settings, v string) (err error) { s.callTimeout, err = seconds(v); return }},
-	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, "512m", "size", "sandbox memory limit, e.g. 512m or 2g",
+	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, strconv.Itoa(sandbox.DefaultMemory>>20) + "m", "size", "sandbox memory limit, e.g. 512m or 2g",
 		func(s *settings, v string) (err error) { s.limits.Memory, err = parseBytes(v); return }},
-	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, "128", "n", "sandbox process limit",
+	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, strconv.Itoa(sandbox.DefaultPids), "n", "sandbox process limit",
 		func(s *settings, v string) (err error) { s.limits.Pids, err = positiveInt(v); return }},
-	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, "1", "n", "sandbox CPU limit",
+	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, strconv.Itoa(sandbox.DefaultCPUs), "n", "sandbox CPU limit",
 		func(s *settings, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 {
@@ -160,7 +161,7 @@ var knobs = []setting{
 			}
 			return nil
 		}},
-	{"output-limit", []string{"CODEBRIDGE_OUTPUT_LIMIT"}, "20000", "chars", "characters of stdout and of stderr a result keeps (head and tail)",
+	{"output-limit", []string{"CODEBRIDGE_OUTPUT_LIMIT"}, strconv.Itoa(sandbox.DefaultOutputLimit), "chars", "characters of stdout and of stderr a result keeps (head and tail)",
 		func(s *settings, v string) (err error) {
 			n, err := positiveInt(v)
 			s.outputLimit = int(n)
@@ -479,3 +480,6 @@ func newLogger(w io.Writer, s *settings) *slog.Logger {
 	}
 	return log
 }
+
+// secondsText is a default duration as the settings write it.
+func secondsText(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) }
