@@ -79,9 +79,10 @@ type Bridge struct {
 	gate      *gate.Gate        // each session has a gate.Session of it
 	down      *downstream       // answers the upstreams' requests to the client (client.go)
 
-	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]*session
-	closed   bool
+	mu        sync.Mutex
+	sessions  map[*mcp.ServerSession]*session
+	closed    bool
+	closeOnce sync.Once
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes

@@ -99,8 +99,14 @@ func (b *Bridge) Sandboxes() int {
 
 // Close removes every session's sandbox at once (a cell still running
 // ends), stops the sessions' own upstream clients and empties the warm
-// pool. Calls that arrive later are refused.
+// pool. Calls that arrive later are refused. Close may be called more
+// than once, and at once: every call returns when the sandboxes are gone.
 func (b *Bridge) Close() error {
+	b.closeOnce.Do(b.closeAll)
+	return nil
+}
+
+func (b *Bridge) closeAll() {
 	b.mu.Lock()
 	b.closed = true
 	all := []*session{b.single}
@@ -117,7 +123,6 @@ func (b *Bridge) Close() error {
 		wg.Go(b.warm.Close)
 	}
 	wg.Wait()
-	return nil
 }
 
 // meteredHost records each request of the sandbox it answers.

@@ -157,23 +157,31 @@ func TestUpstreamRootsFromClientAndTheirChanges(t *testing.T) {
 	})
 	client.AddRoots(&mcp.Root{URI: fileURI(first), Name: "first"})
 	b := startBridgeClient(t, h, client, oldProtocol)
-	out := b.ok(fmt.Sprintf(`print(await mcp_fs.read_text_file(path=%q))`, filepath.Join(first, "a.txt")))
+	b.ok("await runtime.start_servers('fs')")
+	<-asked // the server's first question; it takes in the answer on its own time:
+	out := b.ok(allowedThenRead(first, "", filepath.Join(first, "a.txt")), "timeout", 60)
 	mustContain(t, out, "first root")
-	<-asked // the server's first question
 
 	client.RemoveRoots(fileURI(first))
 	client.AddRoots(&mcp.Root{URI: fileURI(second), Name: "second"})
 	<-asked // asked again after a change; the server may still be taking in the answer:
-	out = b.ok(fmt.Sprintf(`
+	out = b.ok(allowedThenRead(second, first, filepath.Join(second, "b.txt")), "timeout", 60)
+	mustContain(t, out, "second root")
+}
+
+// allowedThenRead is a cell that waits (a bounded poll of the server's own
+// answer) until the filesystem server allows dir and no longer allows
+// gone, then reads path.
+func allowedThenRead(dir, gone, path string) string {
+	return fmt.Sprintf(`
 import asyncio
-for _ in range(100):
-    dirs = await mcp_fs.list_allowed_directories()
-    if %q in dirs and %q not in dirs:
+for _ in range(300):
+    dirs = str(await mcp_fs.list_allowed_directories())
+    if %q in dirs and (not %q or %q not in dirs):
         break
     await asyncio.sleep(0.1)
 print(await mcp_fs.read_text_file(path=%q))
-`, second, first, filepath.Join(second, "b.txt")))
-	mustContain(t, out, "second root")
+`, dir, gone, gone, path)
 }
 
 func TestUpstreamRootsFromFlagWhenClientHasNone(t *testing.T) {
@@ -182,7 +190,7 @@ func TestUpstreamRootsFromFlagWhenClientHasNone(t *testing.T) {
 	h := home(t, map[string]map[string]server{"a.json": {"fs": npmServer("mcp-server-filesystem")}})
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-noroots", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	b := startBridgeClient(t, h, client, oldProtocol, "CODEBRIDGE_ROOTS="+dir)
-	out := b.ok(fmt.Sprintf(`print(await mcp_fs.read_text_file(path=%q))`, filepath.Join(dir, "c.txt")))
+	out := b.ok(allowedThenRead(dir, "", filepath.Join(dir, "c.txt")), "timeout", 60)
 	mustContain(t, out, "flag root")
 }
 

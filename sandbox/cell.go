@@ -170,7 +170,11 @@ func (cl *cell) interrupt(why Status) {
 // answer handles one request on its own goroutine and frees its slot once
 // the answer is written or dropped.
 func (cl *cell) answer(f protocol.RPC) {
-	val, err := cl.s.host.Answer(cl.ctx, f)
+	var val []byte
+	err := cl.ctx.Err() // an interrupted cell's requests never reach the host
+	if err == nil {
+		val, err = cl.s.host.Answer(cl.ctx, f)
+	}
 	if err != nil && cl.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = errors.New("the call was cancelled because the run_python call was stopped")
 	}

@@ -97,15 +97,13 @@ func (p *Pool) Start(ctx context.Context, names []string) []error {
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			s, err := p.Get(name)
 			if err == nil {
 				err = s.Start(ctx)
 			}
 			errs[i] = err
-		}()
+		})
 	}
 	wg.Wait()
 	return errs
@@ -115,11 +113,9 @@ func (p *Pool) Start(ctx context.Context, names []string) []error {
 func (p *Pool) Close() error {
 	var wg sync.WaitGroup
 	for _, s := range p.owned {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			s.Stop()
-		}()
+		})
 	}
 	wg.Wait()
 	return nil

@@ -57,16 +57,14 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 	parts := make([]part, len(p.servers))
 	var wg sync.WaitGroup
 	for i, s := range p.servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
 			parts[i].tools, parts[i].words, parts[i].err = s.searchIndex(sctx)
 			if parts[i].err == nil {
 				parts[i].offers = s.offers(sctx)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	var entries []Entry

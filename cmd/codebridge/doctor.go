@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/cobra"
 )
 
@@ -199,21 +200,22 @@ func serverChecks(ctx context.Context, a *app) []check {
 	out := make([]check, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			start := time.Now()
 			tools, err := s.Tools(ctx)
 			ch := check{Name: "server", TookMS: time.Since(start).Milliseconds()}
 			if err != nil {
 				ch.Detail = s.Name() + ": " + err.Error()
+				if d := upstream.HostDetail(err); d != "" && d != err.Error() { // the stderr tail: for the user's eyes
+					ch.Detail += "\n" + d
+				}
 				ch.Fix = "run the server's command by hand to see why it fails, or set \"disabled\": true"
 			} else {
 				ch.OK = true
 				ch.Detail = fmt.Sprintf("%s: starts, %d tools", s.Name(), len(tools))
 			}
 			out[i] = ch
-		}()
+		})
 	}
 	wg.Wait()
 	return out
