@@ -107,6 +107,35 @@ except ToolError as e:
 	}
 }
 
+// TestUpstreamRequestsAnsweredByTypeScriptClient: the same sampling and
+// elicitation, answered by the TypeScript SDK's client (testdata/npm),
+// as Claude Desktop's and VS Code's stacks would; a server whose entry
+// does not allow sampling is refused before the client is asked.
+func TestUpstreamRequestsAnsweredByTypeScriptClient(t *testing.T) {
+	needEnv(t)
+	needTool(t, "node", "nodejs")
+	h := home(t, map[string]map[string]server{"a.json": {
+		"sampler":   {Command: npmServer("mcp-server-everything").Command, Sampling: true},
+		"nosampler": npmServer("mcp-server-everything"),
+	}})
+	asked, results := elicitClient(t, h, "sample", nil,
+		"print(await mcp_sampler.trigger_sampling_request(prompt='what is six times seven'))",
+		"await mcp_nosampler.trigger_sampling_request(prompt='refuse me')")
+	if len(results) != 2 || results[0].isError || !strings.Contains(results[0].text, "the TypeScript model says 42") {
+		t.Fatalf("the allowed server's sampling: %+v", results)
+	}
+	if !results[1].isError || !strings.Contains(results[1].text, `set "sampling": true in its entry`) {
+		t.Fatalf("the refused server's sampling: %+v", results[1])
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "what is six times seven") {
+		t.Fatalf("the client was asked %q; want only the allowed server's prompt", asked)
+	}
+	asked, results = elicitClient(t, h, "ada", nil, "print(await mcp_sampler.trigger_elicitation_request())")
+	if len(results) != 1 || results[0].isError || !strings.Contains(results[0].text, "Ada Lovelace") || len(asked) != 1 {
+		t.Fatalf("elicitation: asked %q, results %+v", asked, results)
+	}
+}
+
 func TestUpstreamElicitationAnsweredByClient(t *testing.T) {
 	needEnv(t)
 	h := home(t, map[string]map[string]server{"a.json": {"everything": npmServer("mcp-server-everything")}})

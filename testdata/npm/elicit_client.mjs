@@ -10,16 +10,24 @@
 // {"asked": [messages it was asked], "results": [{"text", "isError"}]}.
 // MODE is how it answers: accept, session (accept, and remember for the
 // session), decline, ignore (never answers), or none (it does not offer
-// elicitation at all).
+// elicitation at all); ada (accept, with the form of the everything
+// server's elicitation filled in); sample (it offers sampling, not
+// elicitation, and answers each request as a model would).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, ...codes] = process.argv.slice(2);
-const capabilities = mode === "none" ? {} : { elicitation: {} };
+const capabilities = mode === "none" ? {} : mode === "sample" ? { sampling: {} } : { elicitation: {} };
 const client = new Client({ name: "codebridge-e2e-elicit", version: "1" }, { capabilities });
 const asked = [];
-if (mode !== "none") {
+if (mode === "sample") {
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    const last = req.params.messages[req.params.messages.length - 1];
+    asked.push(last.content.type === "text" ? last.content.text : last.content.type);
+    return { role: "assistant", model: "ts-e2e-model", content: { type: "text", text: "the TypeScript model says 42" } };
+  });
+} else if (mode !== "none") {
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     asked.push(req.params.message);
     switch (mode) {
@@ -29,6 +37,8 @@ if (mode !== "none") {
         return { action: "accept", content: { session: true } };
       case "decline":
         return { action: "decline" };
+      case "ada":
+        return { action: "accept", content: { name: "Ada Lovelace", check: true } };
       default:
         return new Promise(() => {}); // the user never answers
     }
