@@ -82,6 +82,10 @@ func TestRemoteEngine(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // polling a service another process starts
 	}
 
+	// The bridges, and this test's own look at their containers, use the
+	// engine in the namespace (whatever engine the suite runs against).
+	t.Setenv("DOCKER_HOST", "tcp://"+addr)
+	t.Setenv("CODEBRIDGE_ENGINE", "auto")
 	env := []string{"DOCKER_HOST=tcp://" + addr, "CODEBRIDGE_ENGINE=auto"}
 	h := home(t, nil)
 	first := startBridge(t, h, env...)

@@ -74,6 +74,10 @@ func hostConfig(l Limits) *container.HostConfig {
 	l = l.withDefaults()
 	pids := l.Pids
 	tmpfs := "rw,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(l.TmpSize, 10)
+	// The workspace holds packages installed on demand, whose compiled
+	// extensions are mapped executable: Docker mounts a tmpfs noexec
+	// unless told (Podman does not).
+	workspace := tmpfs + ",exec"
 	return &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -81,7 +85,7 @@ func hostConfig(l Limits) *container.HostConfig {
 		SecurityOpt:    []string{"no-new-privileges"},
 		Runtime:        l.Runtime,
 		ShmSize:        shmSize,
-		Tmpfs: map[string]string{"/tmp": tmpfs, "/workspace": tmpfs, "/var/tmp": tmpfs,
+		Tmpfs: map[string]string{"/tmp": tmpfs, "/workspace": workspace, "/var/tmp": tmpfs,
 			"/run": "rw,nosuid,nodev,noexec,mode=0755,size=1m"},
 		Resources: container.Resources{
 			Memory:     l.Memory,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -64,7 +65,7 @@ func (e *mobyEngine) applyMounts(ctx context.Context, spec ContainerSpec, cfg *c
 	if ws := spec.Workspace; ws != nil {
 		delete(hc.Tmpfs, WorkspacePath)
 		if ws.Volume {
-			if err := e.ensureVolume(ctx, ws.Source, cfg.User); err != nil {
+			if err := e.ensureVolume(ctx, ws.Source, cfg.User, cfg.Image); err != nil {
 				return err
 			}
 		} else if e.isRootless(ctx) && strings.HasPrefix(e.name, "podman") {
@@ -89,23 +90,72 @@ func toMount(m Mount) mount.Mount {
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
 }
 
-// ensureVolume creates the workspace volume when it is missing. On Podman
-// it belongs to the sandbox's user, so that the code can write to it.
-func (e *mobyEngine) ensureVolume(ctx context.Context, name, user string) error {
+// ensureVolume creates the workspace volume when it is missing, owned by
+// the sandbox's user so that the code can write to it: Podman takes the
+// owner as a volume option; on Docker a one-off container gives it away.
+func (e *mobyEngine) ensureVolume(ctx context.Context, name, user, image string) error {
 	if _, err := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
 		return nil
 	} else if !isNotFound(err) {
 		return fmt.Errorf("sandbox: inspecting the workspace volume %q on %s: %w", name, e.name, err)
 	}
 	opts := client.VolumeCreateOptions{Name: name, Labels: map[string]string{LabelKey: "1"}}
-	if uid, gid, ok := numericUser(user); ok && strings.HasPrefix(e.name, "podman") {
+	uid, gid, numeric := numericUser(user)
+	podman := strings.HasPrefix(e.name, "podman")
+	if numeric && podman {
 		opts.DriverOpts = map[string]string{"o": fmt.Sprintf("uid=%d,gid=%d", uid, gid)}
 	}
 	if _, err := e.cli.VolumeCreate(ctx, opts); err != nil {
 		return fmt.Errorf("sandbox: creating the workspace volume %q on %s: %w", name, e.name, err)
 	}
+	if numeric && !podman {
+		if err := e.giveVolume(ctx, name, image, uid, gid); err != nil {
+			_, _ = e.cli.VolumeRemove(context.WithoutCancel(ctx), name, client.VolumeRemoveOptions{})
+			return err
+		}
+	}
 	e.log.Info("created the workspace volume", "volume", name)
 	return nil
+}
+
+// giveVolume makes the root of a new volume belong to uid:gid, with a
+// one-off container from the sandbox's image that has no network and no
+// capability but CHOWN, and runs one line of Python.
+func (e *mobyEngine) giveVolume(ctx context.Context, name, image string, uid, gid uint64) error {
+	cfg := &container.Config{
+		Image:  image,
+		User:   "0:0",
+		Cmd:    []string{"python3", "-I", "-c", fmt.Sprintf("import os; os.chmod('/workspace', 0o700); os.chown('/workspace', %d, %d)", uid, gid)},
+		Labels: e.owner.labels(),
+	}
+	hc := &container.HostConfig{
+		NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{"CHOWN"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: WorkspacePath}},
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("sandbox: giving the new workspace volume %q to the sandbox's user on %s: %w", name, e.name, err)
+	}
+	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc})
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		_, _ = e.cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+	}()
+	if _, err := e.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return fail(err)
+	}
+	wait := e.cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case r := <-wait.Result:
+		if r.StatusCode != 0 {
+			return fail(fmt.Errorf("the helper container exited with %d", r.StatusCode))
+		}
+		return nil
+	case err := <-wait.Error:
+		return fail(err)
+	}
 }
 
 // numericUser reads "uid:gid" (both numbers).
@@ -130,21 +180,39 @@ func (e *mobyEngine) claim(ctx context.Context, id string, ws *Mount) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: checking whether the workspace is in use on %s: %w", e.name, err)
 	}
-	var mine *container.Summary
-	for i := range list.Items {
-		if list.Items[i].ID == id {
-			mine = &list.Items[i]
-		}
-	}
+	mine := e.createdAt(ctx, id)
 	for _, c := range list.Items {
 		if c.ID == id || e.owner.owns(c.Labels) || e.owner.isStale(c.Labels) || !liveState(string(c.State)) {
 			continue
 		}
-		if mine == nil || c.Created < mine.Created || (c.Created == mine.Created && c.ID < id) {
+		// The list's creation times are whole seconds; two bridges that
+		// start in the same second are told apart by the engine's exact
+		// times (a tie, or this one's time unread, refuses this one; a
+		// container that can no longer be inspected is gone).
+		theirs := e.createdAt(ctx, c.ID)
+		if theirs == "" {
+			continue
+		}
+		if mine == "" || theirs <= mine {
 			return &WorkspaceBusyError{Workspace: *ws, Owner: fmt.Sprintf("pid %s on host %s", c.Labels[LabelPID], c.Labels[LabelHost])}
 		}
 	}
 	return nil
+}
+
+// createdAt is when container id was created, as the engine writes it
+// (RFC 3339 with nanoseconds, in UTC, so that strings compare as times),
+// or "" when it cannot be read.
+func (e *mobyEngine) createdAt(ctx context.Context, id string) string {
+	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, res.Container.Created)
+	if err != nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
 }
 
 // liveState reports whether a container in this state may still use its
