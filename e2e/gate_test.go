@@ -152,10 +152,10 @@ func elicitClient(t *testing.T, h, mode string, env []string, codes ...string) (
 // The additive create_entities never asks.
 func TestGateApprovalWithRealClient(t *testing.T) {
 	needEnv(t)
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	h, audit := gateHome(t, map[string]any{"memory": npmServer("mcp-server-memory")}, nil)
+	needTool(t, "node", "nodejs")
+	mem := npmServer("mcp-server-memory")
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")} // not beside the package, which may be read-only
+	h, audit := gateHome(t, map[string]any{"memory": mem}, nil)
 	env := []string{"CODEBRIDGE_POLICY=ask-destructive", "CODEBRIDGE_AUDIT=" + audit, "CODEBRIDGE_APPROVAL_TIMEOUT=3"}
 	const create = `await mcp_memory.create_entities(entities=[{"name": "n", "entityType": "t", "observations": []}])
 print("created")`

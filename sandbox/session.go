@@ -40,6 +40,11 @@ type Host interface {
 	Output(ctx context.Context, stream, text string)
 }
 
+// RemoveTimeout bounds removing one container. Removing is quick on most
+// engines; rootless Podman on vfs storage, removing twenty at once at
+// shutdown, needs tens of seconds.
+const RemoveTimeout = 60 * time.Second
+
 // Defaults of a [Config], stated once.
 const (
 	DefaultStartTimeout = 60 * time.Second
@@ -383,7 +388,7 @@ func (c *live) discard(log *slog.Logger) {
 	c.gone.Do(func() {
 		close(c.quit)
 		c.out.close()
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), RemoveTimeout)
 		defer cancel()
 		if err := c.ctr.Remove(ctx); err != nil {
 			log.Warn("removing the sandbox container", "err", err)

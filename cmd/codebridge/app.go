@@ -84,7 +84,8 @@ func (a *app) logProblems() {
 }
 
 // close stops the sandbox, the upstreams and the engine, giving up after
-// ten seconds so that a stuck engine cannot keep the process alive.
+// a minute (sandbox.RemoveTimeout and a little) so that a stuck engine cannot
+// keep the process alive.
 func (a *app) close() {
 	done := make(chan struct{})
 	go func() {
@@ -101,7 +102,7 @@ func (a *app) close() {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		a.log.Error("shutdown took longer than 10s; exiting anyway")
+	case <-time.After(sandbox.RemoveTimeout + 5*time.Second):
+		a.log.Error("shutdown took too long; exiting anyway (a later codebridge removes containers left behind)")
 	}
 }
