@@ -120,18 +120,28 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 
 // redactLog passes a log message's data for the client of ss through the
 // redaction of ss's gate session (secrets, personal data), as everything
-// else that may reach the model. false: do not send it (the bridge is
-// closing).
+// else that may reach the model. false: do not send it.
 func (b *Bridge) redactLog(ss *mcp.ServerSession, data any) (any, bool) {
-	sess, err := b.sessionOf(ss)
-	if err != nil {
-		return nil, false
-	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return nil, false
 	}
-	return sess.host.gate.RedactJSON(raw), true
+	return b.gateOf(ss).RedactJSON(raw), true
+}
+
+// gateOf is the gate session of ss's sandbox session, without making one:
+// a client that has run no code yet gets a gate session of its own.
+func (b *Bridge) gateOf(ss *mcp.ServerSession) *gate.Session {
+	if !b.opts.PerSession {
+		return b.single.host.gate
+	}
+	b.mu.Lock()
+	s, ok := b.sessions[ss]
+	b.mu.Unlock()
+	if ok {
+		return s.host.gate
+	}
+	return b.gate.NewSession()
 }
 
 // Session is the sandbox of the bridge's single session (stdio, exec).
