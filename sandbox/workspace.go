@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -68,10 +69,15 @@ func (e *mobyEngine) applyMounts(ctx context.Context, spec ContainerSpec, cfg *c
 			if err := e.ensureVolume(ctx, ws.Source, cfg.User, cfg.Image); err != nil {
 				return err
 			}
-		} else if e.isRootless(ctx) && strings.HasPrefix(e.name, "podman") {
-			// The user's own uid in the container is the user's on the
-			// host, so the files the code writes are the user's.
-			hc.UsernsMode = "keep-id"
+		} else if strings.HasPrefix(e.name, "podman") && (e.isRootless(ctx) || e.ownPodman()) {
+			// Rootless Podman maps the user who runs it to uid 0 of the
+			// container, and every other uid to the user's subordinate
+			// ones. Only as that uid can the code write the user's
+			// directory and leave files the user owns; it has no
+			// capability, no new privileges and the seccomp profile,
+			// so it is the user on the host and nothing more. (The
+			// compat API of Podman 4.3 ignores userns=keep-id.)
+			cfg.User = "0:0"
 		}
 		hc.Mounts = append(hc.Mounts, toMount(Mount{Source: ws.Source, Target: WorkspacePath, Volume: ws.Volume}))
 		cfg.Labels[LabelWorkspace] = ws.key()
@@ -223,6 +229,21 @@ func liveState(s string) bool {
 		return false
 	}
 	return true
+}
+
+// ownPodman reports whether this engine is a Podman service of this
+// (non-root) user: one codebridge started, or one under the user's
+// XDG_RUNTIME_DIR. Podman 4.3's info does not say rootless; such a service
+// is.
+func (e *mobyEngine) ownPodman() bool {
+	if os.Getuid() == 0 {
+		return false
+	}
+	if e.service != nil {
+		return true
+	}
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	return dir != "" && strings.Contains(e.name, "unix://"+dir+"/")
 }
 
 // isRootless reports whether the engine runs rootless (its uids are
