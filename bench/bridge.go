@@ -49,7 +49,9 @@ func (e *env) startBridgeWith(ctx context.Context, extraEnv []string, configs ..
 		args = append(args, "--config", c)
 	}
 	cmd := exec.Command(e.bin, args...)
-	cmd.Env = append(append(os.Environ(), "HOME="+e.home, "CODEBRIDGE_IMAGE="+e.image), extraEnv...)
+	cmd.Env = append(append(os.Environ(), "HOME="+e.home, "CODEBRIDGE_IMAGE="+e.image,
+		// Several bridges run at once (the gate on and off): none shares a workspace.
+		"CODEBRIDGE_WORKSPACE=ephemeral"), extraEnv...)
 	b := &bridge{cmd: cmd, stderr: &tailBuffer{max: 64 << 10}}
 	cmd.Stderr = b.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-bench", Version: "1"}, nil)

@@ -170,9 +170,12 @@ func (e *mobyEngine) seccompOption(ctx context.Context) (string, error) {
 	return opt, nil
 }
 
-// isPodman reports whether the engine is Podman, by the components its
-// version names (the socket may be given as DOCKER_HOST).
+// isPodman reports whether the engine is Podman: found as one, or, for an
+// address given as DOCKER_HOST, by the components its version names.
 func (e *mobyEngine) isPodman(ctx context.Context) bool {
+	if strings.HasPrefix(e.name, "podman") {
+		return true // found as Podman; asking costs Podman half a second
+	}
 	v, err := e.cli.ServerVersion(ctx, client.ServerVersionOptions{})
 	if err != nil {
 		return strings.HasPrefix(e.name, "podman")
