@@ -14,9 +14,9 @@ import (
 func FuzzRedact(f *testing.F) {
 	for _, seed := range []string{
 		"mail ann@example.com or call +44 20 7946 0958",
-		"card 4111 1111 1111 1111, IBAN GB82 WEST 1234 5698 7654 32, ip 203.0.113.42",
+		"card 4111 1111 1111 1111, IBAN GB82 WEST 1234 5698 7654 32, ip 127.0.0.42",
 		"token tok-abcdef123 and <email_1> written by hand",
-		"", "\x00\xff", "2001:db8::1 123-45-6789",
+		"", "\x00\xff", "0:0:0:0:0:0:0:1 123-45-6789",
 	} {
 		f.Add(seed)
 	}
