@@ -121,25 +121,35 @@ func clientName(ss *mcp.ServerSession) string {
 }
 
 func (d *downstream) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss := d.picker.client(ctx, server)
-	if ss == nil {
-		return nil, upstream.ErrNoClient
-	}
-	if capabilities(ss).Sampling == nil {
-		return nil, fmt.Errorf("%s does not support sampling, so server %q cannot use its model through codebridge", clientName(ss), server)
+	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil },
+		"support sampling, so server %q cannot use its model through codebridge")
+	if err != nil {
+		return nil, err
 	}
 	return ss.CreateMessage(ctx, p)
 }
 
 func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil },
+		"support elicitation, so server %q cannot ask the user through codebridge")
+	if err != nil {
+		return nil, err
+	}
+	return ss.Elicit(ctx, p)
+}
+
+// clientWith is the client that answers server's request, when it
+// declared the capability has looks for; lacking says what it cannot do
+// (a format for the server's name), after "<client> does not".
+func (d *downstream) clientWith(ctx context.Context, server string, has func(*mcp.ClientCapabilities) bool, lacking string) (*mcp.ServerSession, error) {
 	ss := d.picker.client(ctx, server)
 	if ss == nil {
 		return nil, upstream.ErrNoClient
 	}
-	if capabilities(ss).Elicitation == nil {
-		return nil, fmt.Errorf("%s does not support elicitation, so server %q cannot ask the user through codebridge", clientName(ss), server)
+	if !has(capabilities(ss)) {
+		return nil, fmt.Errorf("%s does not "+lacking, clientName(ss), server)
 	}
-	return ss.Elicit(ctx, p)
+	return ss, nil
 }
 
 // ListRoots gives the client's roots; when it has none (it does not

@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -85,15 +84,7 @@ func Patterns(opts Options) (map[string]string, []Problem) {
 // patternsOf adds the "redact" patterns of one file; a file Load cannot
 // read is Load's to report.
 func (l *loader) patternsOf(file string, out map[string]string, seen map[string]bool) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimPrefix(data, utf8BOM), &top) != nil {
-		return
-	}
-	raw, ok := top["redact"]
+	raw, ok := topLevel(file)["redact"]
 	if !ok {
 		return
 	}

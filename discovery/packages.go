@@ -40,12 +40,8 @@ func LoadPackages(opts Options) (Packages, []Problem) {
 
 // packagesOf adds one file's package settings to p.
 func (l *loader) packagesOf(path string, p *Packages) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimPrefix(data, utf8BOM), &top) != nil {
+	top := topLevel(path)
+	if top == nil {
 		return
 	}
 	list := func(key string) ([]string, bool) {
@@ -85,4 +81,18 @@ func configFiles(opts Options) (*loader, []string) {
 		files = l.listDir(filepath.Join(l.home, "MCPs"))
 	}
 	return l, append(files, opts.Files...)
+}
+
+// topLevel is a config file's top-level object, or nil when the file
+// cannot be read or is not one (Load reports that).
+func topLevel(path string) map[string]json.RawMessage {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimPrefix(data, utf8BOM), &top) != nil {
+		return nil
+	}
+	return top
 }

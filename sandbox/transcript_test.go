@@ -186,7 +186,6 @@ func replay(t *testing.T, sc scenario) {
 type recorder struct {
 	mu    sync.Mutex
 	lines []string
-	host  []byte // a host frame being written in parts
 }
 
 func (r *recorder) add(side string, line []byte) {

@@ -69,7 +69,7 @@ func (e *mobyEngine) applyMounts(ctx context.Context, spec ContainerSpec, cfg *c
 			if err := e.ensureVolume(ctx, ws.Source, cfg.User, cfg.Image); err != nil {
 				return err
 			}
-		} else if strings.HasPrefix(e.name, "podman") && (e.isRootless(ctx) || e.ownPodman()) {
+		} else if strings.HasPrefix(e.name, "podman") && (e.ownPodman() || e.isRootless(ctx)) {
 			// Rootless Podman maps the user who runs it to uid 0 of the
 			// container, and every other uid to the user's subordinate
 			// ones. Only as that uid can the code write the user's
