@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +32,7 @@ func waitForLine(t *testing.T, path, want string) {
 // upstream calls it has in flight; the sandbox keeps its state.
 func TestCancellation(t *testing.T) {
 	needEnv(t)
-	events := filepath.Join(t.TempDir(), "events")
-	s := stub()
-	s.Env = map[string]string{"STUB_EVENTS": events}
+	s, events := eventStub(t)
 	b := startBridge(t, home(t, map[string]map[string]server{"s.json": {"stub": s}}))
 	b.ok("kept = 'yes'")
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,9 +54,7 @@ func TestShutdownMidCell(t *testing.T) {
 		{"SIGTERM with the runtime stopped", stopSelf, sigterm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events := filepath.Join(t.TempDir(), "events")
-			s := stub()
-			s.Env = map[string]string{"STUB_EVENTS": events}
+			s, events := eventStub(t)
 			cmd := exec.Command(binary, "serve")
 			cmd.Env = append(testEnv(home(t, map[string]map[string]server{"s.json": {"stub": s}})),
 				"CODEBRIDGE_LOG_LEVEL=debug", "CODEBRIDGE_MAX_TIMEOUT=3600")
@@ -103,9 +100,7 @@ func sigterm(cmd *exec.Cmd, _ io.Closer) { _ = cmd.Process.Signal(syscall.SIGTER
 // upstream at once; the rest wait, and the session survives.
 func TestRequestsInFlightAreBounded(t *testing.T) {
 	needEnv(t)
-	events := filepath.Join(t.TempDir(), "events")
-	s := stub()
-	s.Env = map[string]string{"STUB_EVENTS": events}
+	s, events := eventStub(t)
 	b := startBridge(t, home(t, map[string]map[string]server{"s.json": {"stub": s}}))
 	b.ok("kept = 'yes'")
 	r := b.run("import asyncio\nawait asyncio.gather(*(mcp_stub.sleep(seconds=600) for _ in range(300)))", "timeout", 5)

@@ -130,6 +130,15 @@ func stub(args ...string) server {
 	}
 }
 
+// eventStub is the stub server writing its events (sleep-started, ...) to
+// a file, whose path it returns for waitForLine.
+func eventStub(t *testing.T) (server, string) {
+	events := filepath.Join(t.TempDir(), "events")
+	s := stub()
+	s.Env = map[string]string{"STUB_EVENTS": events}
+	return s, events
+}
+
 // npmServer is one of the npm reference servers installed in testdata/npm.
 func npmServer(bin string, args ...string) server {
 	return server{

@@ -335,9 +335,7 @@ func TestHTTPVanishedClientIsReaped(t *testing.T) {
 // pool's too.
 func TestHTTPShutdownMidCell(t *testing.T) {
 	needEnv(t)
-	events := t.TempDir() + "/events"
-	st := stub()
-	st.Env = map[string]string{"STUB_EVENTS": events}
+	st, events := eventStub(t)
 	b := startHTTP(t, home(t, map[string]map[string]server{"s.json": {"stub": st}}), nil, "--warm", "1")
 	pid := b.cmd.Process.Pid
 	c := b.connect(t, "c")

@@ -234,7 +234,13 @@ func TestSessionPutsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	host := &testHost{files: []protocol.File{{Path: dir + "/start/a.txt", Data: []byte("from the start")}}}
+	running := make(chan struct{}, 1) // the cell below says it runs
+	host := &testHost{files: []protocol.File{{Path: dir + "/start/a.txt", Data: []byte("from the start")}},
+		output: func(_, text string) {
+			if strings.Contains(text, "waiting for late.txt") {
+				running <- struct{}{}
+			}
+		}}
 	s, _ := localSession(t, Config{}, host)
 	if res := run(t, s, Request{Code: fmt.Sprintf("open(%q).read()", dir+"/start/a.txt")}); res.Value != "'from the start'" {
 		t.Fatalf("the start file reads %s", res.Value)
@@ -252,15 +258,23 @@ func TestSessionPutsFiles(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "outside") || !strings.Contains(err.Error(), "'..' is not allowed") {
 		t.Fatalf("paths outside the roots: %v", err)
 	}
-	// While a cell runs: the cell waits for the file the host puts.
-	done := make(chan *Result, 1)
+	// While a cell runs (it says so first): the cell waits for the file
+	// the host puts then.
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
 	go func() {
-		done <- run(t, s, Request{Code: fmt.Sprintf("import os, time\nwhile not os.path.exists(%q): time.sleep(0.01)\nprint('seen')", dir+"/late.txt")})
+		res, err := s.Run(ctx, Request{Timeout: time.Minute, Code: fmt.Sprintf(
+			"import os, sys, time\nprint('waiting for late.txt'); sys.stdout.flush()\nwhile not os.path.exists(%q): time.sleep(0.01)\nprint('seen')", dir+"/late.txt")})
+		done <- outcome{res, err}
 	}()
+	<-running
 	if err := s.Put(ctx, []protocol.File{{Path: "late.txt", Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
-	if res := <-done; res.Stdout.Text != "seen\n" {
-		t.Fatalf("the running cell saw: %q", res.Stdout.Text)
+	if o := <-done; o.err != nil || o.res.Stdout.Text != "waiting for late.txt\nseen\n" {
+		t.Fatalf("the running cell: %v %+v", o.err, o.res)
 	}
 }
