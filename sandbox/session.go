@@ -165,10 +165,11 @@ type Session struct {
 	turn   chan struct{} // holds a token while a cell runs
 	warm   *WarmPool     // where new containers come from first, or nil
 
-	mu     sync.Mutex // guards cur, closed and nextID
-	cur    *live
-	closed bool
-	nextID int64
+	closeOnce sync.Once  // every Close returns once the container is gone
+	mu        sync.Mutex // guards cur, closed and nextID
+	cur       *live
+	closed    bool
+	nextID    int64
 }
 
 // ErrClosed is returned by Run after Close.
@@ -418,16 +419,19 @@ func (s *Session) Python() string {
 }
 
 // Close removes the container. A cell still running ends as crashed.
-// Close is idempotent.
+// Close is idempotent, and every call returns once the container is gone
+// (a Close that raced another used to return while it was being removed).
 func (s *Session) Close() error {
-	s.mu.Lock()
-	c := s.cur
-	s.cur = nil
-	s.closed = true
-	s.mu.Unlock()
-	if c != nil {
-		c.discard(s.log)
-	}
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		c := s.cur
+		s.cur = nil
+		s.closed = true
+		s.mu.Unlock()
+		if c != nil {
+			c.discard(s.log)
+		}
+	})
 	return nil
 }
 
