@@ -213,7 +213,7 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 		ctx = withOutput(ctx, onOutput)
 	}
 	ctx, shared := withShares(ctx)
-	notes := b.down.notes.begin()
+	notes := sess.beginNotes()
 	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
 	if err != nil {
 		notes()

@@ -74,6 +74,18 @@ func (p *serverSessions) listeners(string) []*mcp.ServerSession {
 	return out
 }
 
+// oneSession picks one MCP session, always: the session whose own
+// (per_session) servers ask or log. Sending a log message is the
+// bridge's picker's (its redaction applies).
+type oneSession struct {
+	ss *mcp.ServerSession
+	clientPicker
+}
+
+func (o oneSession) client(context.Context, string) *mcp.ServerSession { return o.ss }
+
+func (o oneSession) listeners(string) []*mcp.ServerSession { return []*mcp.ServerSession{o.ss} }
+
 // downstream answers the upstreams' requests to their client for the pool
 // (it is the pool's [upstream.Downstream]): it asks the client the picker
 // names, when that client declared the capability, and says clearly why
@@ -94,6 +106,14 @@ func newDownstream(pool *upstream.Pool, opts Options) *downstream {
 	}
 	pool.SetDownstream(d)
 	return d
+}
+
+// forSession is the downstream of the servers ss has its own clients of
+// ("per_session"): their requests go to ss, their log messages to ss
+// alone, and their warnings to notes, for the stderr of ss's cells. No
+// other session hears of them.
+func (d *downstream) forSession(ss *mcp.ServerSession, notes *cellNotes) *downstream {
+	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, notes: notes}
 }
 
 // attach points the picker at the MCP server the bridge serves, when it

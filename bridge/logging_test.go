@@ -136,3 +136,60 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionDownstreamIsPrivate: a per_session server's log message
+// reaches its own session's client and cell notes, and not another
+// session of the same bridge.
+func TestSessionDownstreamIsPrivate(t *testing.T) {
+	cl := NewClientLog()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
+	cl.picker.set(srv)
+	ctx := context.Background()
+	var sessions []*mcp.ServerSession
+	var heard []chan *mcp.LoggingMessageParams
+	for range 2 {
+		got := make(chan *mcp.LoggingMessageParams, 10)
+		client := mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
+			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { got <- r.Params },
+		})
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := client.Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close(); ss.Close() })
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+			t.Fatal(err)
+		}
+		sessions, heard = append(sessions, ss), append(heard, got)
+	}
+	shared := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	own := &cellNotes{}
+	mine := shared.forSession(sessions[0], own)
+	endShared, endOwn := shared.notes.begin(), own.begin()
+	mine.Log(ctx, "own", &mcp.LoggingMessageParams{Level: "warning", Data: "only-for-0"})
+	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-all"})
+	if got := endOwn(); got != "[own warning] only-for-0\n" {
+		t.Fatalf("the session's own notes: %q", got)
+	}
+	if got := endShared(); got != "[shared warning] for-all\n" {
+		t.Fatalf("the shared notes: %q", got)
+	}
+	if p := <-heard[0]; p.Data != "only-for-0" || p.Logger != "own" {
+		t.Fatalf("session 0 heard first %+v", p)
+	}
+	for i, want := range []int{0, 1} {
+		if p := <-heard[want]; p.Data != "for-all" {
+			t.Fatalf("session %d heard %+v, want the shared message", i, p)
+		}
+	}
+	select {
+	case p := <-heard[1]:
+		t.Fatalf("session 1 heard %+v", p)
+	default:
+	}
+}

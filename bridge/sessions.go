@@ -21,6 +21,9 @@ type session struct {
 	upstreams *upstream.Pool
 	own       bool // upstreams is this session's view, closed with it
 	sbx       *sandbox.Session
+	// notes are the warnings of the session's own (per_session) servers
+	// for its cells' stderr; nil when it has none of its own.
+	notes *cellNotes
 }
 
 // newSession makes a session over upstreams. No container starts until
@@ -66,7 +69,9 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession) (*session, error) {
 	if s, ok := b.sessions[ss]; ok {
 		return s, nil
 	}
-	s := b.newSession(b.pool.ForSession(), true)
+	notes := &cellNotes{}
+	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes)), true)
+	s.notes = notes
 	b.sessions[ss] = s
 	b.opts.Metrics.Sandboxes(1)
 	b.log.Debug("session sandbox made", "session", ss.ID())
@@ -88,6 +93,18 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 		b.opts.Metrics.Sandboxes(-1)
 		b.log.Debug("session sandbox removed", "session", ss.ID())
 	}
+}
+
+// beginNotes starts collecting the upstream warnings for a cell's stderr:
+// those of the shared servers, which every running cell hears, and those
+// of the session's own servers; end returns them.
+func (s *session) beginNotes() (end func() string) {
+	shared := s.b.down.notes.begin()
+	if s.notes == nil {
+		return shared
+	}
+	own := s.notes.begin()
+	return func() string { return shared() + own() }
 }
 
 // Sandboxes is how many MCP sessions have a sandbox now.

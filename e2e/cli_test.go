@@ -74,7 +74,7 @@ func TestDoctor(t *testing.T) {
 	}{
 		// Limits are "ok" where the engine enforces them and "warn" where it
 		// cannot (rootless on cgroup v1); either way the verdict is ready.
-		{"healthy", good, nil, 0, []string{"ok    engine", "ok    image", "ok    sandbox", "  memory     limit", "  pids       limit", "stub: starts, 8 tools", "verdict: codebridge is ready"}},
+		{"healthy", good, nil, 0, []string{"ok    engine", "ok    image", "ok    sandbox", "  memory     limit", "  pids       limit", "stub: starts, 10 tools", "verdict: codebridge is ready"}},
 		{"broken config", broken, nil, 1, []string{"FAIL  config", "bad.json", `"x"`, "command", "verdict: 1 problem(s)"}},
 		{"upstream will not start", dead, nil, 1, []string{"FAIL  server", `broken`, "no API key set", "ok    server     stub: starts"}},
 		{"no engine", good, []string{"CODEBRIDGE_ENGINE=docker", "DOCKER_HOST=unix:///nonexistent/docker.sock"}, 1,
@@ -129,7 +129,7 @@ func TestExecAndListings(t *testing.T) {
 		t.Fatalf("servers: exit %d\n%s", code, out)
 	}
 	out, _, code = cli(t, h, "", nil, "tools", "stub")
-	if code != 0 || !strings.Contains(out, "stub (8 tools)") || !strings.Contains(out, "echo") {
+	if code != 0 || !strings.Contains(out, "stub (10 tools)") || !strings.Contains(out, "echo") {
 		t.Fatalf("tools: exit %d\n%s", code, out)
 	}
 	out, _, code = cli(t, h, "", nil, "search", "add", "numbers")

@@ -160,7 +160,7 @@ func connectWith(t *testing.T, homeDir string, opts *mcp.ClientOptions, env ...s
 func TestToolListChanged(t *testing.T) {
 	needEnv(t)
 	b := startBridge(t, home(t, map[string]map[string]server{"a.json": {"stub": stub()}}))
-	mustContain(t, b.ok("print(len(dir(mcp_stub)), 'fresh' in dir(mcp_stub))"), "8 False")
+	mustContain(t, b.ok("print(len(dir(mcp_stub)), 'fresh' in dir(mcp_stub))"), "10 False")
 	mustContain(t, b.ok("print(await mcp_stub.grow(name='fresh'))"), "added fresh")
 	mustContain(t, b.ok("print(await mcp_stub.fresh())\nfrom mcp.servers.stub import fresh\nprint(fresh.sync())"),
 		"fresh is here\nfresh is here")

@@ -121,7 +121,7 @@ func TestCommandLineFirstHour(t *testing.T) {
 		Server string `json:"server"`
 		Tools  []any  `json:"tools"`
 	}
-	if err := json.Unmarshal([]byte(out), &listing); err != nil || code != 0 || len(listing) != 1 || len(listing[0].Tools) != 8 {
+	if err := json.Unmarshal([]byte(out), &listing); err != nil || code != 0 || len(listing) != 1 || len(listing[0].Tools) != 10 {
 		t.Fatalf("tools stub --json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	if strings.Contains(errOut, "level=INFO") {

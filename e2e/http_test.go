@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -382,5 +384,51 @@ func TestHTTPPerSessionServers(t *testing.T) {
 		"sorted(t['name'] for t in await runtime.list_tools('shared') if t['name'].startswith('a_')))")
 	if got != "[] ['a_shared']\n" {
 		t.Fatalf("session c sees: %q (want its own 'own' and the shared 'shared')", got)
+	}
+}
+
+// TestHTTPPerSessionLogsStayPrivate: what a session's own ("per_session")
+// server logs reaches that session's cell and no other session's, even
+// one whose cell runs at that moment; a shared server's warning reaches
+// every running cell.
+func TestHTTPPerSessionLogsStayPrivate(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	own, shared := stub("--name=own"), stub("--name=shared")
+	shared.Env = map[string]string{"STUB_EVENTS": filepath.Join(t.TempDir(), "events")}
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"own":    map[string]any{"command": own.Command, "args": own.Args, "per_session": true},
+		"shared": map[string]any{"command": shared.Command, "args": shared.Args, "env": shared.Env},
+	}}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h+"/MCPs/s.json", raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startHTTP(t, h, nil, "--warm", "0")
+	a, c := b.connect(t, "a"), b.connect(t, "c")
+	// c's cell waits in the shared server until a's cell wakes it, so it
+	// runs while a's own server warns.
+	cDone := make(chan runResult, 1)
+	go func() {
+		r, err := c.run("print(await mcp_shared.sleep(seconds=120))")
+		if err != nil {
+			t.Error(err)
+		}
+		cDone <- r
+	}()
+	waitFile(t, shared.Env["STUB_EVENTS"], "sleep-started")
+	ra := a.ok("await mcp_own.warn(message='only-for-a')\nawait mcp_shared.warn(message='for-everyone')\nprint(await mcp_shared.wake())")
+	rc := <-cDone
+	if !strings.Contains(ra, "[own warning] only-for-a") || !strings.Contains(ra, "[shared warning] for-everyone") {
+		t.Fatalf("session a's cell does not show the warnings:\n%s", ra)
+	}
+	if !strings.Contains(rc.text, "woken") || !strings.Contains(rc.text, "[shared warning] for-everyone") {
+		t.Fatalf("session c's cell did not run through the warnings:\n%s", rc.text)
+	}
+	if strings.Contains(rc.text, "only-for-a") {
+		t.Fatalf("session a's own server's warning reached session c:\n%s", rc.text)
 	}
 }

@@ -126,11 +126,20 @@ func (p *Pool) Close() error {
 // with "per_session" are clients of the session's own (a process, or a
 // connection, per session), started on first use. Its Close stops only
 // those; the shared servers stay with p.
-func (p *Pool) ForSession() *Pool {
+//
+// What a per_session server asks of its client, and what it logs, goes to
+// d, the session's own downstream, and never to another session's; nil
+// means p's.
+func (p *Pool) ForSession(d Downstream) *Pool {
 	v := &Pool{byName: make(map[string]*Server, len(p.servers)), opts: p.opts}
+	down := &p.down
+	if d != nil {
+		v.SetDownstream(d)
+		down = &v.down
+	}
 	for _, s := range p.servers {
 		if s.spec.PerSession {
-			s = newServer(s.spec, p.opts, &p.down)
+			s = newServer(s.spec, p.opts, down)
 			v.owned = append(v.owned, s)
 		}
 		v.servers = append(v.servers, s)

@@ -221,7 +221,7 @@ func TestForSession(t *testing.T) {
 	own := stubSpec("own")
 	own.PerSession = true
 	p := newTestPool(t, Options{}, stubSpec("shared"), own)
-	a, b := p.ForSession(), p.ForSession()
+	a, b := p.ForSession(nil), p.ForSession(nil)
 	get := func(p *Pool, name string) *Server {
 		s, err := p.Get(name)
 		if err != nil {

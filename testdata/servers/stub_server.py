@@ -7,7 +7,8 @@ some servers die on the newer `server/discover` probe.
 
 Tools: echo, add, fail (returns isError), sleep, big (a long text),
 stats (structured content), crash (exits the process), grow (adds a tool
-and sends notifications/tools/list_changed).
+and sends notifications/tools/list_changed), warn (logs a warning with
+notifications/message), wake (ends every sleep in progress).
 """
 import json
 import os
@@ -36,6 +37,10 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "number"}}}, "required": ["values"]},
      "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "sum": {"type": "number"}}}},
     {"name": "crash", "description": "Exit the server process at once.",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "warn", "description": "Log `message` as a warning (notifications/message), then answer.",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+    {"name": "wake", "description": "End every sleep in progress: each answers 'woken'.",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "grow", "description": "Add a tool called `name` (it answers with its name) and say the tool list changed.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
@@ -66,6 +71,16 @@ def call(name, args):
         v = args["values"]
         s = {"count": len(v), "sum": sum(v)}
         return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+    if name == "warn":
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "warning", "logger": NAME, "data": str(args.get("message", ""))}})
+        return text("warned")
+    if name == "wake":
+        sleepers = [i for i, ev in list(_cancelled.items()) if not ev.is_set()]
+        for i in sleepers:
+            _woken.add(i)
+            _cancelled[i].set()
+        return text(f"woke {len(sleepers)}")
     if name in GROWN:
         return text(f"{name} is here")
     if name == "crash":
@@ -77,6 +92,13 @@ def call(name, args):
 
 _write = threading.Lock()
 _cancelled = {}  # request id -> threading.Event
+_woken = set()  # request ids whose sleep the wake tool ended
+
+
+def send(msg):
+    with _write:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
 
 
 def reply(id_, result=None, error=None):
@@ -85,9 +107,7 @@ def reply(id_, result=None, error=None):
         msg["error"] = error
     else:
         msg["result"] = result
-    with _write:
-        sys.stdout.write(json.dumps(msg) + "\n")
-        sys.stdout.flush()
+    send(msg)
 
 
 def sleep_call(id_, seconds):
@@ -96,6 +116,9 @@ def sleep_call(id_, seconds):
     ev = _cancelled.setdefault(id_, threading.Event())
     log_event(f"sleep-started {id_}")
     if ev.wait(seconds):
+        if id_ in _woken:
+            reply(id_, text("woken"))
+            return
         log_event(f"sleep-cancelled {id_}")
         return
     reply(id_, text("slept"))
@@ -110,9 +133,7 @@ def grow(id_, name):
         GROWN.add(name)
         TOOLS.append({"name": name, "description": f"Added by grow: answers {name!r}.",
                       "inputSchema": {"type": "object", "properties": {}}})
-    with _write:
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n")
-        sys.stdout.flush()
+    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     reply(id_, text(f"added {name}"))
 
 
@@ -133,7 +154,7 @@ def main():
         method, id_ = msg.get("method"), msg.get("id")
         if method == "initialize":
             reply(id_, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                        "capabilities": {"tools": {"listChanged": True}},
+                        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
                         "serverInfo": {"name": NAME, "version": "1.0"}})
         elif method == "tools/list":
             reply(id_, {"tools": TOOLS})
