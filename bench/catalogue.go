@@ -172,75 +172,11 @@ func catalogueTools() []*mcp.Tool {
 	var tools []*mcp.Tool
 	for _, r := range catalogueResources {
 		words := strings.ReplaceAll(r.noun, "_", " ")
-		pl := plural(words)
 		for _, op := range catalogueOps {
 			props := map[string]any{}
 			var required []string
 			for _, a := range op.args {
-				switch a {
-				case "id":
-					props["id"] = prop("string", "Id of the "+words+".")
-					required = append(required, "id")
-				case "fields":
-					for _, f := range r.fields {
-						fd := catalogueFields[f]
-						p := prop(fd.typ, fd.desc)
-						if fd.enum != nil {
-							p["enum"] = fd.enum
-						}
-						if fd.typ == "array" {
-							p["items"] = map[string]any{"type": "string"}
-						}
-						props[f] = p
-					}
-					if op.verb == "create" {
-						required = append(required, r.fields[0])
-					}
-				case "query":
-					props["filter"] = prop("string", "Filter expression, e.g. `owner_id = 'u_12' AND created > 2024-01-01`.")
-					props["sort"] = map[string]any{"type": "string", "description": "Field to sort by.", "enum": append([]string{"created", "updated"}, r.fields[0])}
-					props["order"] = map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}
-					props["limit"] = map[string]any{"type": "integer", "description": "Page size.", "minimum": 1, "maximum": 100, "default": 25}
-					props["cursor"] = prop("string", "Opaque cursor from the previous page's next_cursor.")
-				case "include":
-					props["include"] = map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"owner", "comments", "labels", "history"}}, "description": "Related objects to embed."}
-				case "confirm":
-					props["confirm"] = prop("boolean", "Must be true; guards against accidental deletion.")
-					required = append(required, "confirm")
-				case "text":
-					props["text"] = prop("string", "Text to search for or to post.")
-					required = append(required, "text")
-				case "limit":
-					props["limit"] = map[string]any{"type": "integer", "description": "Maximum number of results.", "minimum": 1, "maximum": 100, "default": 10}
-				case "reason":
-					props["reason"] = prop("string", "Why it is archived; shown in the history.")
-				case "format":
-					props["format"] = map[string]any{"type": "string", "enum": []string{"csv", "json"}, "default": "json"}
-				case "source_url":
-					props["source_url"] = prop("string", "URL of the file to import.")
-					required = append(required, "source_url")
-				case "dry_run":
-					props["dry_run"] = prop("boolean", "Validate without writing anything.")
-				case "assignee_id":
-					props["assignee_id"] = prop("string", "Id of the user to assign.")
-					required = append(required, "assignee_id")
-				case "notify":
-					props["notify"] = prop("boolean", "Send the assignee a notification.")
-				case "mentions":
-					props["mentions"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "User ids to mention."}
-				case "labels_arg":
-					props["labels"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Label names."}
-					required = append(required, "labels")
-				case "channel":
-					props["channel"] = map[string]any{"type": "string", "enum": []string{"email", "inbox", "slack"}, "default": "inbox"}
-				case "new_name":
-					props["new_name"] = prop("string", "Name of the copy; defaults to the original's name with ' (copy)'.")
-				case "target_id":
-					props["target_id"] = prop("string", "Id of the project or workspace to move it to.")
-					required = append(required, "target_id")
-				case "since":
-					props["since"] = prop("string", "Only changes after this time, RFC 3339.")
-				}
+				required = append(required, addArg(props, a, r, op, words)...)
 			}
 			schema := map[string]any{"type": "object", "properties": props}
 			if len(required) > 0 {
@@ -248,10 +184,96 @@ func catalogueTools() []*mcp.Tool {
 			}
 			tools = append(tools, &mcp.Tool{
 				Name:        r.noun + "_" + op.verb,
-				Description: fmt.Sprintf(op.desc, words, pl),
+				Description: fmt.Sprintf(op.desc, words, plural(words)),
 				InputSchema: schema,
 			})
 		}
 	}
 	return tools
+}
+
+// addArg adds the properties of operation argument a to props and returns
+// the names it requires.
+func addArg(props map[string]any, a string, r resource, op operation, words string) []string {
+	switch a {
+	case "id":
+		props["id"] = prop("string", "Id of the "+words+".")
+		return []string{"id"}
+	case "fields":
+		return addFields(props, r, op)
+	case "query":
+		props["filter"] = prop("string", "Filter expression, e.g. `owner_id = 'u_12' AND created > 2024-01-01`.")
+		props["sort"] = map[string]any{"type": "string", "description": "Field to sort by.", "enum": append([]string{"created", "updated"}, r.fields[0])}
+		props["order"] = map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}
+		props["limit"] = map[string]any{"type": "integer", "description": "Page size.", "minimum": 1, "maximum": 100, "default": 25}
+		props["cursor"] = prop("string", "Opaque cursor from the previous page's next_cursor.")
+		return nil
+	}
+	f, ok := fixedArgs[a]
+	if !ok {
+		return nil
+	}
+	props[f.name] = f.schema()
+	if f.required {
+		return []string{f.name}
+	}
+	return nil
+}
+
+// addFields adds a resource's own fields; create requires the first.
+func addFields(props map[string]any, r resource, op operation) []string {
+	for _, name := range r.fields {
+		fd := catalogueFields[name]
+		p := prop(fd.typ, fd.desc)
+		if fd.enum != nil {
+			p["enum"] = fd.enum
+		}
+		if fd.typ == "array" {
+			p["items"] = map[string]any{"type": "string"}
+		}
+		props[name] = p
+	}
+	if op.verb == "create" {
+		return []string{r.fields[0]}
+	}
+	return nil
+}
+
+func stringArray(desc string) map[string]any {
+	return map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": desc}
+}
+
+// fixedArgs are the arguments whose schema is the same for every
+// resource: the property's name, its schema, and whether it is required.
+var fixedArgs = map[string]struct {
+	name     string
+	schema   func() map[string]any
+	required bool
+}{
+	"include": {"include", func() map[string]any {
+		return map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"owner", "comments", "labels", "history"}}, "description": "Related objects to embed."}
+	}, false},
+	"confirm": {"confirm", func() map[string]any { return prop("boolean", "Must be true; guards against accidental deletion.") }, true},
+	"text":    {"text", func() map[string]any { return prop("string", "Text to search for or to post.") }, true},
+	"limit": {"limit", func() map[string]any {
+		return map[string]any{"type": "integer", "description": "Maximum number of results.", "minimum": 1, "maximum": 100, "default": 10}
+	}, false},
+	"reason": {"reason", func() map[string]any { return prop("string", "Why it is archived; shown in the history.") }, false},
+	"format": {"format", func() map[string]any {
+		return map[string]any{"type": "string", "enum": []string{"csv", "json"}, "default": "json"}
+	}, false},
+	"source_url":  {"source_url", func() map[string]any { return prop("string", "URL of the file to import.") }, true},
+	"dry_run":     {"dry_run", func() map[string]any { return prop("boolean", "Validate without writing anything.") }, false},
+	"assignee_id": {"assignee_id", func() map[string]any { return prop("string", "Id of the user to assign.") }, true},
+	"notify":      {"notify", func() map[string]any { return prop("boolean", "Send the assignee a notification.") }, false},
+	"mentions":    {"mentions", func() map[string]any { return stringArray("User ids to mention.") }, false},
+	"labels_arg":  {"labels", func() map[string]any { return stringArray("Label names.") }, true},
+	"channel": {"channel", func() map[string]any {
+		return map[string]any{"type": "string", "enum": []string{"email", "inbox", "slack"}, "default": "inbox"}
+	}, false},
+	"new_name": {"new_name", func() map[string]any {
+		return prop("string", "Name of the copy; defaults to the original's name with ' (copy)'.")
+	}, false},
+	"target_id": {"target_id", func() map[string]any { return prop("string", "Id of the project or workspace to move it to.") }, true},
+	"since":     {"since", func() map[string]any { return prop("string", "Only changes after this time, RFC 3339.") }, false},
 }
