@@ -108,4 +108,25 @@ func TestRemoteEngine(t *testing.T) {
 		t.Fatalf("the next bridge left %d containers of the killed one", n)
 	}
 	mustContain(t, second.stderr.String(), "removed a container left by a bridge that is gone")
+
+	// The same engine behind TLS with client certificates, as Docker's
+	// tcp://…:2376 is: the bridge reaches it with DOCKER_TLS_VERIFY and
+	// DOCKER_CERT_PATH, attach included; without its certificate it is
+	// refused and says what to do.
+	t.Run("tls", func(t *testing.T) {
+		tlsAddr := net.JoinHostPort(ns.hostIP, "2376")
+		certs := engineTLS(t, tlsAddr, addr)
+		tlsEnv := []string{"DOCKER_HOST=tcp://" + tlsAddr, "CODEBRIDGE_ENGINE=auto", "DOCKER_TLS_VERIFY=1"}
+		b := startBridge(t, h, append(tlsEnv, "DOCKER_CERT_PATH="+certs)...)
+		if got := b.ok("print(sum(range(10)))"); got != "45\n" {
+			t.Fatalf("through TLS: %q", got)
+		}
+		mustContain(t, b.stderr.String(), "tcp://"+tlsAddr)
+		out, errOut, code := cli(t, h, "print(1)", tlsEnv, "exec", "-")
+		errOut += out
+		if code == 0 || !strings.Contains(errOut, "does not answer") || !strings.Contains(errOut, tlsAddr) ||
+			!strings.Contains(errOut, "set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH") {
+			t.Fatalf("without a client certificate: exit %d\n%s", code, errOut)
+		}
+	})
 }

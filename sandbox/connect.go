@@ -19,8 +19,9 @@ import (
 type EngineOptions struct {
 	// Kind is "auto" (the default), "podman" or "docker".
 	Kind string
-	// Getenv reads DOCKER_HOST, CONTAINER_HOST and XDG_RUNTIME_DIR. Nil
-	// means os.Getenv.
+	// Getenv reads DOCKER_HOST, CONTAINER_HOST, DOCKER_CERT_PATH and
+	// XDG_RUNTIME_DIR. Nil means os.Getenv. (The engine client reads the
+	// TLS variables themselves from the process environment.)
 	Getenv func(string) string
 	// Log receives the engine's diagnostics. Nil means slog.Default().
 	Log *slog.Logger
@@ -66,7 +67,7 @@ func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
 		if getenv("DOCKER_HOST") != "" || getenv("CONTAINER_HOST") != "" {
 			// An explicit address that fails is an error, not a hint to
 			// look elsewhere.
-			return nil, fmt.Errorf("sandbox: the engine at %s does not answer: %w; start it, or unset DOCKER_HOST/CONTAINER_HOST", c.host, err)
+			return nil, fmt.Errorf("sandbox: the engine at %s does not answer: %w; %s", c.host, err, explicitFix(c.host, getenv))
 		}
 	}
 	if kind != "docker" {
@@ -79,6 +80,16 @@ func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
 		return nil, fmt.Errorf("sandbox: no container engine found: %s", hint)
 	}
 	return nil, fmt.Errorf("sandbox: no container engine answers (tried %s): %s", strings.Join(tried, "; "), hint)
+}
+
+// explicitFix says what to do when the engine at an address the user set
+// does not answer.
+func explicitFix(host string, getenv func(string) string) string {
+	fix := "start it, or unset DOCKER_HOST/CONTAINER_HOST"
+	if strings.HasPrefix(host, "tcp://") && getenv("DOCKER_CERT_PATH") == "" {
+		fix += "; if it listens with TLS (as Docker's port 2376 does), set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to the directory holding ca.pem, cert.pem and key.pem"
+	}
+	return fix
 }
 
 // candidate is an engine address to try.
