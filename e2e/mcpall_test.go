@@ -46,6 +46,7 @@ p = await ev.get_prompt('args-prompt', city='Paris', state='Texas')
 print('PROMPT', p['messages'][0]['content']['text'])
 print('PAGES', [r['name'] for r in await mcp_pages.list_resources()], [p['name'] for p in mcp_pages.list_prompts_sync()])
 print('ITEM', await mcp_pages.read_resource('res://item/3'))
+print('LIMIT', [r['name'] for r in await mcp_pages.list_resources(limit=3)])
 found = [(h.get('kind'), h.get('name')) for h in await runtime.search_tool_docs('item 4 prompt 4', limit=10)]
 print('FOUND', ('resource', 'item-4') in found, ('prompt', 'prompt-4') in found)
 try:
@@ -60,7 +61,7 @@ except Exception as e:
 		"'demo://resource/dynamic/blob/{resourceId}', 'demo://resource/dynamic/text/{resourceId}'",
 		"PROMPT", "Paris", "Texas",
 		"PAGES ['item-0', 'item-1', 'item-2', 'item-3', 'item-4'] ['prompt-0', 'prompt-1', 'prompt-2', 'prompt-3', 'prompt-4']",
-		"ITEM item 3", "FOUND True True",
+		"ITEM item 3", "LIMIT ['item-0', 'item-1', 'item-2']", "FOUND True True",
 		"ERR BridgeError", "Resource not found: nope://x")
 }
 

@@ -6,6 +6,7 @@ two ways: ``runtime.<helper>(server, ...)`` and ``mcp_<server>.<helper>(...)``
 Each has a blocking ``_sync`` twin.
 
     await mcp_docs.list_resources()                  # every page, as dicts
+    await mcp_docs.list_resources(limit=20)          # only the pages the first 20 are on
     text = await mcp_docs.read_resource("file:///a")  # str for text, bytes for a blob
     await mcp_docs.read_resource("demo://item/{id}", id=3)   # a template, expanded
     await mcp_docs.list_resource_templates()
@@ -14,7 +15,8 @@ Each has a blocking ``_sync`` twin.
 
 Lists are fetched a page at a time (one ``list_*`` RPC per page, following
 ``nextCursor``) until the last page, so no single frame has to carry a huge
-list. A resource's contents come back as the upstream sent them, through the
+list; ``limit=N`` stops at the page that holds the Nth entry, so a long
+list costs only what is read of it. A resource's contents come back as the upstream sent them, through the
 same frame path as tool results (no size limit below the configured caps).
 """
 
@@ -33,8 +35,11 @@ __all__ = ["list_resources", "list_resource_templates", "read_resource", "list_p
 _MAX_PAGES = 10000
 
 
-def _pages(method, server, key):
-    """Plan: every page of a list method, concatenated."""
+def _pages(method, server, key, limit=None):
+    """Plan: the pages of a list method, concatenated: every page, or with
+    ``limit`` only the pages its first ``limit`` entries are on."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive whole number, or None for every entry; got {limit!r}")
     name = _proxy.resolve_server(server)
     items, cursor, seen = [], None, set()
     for _ in range(_MAX_PAGES):
@@ -44,6 +49,8 @@ def _pages(method, server, key):
         page = yield (method, params)
         page = page if isinstance(page, dict) else {}
         items.extend(i for i in page.get(key) or () if isinstance(i, dict))
+        if limit is not None and len(items) >= limit:
+            return items[:limit]
         cursor = page.get("nextCursor")
         if not cursor:
             return items
@@ -54,23 +61,25 @@ def _pages(method, server, key):
     raise MCPError(f"server {name!r} listed {key} over more than {_MAX_PAGES} pages; stopped")
 
 
-def list_resources(server):
+def list_resources(server, *, limit=None):
     """The resources of ``server``: dicts with uri, name, and title,
-    description, mimeType, size where the server gives them. Every page."""
-    return (yield from _pages("list_resources", server, "resources"))
+    description, mimeType, size where the server gives them. Every page;
+    ``limit=N`` fetches only the pages the first N are on."""
+    return (yield from _pages("list_resources", server, "resources", limit))
 
 
-def list_resource_templates(server):
+def list_resource_templates(server, *, limit=None):
     """The resource templates of ``server``: dicts with uriTemplate, name,
     and description, mimeType where given. Read one with
-    ``read_resource(template, **values)``."""
-    return (yield from _pages("list_resource_templates", server, "resourceTemplates"))
+    ``read_resource(template, **values)``. ``limit`` as for list_resources."""
+    return (yield from _pages("list_resource_templates", server, "resourceTemplates", limit))
 
 
-def list_prompts(server):
+def list_prompts(server, *, limit=None):
     """The prompts of ``server``: dicts with name, description and
-    arguments ([{name, description, required}])."""
-    return (yield from _pages("list_prompts", server, "prompts"))
+    arguments ([{name, description, required}]). ``limit`` as for
+    list_resources."""
+    return (yield from _pages("list_prompts", server, "prompts", limit))
 
 
 _VARIABLE = re.compile(r"\{([^{}]+)\}")

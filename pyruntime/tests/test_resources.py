@@ -68,6 +68,19 @@ class ResourceTest(RuntimeTestCase):
                                  {"server": "everything", "cursor": "6"}])
         self.assertEqual(self.value("len(mcp_everything.list_resources_sync())"), "7")
 
+    def test_limit_fetches_only_the_pages_it_needs(self):
+        before = len(self.rt.rpcs)
+        self.assertEqual(self.value("[r['name'] for r in await mcp_everything.list_resources(limit=4)]"),
+                         repr([f"r{i}" for i in range(4)]))
+        pages = [r["params"] for r in self.rt.rpcs[before:] if r["method"] == "list_resources"]
+        self.assertEqual(pages, [{"server": "everything"}, {"server": "everything", "cursor": "3"}])
+        self.assertEqual(self.value("len(runtime.list_resources_sync('everything', limit=3))"), "3")
+        self.assertEqual(self.value("len(await runtime.list_prompts('everything', limit=50))"), "1")
+        for bad in ("0", "-1", "2.5", "True", "'3'"):
+            cell = self.rt.run(f"runtime.list_resources_sync('everything', limit={bad})")
+            self.assertEqual(cell.status, "error", bad)
+            self.assertIn("limit must be a positive whole number", cell.error)
+
     def test_repeated_cursor_stops(self):
         cell = self.rt.run("runtime.list_resources_sync('my-server.v2')")
         self.assertEqual(cell.status, "error")
