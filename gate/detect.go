@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // detector finds one kind of personal data: a pattern, and a check that
@@ -58,20 +59,24 @@ func isHex(c byte) bool { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') 
 // looked for (an earlier kind wins where matches overlap).
 var Kinds = []string{"email", "iban", "card", "ssn", "ip", "phone"}
 
-var builtins = map[string]detector{
-	"email": {kind: "email", needs: func(t textStats) bool { return t.at },
-		re: regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}\b`)},
-	"iban": {kind: "iban", needs: func(t textStats) bool { return t.ibanStart }, valid: ibanValid,
-		re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`)},
-	"card": {kind: "card", needs: func(t textStats) bool { return t.digits >= 13 }, valid: luhnValid,
-		re: regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`)},
-	"ssn": {kind: "ssn", needs: func(t textStats) bool { return t.dash && t.digits >= 9 }, valid: ssnValid,
-		re: regexp.MustCompile(`\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b`)},
-	"phone": {kind: "phone", needs: func(t textStats) bool { return t.digits >= 8 }, valid: phoneValid,
-		re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{2,4}\)[ .-]?|\b[0-9]{2,4}[ .-])[0-9]{2,4}[ .-][0-9]{3,4}(?:[ .-][0-9]{2,4})?\b`)},
-	"ip": {kind: "ip", needs: func(t textStats) bool { return (t.dot && t.digits >= 4) || t.colons }, valid: ipValid,
-		re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|\b(?:[0-9A-Fa-f]{1,4}:){2,7}(?::|[0-9A-Fa-f]{1,4})\b|\b(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4}\b`)},
-}
+// builtins are compiled on first use: a bridge that redacts nothing never
+// pays for them.
+var builtins = sync.OnceValue(func() map[string]detector {
+	return map[string]detector{
+		"email": {kind: "email", needs: func(t textStats) bool { return t.at },
+			re: regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}\b`)},
+		"iban": {kind: "iban", needs: func(t textStats) bool { return t.ibanStart }, valid: ibanValid,
+			re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`)},
+		"card": {kind: "card", needs: func(t textStats) bool { return t.digits >= 13 }, valid: luhnValid,
+			re: regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`)},
+		"ssn": {kind: "ssn", needs: func(t textStats) bool { return t.dash && t.digits >= 9 }, valid: ssnValid,
+			re: regexp.MustCompile(`\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b`)},
+		"phone": {kind: "phone", needs: func(t textStats) bool { return t.digits >= 8 }, valid: phoneValid,
+			re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{2,4}\)[ .-]?|\b[0-9]{2,4}[ .-])[0-9]{2,4}[ .-][0-9]{3,4}(?:[ .-][0-9]{2,4})?\b`)},
+		"ip": {kind: "ip", needs: func(t textStats) bool { return (t.dot && t.digits >= 4) || t.colons }, valid: ipValid,
+			re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|\b(?:[0-9A-Fa-f]{1,4}:){2,7}(?::|[0-9A-Fa-f]{1,4})\b|\b(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4}\b`)},
+	}
+})
 
 // customDetector is a user's pattern from the config ("redact": {"name":
 // "regexp"}).
@@ -79,7 +84,7 @@ func customDetector(name, pattern string) (detector, error) {
 	if !tokenName.MatchString(name) {
 		return detector{}, fmt.Errorf("redact: %q is not a usable name: use letters, digits and _ (such as \"employee_id\")", name)
 	}
-	if _, builtin := builtins[name]; builtin {
+	if _, builtin := builtins()[name]; builtin {
 		return detector{}, fmt.Errorf("redact: %q is a built-in kind; give your pattern another name", name)
 	}
 	re, err := regexp.Compile(pattern)

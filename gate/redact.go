@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 			for _, b := range Kinds {
 				want[b] = true
 			}
-		case builtins[k].re != nil:
+		case slices.Contains(Kinds, k):
 			want[k] = true
 		default:
 			return nil, fmt.Errorf("%q is not a kind of personal data codebridge knows: use %s, or all (custom patterns go in the config's \"redact\" object)", k, strings.Join(Kinds, ", "))
@@ -56,7 +57,7 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 	}
 	for _, k := range Kinds {
 		if want[k] {
-			r.detectors = append(r.detectors, builtins[k])
+			r.detectors = append(r.detectors, builtins()[k])
 		}
 	}
 	names := make([]string, 0, len(custom))
