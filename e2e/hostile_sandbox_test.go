@@ -124,3 +124,15 @@ func TestHostileMountsAreSized(t *testing.T) {
 		t.Errorf("/run is writable:\n%s", out)
 	}
 }
+
+// TestTmpSizeSetting: --tmp-size (CODEBRIDGE_TMP_SIZE) sizes /tmp and an
+// ephemeral /workspace, and writing past it fails in Python with ENOSPC
+// while the sandbox goes on.
+func TestTmpSizeSetting(t *testing.T) {
+	needEnv(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_TMP_SIZE=16m", "CODEBRIDGE_WORKSPACE=ephemeral")
+	out := b.ok("import os\nfor d in ('/tmp', '/workspace'):\n    s = os.statvfs(d)\n    print(d, s.f_blocks * s.f_frsize // (1 << 20), 'MiB')")
+	mustContain(t, out, "/tmp 16 MiB", "/workspace 16 MiB")
+	out = b.ok("try:\n    open('/tmp/big', 'wb').write(b'x' * (32 << 20))\nexcept OSError as e:\n    print('full:', e.strerror)\nimport os\nos.remove('/tmp/big')\nprint('goes on')")
+	mustContain(t, out, "full: No space left on device", "goes on")
+}

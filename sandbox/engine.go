@@ -44,9 +44,11 @@ type Limits struct {
 
 // Defaults of [Limits], stated once.
 const (
-	DefaultMemory = 512 << 20
-	DefaultPids   = 128
-	DefaultCPUs   = 1
+	DefaultMemory  = 512 << 20
+	DefaultPids    = 128
+	DefaultCPUs    = 1
+	DefaultNoFile  = 1024
+	DefaultTmpSize = 256 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -60,10 +62,10 @@ func (l Limits) withDefaults() Limits {
 		l.CPUs = DefaultCPUs
 	}
 	if l.NoFile == 0 {
-		l.NoFile = 1024
+		l.NoFile = DefaultNoFile
 	}
 	if l.TmpSize == 0 {
-		l.TmpSize = 256 << 20
+		l.TmpSize = DefaultTmpSize
 	}
 	return l
 }

@@ -83,7 +83,7 @@ type setting struct {
 // The knob groups commands pick from.
 var (
 	serverKnobs  = []string{"config", "call-timeout", "root"}
-	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "user", "oci-runtime", "pip"}
+	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "tmp-size", "user", "oci-runtime", "pip"}
 	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
 	logKnobs     = []string{"log-level", "log-format"}
 	// workspaceKnobs are taken by the commands that run code.
@@ -128,6 +128,8 @@ var knobs = []setting{
 		func(s *settings, v string) (err error) { s.callTimeout, err = seconds(v); return }},
 	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, strconv.Itoa(sandbox.DefaultMemory>>20) + "m", "size", "sandbox memory limit, e.g. 512m or 2g",
 		func(s *settings, v string) (err error) { s.limits.Memory, err = parseBytes(v); return }},
+	{"tmp-size", []string{"CODEBRIDGE_TMP_SIZE"}, strconv.Itoa(sandbox.DefaultTmpSize>>20) + "m", "size", "size of the sandbox's /tmp, and of /workspace when it is ephemeral, e.g. 256m or 1g",
+		func(s *settings, v string) (err error) { s.limits.TmpSize, err = parseBytes(v); return }},
 	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, strconv.Itoa(sandbox.DefaultPids), "n", "sandbox process limit",
 		func(s *settings, v string) (err error) { s.limits.Pids, err = positiveInt(v); return }},
 	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, strconv.Itoa(sandbox.DefaultCPUs), "n", "sandbox CPU limit",
