@@ -285,7 +285,8 @@ func TestMounts(t *testing.T) {
 	mustContain(t, stdout, "project notes", "not writable: Read-only file system")
 	for _, c := range []struct{ mount, want string }{
 		{"/", "/ is the whole host"},
-		{h, "codebridge's server configuration (~/MCPs)"},
+		{h, "codebridge's server configuration (~/MCPs)"},       // HOME holds both:
+		{h, "codebridge's state directory (skills, audit log)"}, // both are named
 		{"/run", "engine's socket"},
 		{proj + ":/proc/x", "is the sandbox's own"},
 	} {

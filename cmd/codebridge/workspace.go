@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,14 +154,19 @@ func (s *settings) checkSource(src string, getenv func(string) string) error {
 	if src == "/" {
 		return errors.New("/ is the whole host: mount the project directory instead")
 	}
-	for g, what := range s.guarded(getenv) {
+	guarded := s.guarded(getenv)
+	var held []string
+	for _, g := range slices.Sorted(maps.Keys(guarded)) { // every one, in a fixed order
 		real, err := filepath.EvalSymlinks(g)
 		if err != nil {
 			real = g
 		}
 		if within(real, src) {
-			return fmt.Errorf("%s holds %s (%s), which must stay out of the sandbox: mount a directory below it instead", src, what, g)
+			held = append(held, fmt.Sprintf("%s (%s)", guarded[g], g))
 		}
+	}
+	if len(held) > 0 {
+		return fmt.Errorf("%s holds %s, which must stay out of the sandbox: mount a directory below it instead", src, strings.Join(held, ", "))
 	}
 	return nil
 }
