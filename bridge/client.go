@@ -19,6 +19,10 @@ import (
 type clientPicker interface {
 	// client is the session that answers server's request, or nil.
 	client(ctx context.Context, server string) *mcp.ServerSession
+	// rootsOwner is the session whose roots server works in, or nil. Roots
+	// stay with a server beyond the call that asked for them, so a shared
+	// server gets a session's roots only when that session is the only one.
+	rootsOwner(server string) *mcp.ServerSession
 	// listeners are the sessions that hear server's log messages.
 	listeners(server string) []*mcp.ServerSession
 	// log sends a log message to one of them.
@@ -30,22 +34,31 @@ type clientPicker interface {
 type serverSessions struct {
 	srv    atomic.Pointer[mcp.Server]
 	redact atomic.Pointer[func(*mcp.ServerSession, any) (any, bool)]
+	busy   inflight // which sessions have calls in flight to which server
 }
 
 func (p *serverSessions) set(s *mcp.Server) { p.srv.Store(s) }
 
 // client is the run_python caller when ctx has one, else the server's
-// only session. With several (HTTP), a request that no call carries
-// cannot be told apart, so it goes to none rather than to another user.
-func (p *serverSessions) client(ctx context.Context, _ string) *mcp.ServerSession {
+// only session. With several (HTTP), it is the one session that has calls
+// in flight to server; when none or several have, the request cannot be
+// told apart, so it goes to none rather than to another user.
+func (p *serverSessions) client(ctx context.Context, server string) *mcp.ServerSession {
 	if ss := caller(ctx); ss != nil {
 		return ss
 	}
-	all := p.listeners("")
-	if len(all) != 1 {
-		return nil
+	if ss := p.rootsOwner(server); ss != nil {
+		return ss
 	}
-	return all[0]
+	return p.busy.only(server)
+}
+
+// rootsOwner is the server's only session, or nil.
+func (p *serverSessions) rootsOwner(string) *mcp.ServerSession {
+	if all := p.listeners(""); len(all) == 1 {
+		return all[0]
+	}
+	return nil
 }
 
 // log sends a log message to ss, its data passed through the redaction
@@ -83,6 +96,8 @@ type oneSession struct {
 }
 
 func (o oneSession) client(context.Context, string) *mcp.ServerSession { return o.ss }
+
+func (o oneSession) rootsOwner(string) *mcp.ServerSession { return o.ss }
 
 func (o oneSession) listeners(string) []*mcp.ServerSession { return []*mcp.ServerSession{o.ss} }
 
@@ -164,7 +179,7 @@ func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitPar
 func (d *downstream) clientWith(ctx context.Context, server string, has func(*mcp.ClientCapabilities) bool, lacking string) (*mcp.ServerSession, error) {
 	ss := d.picker.client(ctx, server)
 	if ss == nil {
-		return nil, upstream.ErrNoClient
+		return nil, d.noClient(server)
 	}
 	if !has(capabilities(ss)) {
 		return nil, fmt.Errorf("%s does not "+lacking, clientName(ss), server)
@@ -172,10 +187,19 @@ func (d *downstream) clientWith(ctx context.Context, server string, has func(*mc
 	return ss, nil
 }
 
+// noClient says why no client answers server's request: none is
+// connected, or several sessions are and the request is not one's alone.
+func (d *downstream) noClient(server string) error {
+	if len(d.picker.listeners(server)) > 1 {
+		return fmt.Errorf("server %q is shared by several MCP sessions, and this request of its client could not be told to be one session's (none, or more than one, had a call in flight to it); to give each session its own, set \"per_session\": true in its entry of the codebridge config", server)
+	}
+	return upstream.ErrNoClient
+}
+
 // ListRoots gives the client's roots; when it has none (it does not
 // support roots, or lists none), the --root directories; else why not.
 func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss := d.picker.client(ctx, server)
+	ss := d.picker.rootsOwner(server)
 	var clientRoots *mcp.ListRootsResult
 	if ss != nil && capabilities(ss).RootsV2 != nil {
 		r, err := ss.ListRoots(ctx, nil)
@@ -191,6 +215,8 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 		return &mcp.ListRootsResult{Roots: d.roots}, nil
 	case clientRoots != nil:
 		return clientRoots, nil
+	case ss == nil && len(d.picker.listeners(server)) > 1:
+		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots, and codebridge was started without --root: start it with --root DIR, or set \"per_session\": true in its entry of the codebridge config so that each session's client gives its own", server)
 	case ss == nil:
 		return nil, fmt.Errorf("%w, and codebridge was started without --root: start it with --root DIR to give server %q a directory", upstream.ErrNoClient, server)
 	}

@@ -27,6 +27,7 @@ type sandboxHost struct {
 	skills *skillStore   // saved skills; nil keeps none
 	files  *sharedFiles  // the workspace files the code shared
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
+	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {

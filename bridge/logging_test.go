@@ -141,32 +141,8 @@ func TestProgressLine(t *testing.T) {
 // reaches its own session's client and cell notes, and not another
 // session of the same bridge.
 func TestSessionDownstreamIsPrivate(t *testing.T) {
-	cl := NewClientLog()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	cl.picker.set(srv)
+	cl, sessions, heard := sessionsOf(t, 2)
 	ctx := context.Background()
-	var sessions []*mcp.ServerSession
-	var heard []chan *mcp.LoggingMessageParams
-	for range 2 {
-		got := make(chan *mcp.LoggingMessageParams, 10)
-		client := mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
-			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { got <- r.Params },
-		})
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := client.Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close(); ss.Close() })
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
-			t.Fatal(err)
-		}
-		sessions, heard = append(sessions, ss), append(heard, got)
-	}
 	shared := &downstream{picker: cl.picker, notes: &cellNotes{}}
 	own := &cellNotes{}
 	mine := shared.forSession(sessions[0], own)
@@ -192,4 +168,63 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		t.Fatalf("session 1 heard %+v", p)
 	default:
 	}
+}
+
+// TestSharedServerWithSeveralSessions: a shared server's request goes to
+// the session with a call in flight to it, and to none when that is not
+// one session (the error says why and what to do); its roots are no one
+// session's.
+func TestSharedServerWithSeveralSessions(t *testing.T) {
+	cl, sessions, _ := sessionsOf(t, 2)
+	ctx := context.Background()
+	d := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	sampling := func(c *mcp.ClientCapabilities) bool { return true }
+	if _, err := d.clientWith(ctx, "s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
+		t.Fatalf("no call in flight: %v", err)
+	}
+	end := cl.picker.busy.begin("s", sessions[1])
+	if ss, err := d.clientWith(ctx, "s", sampling, "%q"); err != nil || ss != sessions[1] {
+		t.Fatalf("one session calling: %v, %v", ss, err)
+	}
+	end()
+	if _, err := d.ListRoots(ctx, "s"); err == nil || !strings.Contains(err.Error(), "shared by several MCP sessions") {
+		t.Fatalf("roots: %v", err)
+	}
+	if r, err := d.forSession(sessions[0], &cellNotes{}).ListRoots(ctx, "own"); err != nil || r == nil {
+		t.Fatalf("a per_session server's roots are its session's (none): %v, %v", r, err)
+	}
+}
+
+// sessionsOf returns a ClientLog whose server has n in-memory clients,
+// each at log level warning, their sessions, and what each one's log
+// receives.
+func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *mcp.LoggingMessageParams) {
+	t.Helper()
+	cl := NewClientLog()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
+	cl.picker.set(srv)
+	ctx := context.Background()
+	var sessions []*mcp.ServerSession
+	var heard []chan *mcp.LoggingMessageParams
+	for range n {
+		got := make(chan *mcp.LoggingMessageParams, 10)
+		client := mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
+			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { got <- r.Params },
+		})
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close(); ss.Close() })
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+			t.Fatal(err)
+		}
+		sessions, heard = append(sessions, ss), append(heard, got)
+	}
+	return cl, sessions, heard
 }

@@ -75,6 +75,7 @@ func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (j
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
+	defer h.busy.begin(p.Server, caller(ctx))()
 	return s.Call(withUpstreamProgress(ctx, p.Server), p.Tool, p.Arguments)
 }
 

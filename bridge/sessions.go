@@ -33,6 +33,9 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
 	h.packages = b.opts.Packages
 	h.skills = b.opts.Skills
 	h.gate = b.gate.NewSession()
+	if p, ok := b.down.picker.(*serverSessions); ok {
+		h.busy = &p.busy
+	}
 	var host sandbox.Host = h
 	if b.opts.Metrics != nil {
 		host = meteredHost{host, b.opts.Metrics}

@@ -137,12 +137,20 @@ type httpClient struct {
 
 func (b *httpBridge) connect(t *testing.T, name string) *httpClient {
 	t.Helper()
+	return b.connectWith(t, name, nil, nil)
+}
+
+// connectWith is connect with client options (handlers for requests the
+// bridge makes of the client) and session options; a client with
+// handlers keeps the standalone SSE stream such requests may come on.
+func (b *httpBridge) connectWith(t *testing.T, name string, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *httpClient {
+	t.Helper()
 	d := &droppable{}
 	hc := &http.Client{Transport: &http.Transport{DialContext: d.dial}}
-	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, copts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: copts == nil}, sopts)
 	if err != nil {
 		t.Fatalf("connecting %s: %v\nstderr:\n%s", name, err, b.stderr)
 	}
@@ -430,5 +438,27 @@ func TestHTTPPerSessionLogsStayPrivate(t *testing.T) {
 	}
 	if strings.Contains(rc.text, "only-for-a") {
 		t.Fatalf("session a's own server's warning reached session c:\n%s", rc.text)
+	}
+}
+
+// TestHTTPSharedServerSamplingReachesItsCaller: with two sessions
+// connected, a shared server's sampling request goes to the session whose
+// call made it (the only one with a call in flight to that server), and
+// its client's model answers.
+func TestHTTPSharedServerSamplingReachesItsCaller(t *testing.T) {
+	needEnv(t)
+	sampler := npmServer("mcp-server-everything")
+	sampler.Sampling = true
+	b := startHTTP(t, home(t, map[string]map[string]server{"s.json": {"sampler": sampler}}), nil, "--warm", "0")
+	sc := &samplingClient{}
+	a := b.connectWith(t, "a", &mcp.ClientOptions{CreateMessageHandler: sc.createMessage}, oldProtocol)
+	other := b.connect(t, "other")
+	other.ok("print('here too')")
+	got := a.ok("print(await mcp_sampler.trigger_sampling_request(prompt='what is six times seven'))")
+	mustContain(t, got, "the model says 42")
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if len(sc.prompts) != 1 || !strings.Contains(sc.prompts[0], "what is six times seven") {
+		t.Fatalf("session a's client was asked %q", sc.prompts)
 	}
 }
