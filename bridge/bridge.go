@@ -78,6 +78,7 @@ type Bridge struct {
 	single    *session          // the one session of stdio and exec
 	gate      *gate.Gate        // each session has a gate.Session of it
 	down      *downstream       // answers the upstreams' requests to the client (client.go)
+	trips     roundTrips        // run_python calls of clients on the newer protocol (roundtrip.go)
 
 	mu        sync.Mutex
 	sessions  map[*mcp.ServerSession]*session
@@ -106,6 +107,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{}}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
+	b.down.runOf = b.trips.of
 	if p, ok := b.down.picker.(*serverSessions); ok {
 		redact := b.redactLog
 		p.redact.Store(&redact)
@@ -162,6 +164,9 @@ func (b *Bridge) Server() *mcp.Server {
 
 // runPython is the run_python handler.
 func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return b.resumeDetached(ctx, req)
+	}
 	var a args
 	if len(req.Params.Arguments) > 0 {
 		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
@@ -179,6 +184,11 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	sess, err := b.sessionOf(req.Session)
 	if err != nil {
 		return errorResult("%v", err), nil
+	}
+	if req.Session != nil && multiRoundTrip(req.Session) {
+		return b.runDetached(ctx, req, sess, func(ctx context.Context, onOutput func(stream, text string)) *mcp.CallToolResult {
+			return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput)
+		})
 	}
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()

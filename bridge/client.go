@@ -109,6 +109,9 @@ type downstream struct {
 	picker clientPicker
 	roots  []*mcp.Root // from --root, for clients without roots
 	notes  *cellNotes  // upstream warnings for the running cell's stderr
+	// runOf is the run_python call of a client on the newer protocol
+	// whose cell runs now (roundtrip.go); nil when there is none.
+	runOf func(*mcp.ServerSession) *detachedRun
 }
 
 // newDownstream makes the bridge's downstream and gives it to pool. The
@@ -128,7 +131,7 @@ func newDownstream(pool *upstream.Pool, opts Options) *downstream {
 // alone, and their warnings to notes, for the stderr of ss's cells. No
 // other session hears of them.
 func (d *downstream) forSession(ss *mcp.ServerSession, notes *cellNotes) *downstream {
-	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, notes: notes}
+	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, notes: notes, runOf: d.runOf}
 }
 
 // attach points the picker at the MCP server the bridge serves, when it
@@ -161,7 +164,7 @@ func (d *downstream) CreateMessage(ctx context.Context, server string, p *mcp.Cr
 	if err != nil {
 		return nil, err
 	}
-	return ss.CreateMessage(ctx, p)
+	return asCreateMessageResult(ask(ctx, ss, d.current(ss), p))
 }
 
 func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -170,7 +173,7 @@ func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitPar
 	if err != nil {
 		return nil, err
 	}
-	return ss.Elicit(ctx, p)
+	return asElicitResult(ask(ctx, ss, d.current(ss), p))
 }
 
 // clientWith is the client that answers server's request, when it
@@ -187,6 +190,15 @@ func (d *downstream) clientWith(ctx context.Context, server string, has func(*mc
 	return ss, nil
 }
 
+// current is the run_python call of ss whose cell runs now, when ss is on
+// the newer protocol (roundtrip.go), or nil.
+func (d *downstream) current(ss *mcp.ServerSession) *detachedRun {
+	if d.runOf == nil {
+		return nil
+	}
+	return d.runOf(ss)
+}
+
 // noClient says why no client answers server's request: none is
 // connected, or several sessions are and the request is not one's alone.
 func (d *downstream) noClient(server string) error {
@@ -201,7 +213,9 @@ func (d *downstream) noClient(server string) error {
 func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
 	ss := d.picker.rootsOwner(server)
 	var clientRoots *mcp.ListRootsResult
-	if ss != nil && capabilities(ss).RootsV2 != nil {
+	// Roots are asked directly; a client on the newer protocol takes no
+	// direct request, and that protocol deprecates roots.
+	if ss != nil && capabilities(ss).RootsV2 != nil && !multiRoundTrip(ss) {
 		r, err := ss.ListRoots(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("asking %s for its roots: %w", clientName(ss), err)

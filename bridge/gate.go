@@ -75,7 +75,7 @@ func askClient(ctx context.Context) gate.Asker {
 		if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 			return gate.Answer{}, gate.ErrCannotAsk
 		}
-		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: question(q), RequestedSchema: approvalSchema})
+		res, err := asElicitResult(ask(ctx, ss, runOf(ctx), &mcp.ElicitParams{Message: question(q), RequestedSchema: approvalSchema}))
 		if err != nil {
 			return gate.Answer{}, err
 		}

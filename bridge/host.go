@@ -28,6 +28,7 @@ type sandboxHost struct {
 	files  *sharedFiles  // the workspace files the code shared
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted
+	trips  *roundTrips   // the bridge's detached run_python calls (roundtrip.go); nil: none
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
@@ -70,6 +71,9 @@ func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMes
 	m, ok := methods[rpc.Method]
 	if !ok {
 		return nil, unknownMethod(rpc.Method)
+	}
+	if r := runOf(ctx); r != nil && h.trips != nil {
+		h.trips.touch(r) // an upstream's question during this request is this call's
 	}
 	return m(ctx, h, rpc.Params)
 }

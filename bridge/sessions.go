@@ -33,6 +33,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
 	h.packages = b.opts.Packages
 	h.skills = b.opts.Skills
 	h.gate = b.gate.NewSession()
+	h.trips = &b.trips
 	if p, ok := b.down.picker.(*serverSessions); ok {
 		h.busy = &p.busy
 	}
@@ -91,6 +92,7 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 	s, ok := b.sessions[ss]
 	delete(b.sessions, ss)
 	b.mu.Unlock()
+	b.trips.endSession(ss)
 	if ok {
 		s.close()
 		b.opts.Metrics.Sandboxes(-1)

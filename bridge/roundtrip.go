@@ -1,0 +1,330 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Questions for the client while a run_python call runs: the gate's
+// approvals (elicitation), and what an upstream asks of its client
+// (sampling, elicitation).
+//
+// A client on MCP protocol 2026-07-28 or later takes no request from a
+// server in the middle of a call (SEP-2322, multi round-trip requests): a
+// server that needs the user or the client's model ends the call with
+// input requests, and the client calls again with the answers and the
+// request state it was given. A cell cannot stop half-way through an
+// await, so for such a client the cell runs apart from the call: each
+// call ends with the cell's result, or with the questions the cell is
+// waiting on; the client's next call brings the answers to the waiting
+// cell and waits on. Older clients are asked directly, in the call.
+
+// multiRoundTrip reports whether ss's client takes questions only as input
+// requests of a call.
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+// abandonAfter is how long a finished cell's result waits for the client
+// to call again before it is dropped.
+const abandonAfter = 10 * time.Minute
+
+// errNoCall answers a question for a client on the newer protocol when no
+// run_python call of its is running to carry it.
+var errNoCall = errors.New("the MCP client takes requests only within a run_python call (protocol 2026-07-28 and later), and none of its calls is running")
+
+// clientQuestion is one input request and where its answer goes.
+type clientQuestion struct {
+	req    mcp.InputRequest
+	answer chan mcp.InputResponse // buffered: the answer never blocks
+}
+
+// detachedRun is one run_python call of a client on the newer protocol:
+// its cell, the questions the cell waits on, and its result.
+type detachedRun struct {
+	id     string
+	ss     *mcp.ServerSession
+	asks   chan *clientQuestion // a question of the cell, taken by the waiting call
+	done   chan *mcp.CallToolResult
+	cancel context.CancelFunc // interrupts the cell
+
+	mu        sync.Mutex
+	waiting   map[string]*clientQuestion // asked of the client, not answered yet
+	next      int
+	watch     func(stream, text string) // the waiting call's output hook
+	collected bool                      // a call took the result
+	abandon   *time.Timer               // drops a result no call takes
+}
+
+// ask puts q to the client through the run's calls and waits for the
+// answer, until ctx ends.
+func (r *detachedRun) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	q := &clientQuestion{req: req, answer: make(chan mcp.InputResponse, 1)}
+	select {
+	case r.asks <- q:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-q.answer:
+		return a, nil
+	case <-ctx.Done():
+		r.forget(q) // not asked again in the next round
+		return nil, ctx.Err()
+	}
+}
+
+func (r *detachedRun) forget(q *clientQuestion) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, w := range r.waiting {
+		if w == q {
+			delete(r.waiting, id)
+		}
+	}
+}
+
+// output passes the cell's output to the hook of the call waiting now.
+func (r *detachedRun) output(stream, text string) {
+	r.mu.Lock()
+	f := r.watch
+	r.mu.Unlock()
+	if f != nil {
+		f(stream, text)
+	}
+}
+
+func (r *detachedRun) setWatch(f func(stream, text string)) {
+	r.mu.Lock()
+	r.watch = f
+	r.mu.Unlock()
+}
+
+// inputRequired ends a call with q and every other question queued now,
+// and the questions still unanswered from before.
+func (r *detachedRun) inputRequired(q *clientQuestion) *mcp.CallToolResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for q != nil {
+		r.next++
+		r.waiting[fmt.Sprintf("q%d", r.next)] = q
+		select {
+		case q = <-r.asks:
+		default:
+			q = nil
+		}
+	}
+	reqs := mcp.InputRequestMap{}
+	for id, w := range r.waiting {
+		reqs[id] = w.req
+	}
+	return &mcp.CallToolResult{InputRequests: reqs, RequestState: r.id}
+}
+
+// answer gives the client's answers to the questions they are for; it
+// reports whether questions are left unanswered.
+func (r *detachedRun) answer(answers mcp.InputResponseMap) (left bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, a := range answers {
+		if q, ok := r.waiting[id]; ok {
+			q.answer <- a
+			delete(r.waiting, id)
+		}
+	}
+	return len(r.waiting) > 0
+}
+
+// roundTrips are the detached runs of a bridge, by request state.
+type roundTrips struct {
+	mu      sync.Mutex
+	runs    map[string]*detachedRun
+	current map[*mcp.ServerSession]*detachedRun // the run whose cell last asked the host
+}
+
+func (t *roundTrips) add(ss *mcp.ServerSession, cancel context.CancelFunc) *detachedRun {
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	r := &detachedRun{id: "cb-" + hex.EncodeToString(id[:]), ss: ss, asks: make(chan *clientQuestion),
+		done: make(chan *mcp.CallToolResult, 1), cancel: cancel, waiting: map[string]*clientQuestion{}}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.runs == nil {
+		t.runs, t.current = map[string]*detachedRun{}, map[*mcp.ServerSession]*detachedRun{}
+	}
+	t.runs[r.id] = r
+	return r
+}
+
+// get is the run of ss with request state id, or nil.
+func (t *roundTrips) get(id string, ss *mcp.ServerSession) *detachedRun {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.runs[id]; r != nil && r.ss == ss {
+		return r
+	}
+	return nil
+}
+
+func (t *roundTrips) remove(r *detachedRun) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.runs, r.id)
+	if t.current[r.ss] == r {
+		delete(t.current, r.ss)
+	}
+}
+
+// touch records that r's cell is the one of its session that runs: an
+// upstream's question, which carries no trace of its call, goes to it.
+func (t *roundTrips) touch(r *detachedRun) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.runs[r.id] == r {
+		t.current[r.ss] = r
+	}
+}
+
+// of is the run whose cell runs for ss now, or nil.
+func (t *roundTrips) of(ss *mcp.ServerSession) *detachedRun {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.current[ss]
+}
+
+// endSession drops the runs of ss (its session ended).
+func (t *roundTrips) endSession(ss *mcp.ServerSession) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, r := range t.runs {
+		if r.ss == ss {
+			r.cancel()
+			delete(t.runs, id)
+		}
+	}
+	delete(t.current, ss)
+}
+
+// runKey carries the detached run a cell belongs to in its context.
+type runKey struct{}
+
+func runOf(ctx context.Context) *detachedRun {
+	r, _ := ctx.Value(runKey{}).(*detachedRun)
+	return r
+}
+
+// runDetached starts the cell of a client on the newer protocol apart
+// from its call, then waits as a call does.
+func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, start func(context.Context, func(stream, text string)) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := b.trips.add(req.Session, cancel)
+	runCtx = context.WithValue(runCtx, runKey{}, r)
+	go func() {
+		defer cancel()
+		r.done <- start(runCtx, r.output)
+		// A client that never calls again leaves the result here: drop it.
+		r.mu.Lock()
+		if !r.collected {
+			r.abandon = time.AfterFunc(abandonAfter, func() { b.trips.remove(r) })
+		}
+		r.mu.Unlock()
+	}()
+	return b.waitDetached(ctx, req, sess, r)
+}
+
+// resumeDetached is a call that brings the answers to a detached run's
+// questions: it gives them to the cell and waits on.
+func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	sess, err := b.sessionOf(req.Session)
+	if err != nil {
+		return errorResult("%v", err), nil
+	}
+	r := b.trips.get(req.Params.RequestState, req.Session)
+	if r == nil {
+		return errorResult("this run_python call continues one codebridge no longer has (it ended, was abandoned, or belongs to another session): run the code again"), nil
+	}
+	if r.answer(req.Params.InputResponses) {
+		return r.inputRequired(nil), nil
+	}
+	return b.waitDetached(ctx, req, sess, r)
+}
+
+// waitDetached waits for r's result or its next questions. A call the
+// client cancels interrupts the cell, as for any run_python call.
+func (b *Bridge) waitDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, r *detachedRun) (*mcp.CallToolResult, error) {
+	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
+	r.setWatch(onOutput)
+	defer stop()
+	defer r.setWatch(nil)
+	select {
+	case res := <-r.done:
+		r.mu.Lock()
+		r.collected = true
+		if r.abandon != nil {
+			r.abandon.Stop()
+		}
+		r.mu.Unlock()
+		b.trips.remove(r)
+		return res, nil
+	case q := <-r.asks:
+		return r.inputRequired(q), nil
+	case <-ctx.Done():
+		r.cancel()
+		b.trips.remove(r)
+		return nil, ctx.Err()
+	}
+}
+
+// ask puts one question to ss: directly, or, for a client on the newer
+// protocol, through r, the run_python call the question belongs to.
+func ask(ctx context.Context, ss *mcp.ServerSession, r *detachedRun, q mcp.InputRequest) (mcp.InputResponse, error) {
+	if multiRoundTrip(ss) {
+		if r == nil || r.ss != ss {
+			return nil, errNoCall
+		}
+		return r.ask(ctx, q)
+	}
+	switch p := q.(type) {
+	case *mcp.ElicitParams:
+		return ss.Elicit(ctx, p)
+	case *mcp.CreateMessageParams:
+		return ss.CreateMessage(ctx, p)
+	}
+	return nil, fmt.Errorf("codebridge cannot ask the client %T", q)
+}
+
+// asElicitResult and asCreateMessageResult take the answer a question
+// got, in either of the forms a client gives.
+func asElicitResult(a mcp.InputResponse, err error) (*mcp.ElicitResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := a.(*mcp.ElicitResult); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("the MCP client answered an elicitation with %T", a)
+}
+
+func asCreateMessageResult(a mcp.InputResponse, err error) (*mcp.CreateMessageResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	switch r := a.(type) {
+	case *mcp.CreateMessageResult:
+		return r, nil
+	case *mcp.CreateMessageWithToolsResult:
+		if len(r.Content) == 0 {
+			return nil, errors.New("the MCP client's model answered with no content")
+		}
+		return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
+	}
+	return nil, fmt.Errorf("the MCP client answered a sampling request with %T", a)
+}

@@ -1,0 +1,99 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestDetachedRunQuestions: questions queued together go out in one
+// round; an answer reaches its asker; a question left unanswered is asked
+// again, and one whose asker gave up is not.
+func TestDetachedRunQuestions(t *testing.T) {
+	var trips roundTrips
+	ss := &mcp.ServerSession{}
+	r := trips.add(ss, func() {})
+	type got struct {
+		a   mcp.InputResponse
+		err error
+	}
+	ask := func(ctx context.Context, msg string) chan got {
+		ch := make(chan got, 1)
+		go func() {
+			a, err := r.ask(ctx, &mcp.ElicitParams{Message: msg})
+			ch <- got{a, err}
+		}()
+		return ch
+	}
+	first := ask(context.Background(), "first")
+	res := r.inputRequired(<-r.asks)
+	if len(res.InputRequests) != 1 || res.RequestState != r.id || len(res.Content) != 0 {
+		t.Fatalf("first round: %+v", res)
+	}
+	giveUp, stop := context.WithCancel(context.Background())
+	second, third := ask(context.Background(), "second"), ask(giveUp, "third")
+	// Both questions reach the round together with the unanswered first.
+	var ids []string
+	for len(ids) < 3 {
+		res = r.inputRequired(<-r.asks)
+		ids = ids[:0]
+		for id := range res.InputRequests {
+			ids = append(ids, id)
+		}
+	}
+	answers := mcp.InputResponseMap{}
+	for id, q := range res.InputRequests {
+		if q.(*mcp.ElicitParams).Message != "third" {
+			answers[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"q": q.(*mcp.ElicitParams).Message}}
+		}
+	}
+	stop()
+	if g := <-third; g.err == nil {
+		t.Fatal("the asker that gave up got an answer")
+	}
+	if left := r.answer(answers); left {
+		t.Fatal("a question whose asker gave up is still waiting")
+	}
+	for _, ch := range []chan got{first, second} {
+		g := <-ch
+		if g.err != nil || g.a.(*mcp.ElicitResult).Action != "accept" {
+			t.Fatalf("an answered question: %+v", g)
+		}
+	}
+	if res := r.inputRequired(nil); len(res.InputRequests) != 0 {
+		t.Fatalf("answered questions asked again: %+v", res.InputRequests)
+	}
+}
+
+// TestResumeUnknownState: a call with a request state codebridge does not
+// have (or another session's) gets an error saying to run the code again.
+func TestResumeUnknownState(t *testing.T) {
+	b := &Bridge{single: &session{}}
+	b.single.host = newSandboxHost(nil, nil)
+	ss := &mcp.ServerSession{}
+	other := b.trips.add(&mcp.ServerSession{}, func() {})
+	for _, state := range []string{"cb-nope", other.id} {
+		req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Name: ToolName, RequestState: state}}
+		res, err := b.runPython(context.Background(), req)
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "run the code again") {
+			t.Fatalf("state %q: %+v, %v", state, res, err)
+		}
+	}
+}
+
+// TestAnswerForms: a sampling answer in the newer protocol's form (a list
+// of contents) is taken as the older one the upstream expects.
+func TestAnswerForms(t *testing.T) {
+	r, err := asCreateMessageResult(&mcp.CreateMessageWithToolsResult{Model: "m", Role: "assistant", Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil)
+	if err != nil || r.Model != "m" || r.Content.(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if _, err := asCreateMessageResult(&mcp.CreateMessageWithToolsResult{}, nil); err == nil {
+		t.Fatal("an answer with no content was taken")
+	}
+	if _, err := asElicitResult(&mcp.ListRootsResult{}, nil); err == nil {
+		t.Fatal("roots taken as an elicitation's answer")
+	}
+}
