@@ -233,6 +233,8 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots, and codebridge was started without --root: start it with --root DIR, or set \"per_session\": true in its entry of the codebridge config so that each session's client gives its own", server)
 	case ss == nil:
 		return nil, fmt.Errorf("%w, and codebridge was started without --root: start it with --root DIR to give server %q a directory", upstream.ErrNoClient, server)
+	case multiRoundTrip(ss):
+		return nil, fmt.Errorf("%s speaks MCP protocol %s, which gives servers no roots, and codebridge was started without --root: start it with --root DIR to give server %q a directory", clientName(ss), ss.InitializeParams().ProtocolVersion, server)
 	}
 	return nil, fmt.Errorf("%s does not support roots, and codebridge was started without --root: start it with --root DIR to give server %q a directory", clientName(ss), server)
 }
