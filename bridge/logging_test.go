@@ -22,28 +22,8 @@ func (hostOnly) LogValue() slog.Value { return slog.StringValue("token=SECRET in
 // and the channel of what that client's log receives.
 func connected(t *testing.T) (*ClientLog, <-chan *mcp.LoggingMessageParams) {
 	t.Helper()
-	cl := NewClientLog()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	cl.picker.set(srv)
-	got := make(chan *mcp.LoggingMessageParams, 10)
-	client := mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { got <- r.Params },
-	})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
-		t.Fatal(err)
-	}
-	return cl, got
+	cl, _, heard := sessionsOf(t, 1)
+	return cl, heard[0]
 }
 
 func TestClientLogSendsOnlySafeParts(t *testing.T) {
