@@ -230,7 +230,7 @@ func startBridgeClient(t *testing.T, homeDir string, client *mcp.Client, opts *m
 	cmd.Stderr = b.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, opts)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: exitWithin}, opts)
 	if err != nil {
 		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, b.stderr)
 	}
@@ -243,6 +243,11 @@ func startBridgeClient(t *testing.T, homeDir string, client *mcp.Client, opts *m
 	})
 	return b
 }
+
+// exitWithin bounds how long a test waits for a bridge to exit once told
+// to: the bridge's own bound on removing a container (its sandboxes go
+// at once, together), and a margin for a loaded machine.
+const exitWithin = sandbox.RemoveTimeout + 30*time.Second
 
 // close ends the MCP session (stdin EOF) and waits for the bridge to exit.
 func (b *bridge) close() {

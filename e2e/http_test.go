@@ -85,15 +85,17 @@ func startHTTP(t *testing.T, homeDir string, env []string, args ...string) *http
 	return b
 }
 
-// stop signals the bridge and waits for it to exit.
+// stop signals the bridge and waits for it to exit: at most the time the
+// bridge gives itself to remove a container (sessions are removed at
+// once, together), and a margin.
 func (b *httpBridge) stop(sig syscall.Signal) {
 	_ = b.cmd.Process.Signal(sig)
 	select {
 	case <-b.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(exitWithin):
 		_ = b.cmd.Process.Kill()
 		<-b.exited
-		b.t.Errorf("codebridge did not exit within 30s of %v", sig)
+		b.t.Errorf("codebridge did not exit within %v of %v", exitWithin, sig)
 	}
 }
 
