@@ -29,7 +29,6 @@ type cell struct {
 	spill          map[string]*protocol.Spill
 
 	slots    chan struct{} // one token per request in flight
-	freed    chan struct{} // a request finished
 	stopping Status        // why the cell was interrupted, once it was
 	grace    <-chan time.Time
 }
@@ -44,7 +43,7 @@ func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
 		s: s, c: c, id: id, req: req, caller: ctx, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
 		res:    &Result{StateKept: true},
 		stdout: newClipBuffer(s.cfg.OutputLimit), stderr: newClipBuffer(s.cfg.OutputLimit),
-		slots: make(chan struct{}, MaxInFlight), freed: make(chan struct{}, 1),
+		slots: make(chan struct{}, MaxInFlight),
 	}
 }
 
@@ -62,19 +61,14 @@ func (cl *cell) run() *Result {
 	}
 	cl.c.out.send(exec, 0, false, nil)
 	for {
-		frames := cl.c.frames
-		if len(cl.slots) == cap(cl.slots) {
-			frames = nil // every slot busy: read no more until one frees
-		}
 		select {
-		case f, ok := <-frames:
+		case f, ok := <-cl.c.frames:
 			if !ok {
 				return cl.containerEnded()
 			}
 			if cl.frame(f) {
 				return cl.finish()
 			}
-		case <-cl.freed:
 		case <-timer.C:
 			cl.interrupt(StatusTimeout)
 		case <-cl.done:
@@ -96,8 +90,7 @@ func (cl *cell) frame(f protocol.Frame) bool {
 			keepImage(cl.res, f, cl.stderr)
 		}
 	case protocol.RPC:
-		cl.slots <- struct{}{} // never blocks: run reads no frame while all are taken
-		go cl.answer(f)
+		cl.request(f)
 	case protocol.Done:
 		if f.ID != cl.id {
 			return false // an earlier cell's, after its end
@@ -149,14 +142,13 @@ func (cl *cell) doneFrame(f protocol.Done) {
 func (cl *cell) malformed(f malformed) {
 	cl.s.log.Debug("ignoring a malformed frame", "err", f.err)
 	if f.err.T == protocol.TRPC && f.err.ID != 0 {
-		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause), nil)
+		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause))
 	}
 }
 
 // interrupt asks the runtime to stop the cell, once, and gives it the
 // grace to do so. The interrupt goes before frames still waiting, and the
-// cell's requests are cancelled: their answers would come too late, and
-// their slots must free so that the runtime's last frames are read.
+// cell's requests are cancelled: their answers would come too late.
 func (cl *cell) interrupt(why Status) {
 	if cl.stopping != "" {
 		return
@@ -167,8 +159,27 @@ func (cl *cell) interrupt(why Status) {
 	cl.grace = time.After(cl.s.cfg.Grace)
 }
 
-// answer handles one request on its own goroutine and frees its slot once
-// the answer is written or dropped.
+// request starts answering f on its own goroutine when a slot is free.
+// The runtime waits for a slot before it sends a request (and the host
+// frees one before the runtime can read the answer), so only a runtime
+// that does not wait (code that went around it) is refused; when the
+// answers already waiting to be written pile up, it reads none of them,
+// and its requests are dropped.
+func (cl *cell) request(f protocol.RPC) {
+	if cl.c.out.backlog() > maxBacklog {
+		cl.s.log.Debug("dropping a request: the runtime reads no answers", "id", f.ID)
+		return
+	}
+	select {
+	case cl.slots <- struct{}{}:
+		go cl.answer(f)
+	default:
+		cl.reply(f.ID, nil, fmt.Errorf("more than %d requests of this cell are in flight; wait for some to finish (the runtime's own calls do)", MaxInFlight))
+	}
+}
+
+// answer handles one request and frees its slot before the answer is
+// queued: once the runtime reads the answer, it may send its next request.
 func (cl *cell) answer(f protocol.RPC) {
 	var val []byte
 	err := cl.ctx.Err() // an interrupted cell's requests never reach the host
@@ -178,24 +189,21 @@ func (cl *cell) answer(f protocol.RPC) {
 	if err != nil && cl.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = errors.New("the call was cancelled because the run_python call was stopped")
 	}
-	cl.reply(f.ID, val, err, func() {
-		<-cl.slots
-		select {
-		case cl.freed <- struct{}{}:
-		default:
-		}
-	})
+	<-cl.slots
+	cl.reply(f.ID, val, err)
 }
 
-// reply queues the answer to request id; release runs once it is written
-// or dropped. Answers to an ended cell are dropped.
-func (cl *cell) reply(id int64, val []byte, err error, release func()) {
+// maxBacklog is how many frames may wait to be written to a container
+// before its requests are dropped: a runtime that leaves that many
+// unread reads none (an honest one has at most MaxInFlight answers out).
+const maxBacklog = 4 * MaxInFlight
+
+// reply queues the answer to request id. Answers to an ended cell are
+// dropped.
+func (cl *cell) reply(id int64, val []byte, err error) {
 	done := func(werr error) {
 		if werr != nil && !errors.Is(werr, errDropped) && cl.ctx.Err() == nil {
 			cl.s.log.Debug("answering an RPC", "id", id, "err", werr)
-		}
-		if release != nil {
-			release()
 		}
 	}
 	if err != nil {

@@ -163,6 +163,13 @@ func (o *outbox) post(it *outItem, urgent bool) {
 	}
 }
 
+// backlog is how many items wait to be written.
+func (o *outbox) backlog() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)
+}
+
 // send queues frame f for cell (0: for no cell in particular).
 func (o *outbox) send(f protocol.Frame, cell int64, urgent bool, done func(error)) {
 	line, err := protocol.Encode(f)

@@ -51,9 +51,14 @@ const (
 	DefaultGrace        = 2 * time.Second
 	DefaultOutputLimit  = 20000
 	// MaxInFlight bounds the requests one cell has in flight on the host
-	// at once. The runtime's next request is not read until one is
-	// answered (backpressure), so the host's memory stays bounded however
-	// many calls the code gathers.
+	// at once, answers still to be written included. The runtime waits
+	// for a free slot before it sends a request (MAX_IN_FLIGHT in
+	// pyruntime/mcp/_channel.py), so however many calls the code gathers,
+	// the host keeps reading its frames and its memory stays bounded; a
+	// request beyond the bound (a runtime that does not wait) is refused.
+	// The host never stops reading: Podman's attach stops taking the
+	// container's stdin while its stdout is not read, so a pause would
+	// hold the answers that free the slots.
 	MaxInFlight = 64
 )
 

@@ -36,6 +36,12 @@ from mcp._results import BridgeError
 
 __all__ = ["Channel", "get"]
 
+# At most this many RPCs wait for their answers at once (the host's
+# sandbox.MaxInFlight, which refuses more). request() waits for a free slot,
+# so that a cell that gathers thousands of calls never makes the host stop
+# reading its frames.
+MAX_IN_FLIGHT = 64
+
 _channel: Channel | None = None  # the process's Channel, set by Channel.install()
 _Future = None   # concurrent.futures.Future, imported on the first RPC
 
@@ -74,6 +80,7 @@ class Channel:
         self._pid = os.getpid()
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple] = {}  # rpc id -> (future, cell id)
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)  # one per entry of _pending
         self.cells = queue.SimpleQueue()  # exec frames for the main thread
         self.exec_id = None           # id of the running cell, None between cells
         self.armed = False            # True while user code of a cell runs
@@ -228,7 +235,7 @@ class Channel:
             return
         reason = f"{type(exc).__name__}: {str(exc)[:200]}"
         match = _RESULT_ID.match(line[:128])
-        entry = self._pending.pop(int(match.group(1)), None) if match else None
+        entry = self._take(int(match.group(1))) if match else None
         if entry is None:
             self.log("warning", f"unreadable frame ignored ({reason}): {line[:200]!r}")
             return
@@ -291,13 +298,22 @@ class Channel:
         except (TypeError, ValueError, RecursionError) as exc:
             raise _not_json(method, params, exc) from None
         future = _Future()
+        self._slots.acquire()  # a KeyboardInterrupt may end the wait
         self._pending[rid] = (future, cell)
         try:
             self.send_bytes(data)
         except BaseException:
-            self._pending.pop(rid, None)
+            self._take(rid)
             raise
         return future
+
+    def _take(self, rid: int):
+        """Remove RPC ``rid`` from the waiting ones and free its slot; its
+        (future, cell) entry, or None when it was not waiting."""
+        entry = self._pending.pop(rid, None)
+        if entry is not None:
+            self._slots.release()
+        return entry
 
     def call(self, method: str, params: dict) -> object:
         """Blocking RPC: the value, or raises BridgeError."""
@@ -309,7 +325,8 @@ class Channel:
         return await asyncio.wrap_future(self.request(method, params))
 
     def _resolve(self, frame: dict) -> None:
-        entry = self._pending.pop(frame.get("id"), None)
+        rid = frame.get("id")
+        entry = self._take(rid) if isinstance(rid, int) else None
         if entry is None:
             return
         future = entry[0]
@@ -330,9 +347,8 @@ class Channel:
     def fail_pending(self, cell: object) -> None:
         """Fail the RPCs of ``cell`` still waiting when it ends."""
         for rid, (future, owner) in list(self._pending.items()):
-            if owner != cell:
+            if owner != cell or self._take(rid) is None:
                 continue
-            self._pending.pop(rid, None)
             _fail(future, BridgeError("the cell ended before the host answered this call"))
 
     # ---- fork ----------------------------------------------------------

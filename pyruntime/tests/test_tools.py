@@ -109,6 +109,30 @@ class ToolTest(RuntimeTestCase):
             self.rt.hold = None
         self.assertEqual(cell.value, "(['0', '1', '2'], 50)")
 
+    def test_gather_waits_for_a_free_slot(self):
+        """A cell that gathers more calls than MAX_IN_FLIGHT never has more
+        than that many unanswered: each answer lets one more go."""
+        from mcp._channel import MAX_IN_FLIGHT
+        n = MAX_IN_FLIGHT + 36
+        self.run_ok("mcp_everything.echo")
+        self.rt.held.clear()
+        self.rt.hold = lambda rpc: rpc["method"] == "call_tool"
+        most = 0
+        try:
+            cell = self.rt.start("import asyncio\nr = await asyncio.gather("
+                                 f"*(mcp_everything.echo(message=str(i)) for i in range({n})))\nlen(set(r))")
+            self.rt.wait_held(MAX_IN_FLIGHT)
+            for answered in range(n):
+                self.rt.wait_held(answered + 1)
+                with self.rt._held_cond:
+                    most = max(most, len(self.rt.held) - answered)
+                self.rt.answer(self.rt.held[answered])
+            self.rt.wait(cell)
+        finally:
+            self.rt.hold = None
+        self.assertEqual(cell.value, str(n))
+        self.assertEqual(most, MAX_IN_FLIGHT)
+
     def test_rpc_failed_when_cell_interrupted(self):
         self.run_ok("mcp_everything.echo")
         self.rt.held.clear()
