@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,11 +21,10 @@ func TestNewProtocolClientQuestions(t *testing.T) {
 	needEnv(t)
 	sampler := npmServer("mcp-server-everything")
 	sampler.Sampling = true
-	h := home(t, map[string]map[string]server{"a.json": {
-		"everything": sampler,
-		"memory":     npmServer("mcp-server-memory"),
-	}})
-	env := []string{"MEMORY_FILE_PATH=" + t.TempDir() + "/memory.jsonl", "CODEBRIDGE_POLICY=ask-destructive"}
+	mem := npmServer("mcp-server-memory")
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")} // not beside the package, which may be read-only
+	h := home(t, map[string]map[string]server{"a.json": {"everything": sampler, "memory": mem}})
+	env := []string{"CODEBRIDGE_POLICY=ask-destructive"}
 	sc := &samplingClient{}
 	var mu sync.Mutex
 	var asked []string
