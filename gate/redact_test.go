@@ -25,7 +25,7 @@ func TestRedactRealisticText(t *testing.T) {
 about order 4111-1111-1111-1112 (not a card) and paid with 4111 1111 1111 1111 on 2024-03-15 at 12:30:45.
 Her SSN is 123-45-6789; the form also showed 000-12-3456 and 666-01-2345, which cannot be issued.
 Refund to IBAN GB82 WEST 1234 5698 7654 32, not GB00 WEST 1234 5698 7654 32.
-Logged in from 127.0.0.42 and 0:0:0:0:0:0:0:1 using app 1.2.3 (build 300.1.1.999), device aa:bb:cc:dd:ee:ff.
+Logged in from 127.0.0.42 and 0:0:0:0:0:0:0:1 using app 127.0.1 (build 127.0.0.999), device 00:00:00:00:00:00.
 US office: (415) 555-0132. Ticket #20240315, quantity 1234567.`
 	got := s.Redact(text)
 	for _, want := range []string{"<email_1>", "<email_2>", "<phone_1>", "<card_1>", "<ssn_1>", "<iban_1>", "<ip_1>", "<ip_2>", "<phone_2>"} {
@@ -38,7 +38,7 @@ US office: (415) 555-0132. Ticket #20240315, quantity 1234567.`
 			t.Errorf("%q still shows:\n%s", gone, got)
 		}
 	}
-	for _, kept := range []string{"4111-1111-1111-1112", "2024-03-15", "12:30:45", "000-12-3456", "666-01-2345", "GB00 WEST 1234 5698 7654 32", "1.2.3 ", "300.1.1.999", "aa:bb:cc:dd:ee:ff", "#20240315", "1234567."} {
+	for _, kept := range []string{"4111-1111-1111-1112", "2024-03-15", "12:30:45", "000-12-3456", "666-01-2345", "GB00 WEST 1234 5698 7654 32", "127.0.1 ", "127.0.0.999", "00:00:00:00:00:00", "#20240315", "1234567."} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("near-miss %q was redacted:\n%s", kept, got)
 		}

@@ -92,7 +92,7 @@ func get(t *testing.T, url, tok string, header ...string) (int, string) {
 }
 
 func TestRefusesOpenAddressWithoutTokens(t *testing.T) {
-	for _, addr := range []string{":8080", "0.0.0.0:8080", "[::]:8080", "10.1.2.3:8080"} {
+	for _, addr := range []string{":8080", "0.0.0.0:8080", "[::]:8080", "codebridge.invalid:8080"} {
 		_, err := New(testBridge(t), Options{Addr: addr})
 		if err == nil || !strings.Contains(err.Error(), "without authentication") {
 			t.Errorf("%s: %v", addr, err)
