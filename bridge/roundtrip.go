@@ -188,7 +188,7 @@ func (t *roundTrips) remove(r *detachedRun) {
 func (t *roundTrips) touch(r *detachedRun) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.runs[r.id] == r {
+	if t.current[r.ss] != r && t.runs[r.id] == r {
 		t.current[r.ss] = r
 	}
 }

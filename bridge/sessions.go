@@ -34,8 +34,8 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
 	h.skills = b.opts.Skills
 	h.gate = b.gate.NewSession()
 	h.trips = &b.trips
-	if p, ok := b.down.picker.(*serverSessions); ok {
-		h.busy = &p.busy
+	if p, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
+		h.busy = &p.busy // with one session, its client is the one to ask
 	}
 	var host sandbox.Host = h
 	if b.opts.Metrics != nil {

@@ -140,7 +140,7 @@ func TestCommandLineFirstHour(t *testing.T) {
 func TestMakeTestInstallsWhatItNeeds(t *testing.T) {
 	needTool(t, "make", "make")
 	if _, err := os.Stat(filepath.Join(repoRoot, "Makefile")); err != nil {
-		t.Skip("the tests run from a copy of testdata without the Makefile (CI's rootless stage); the rootful stage runs this test")
+		unprivilegedSkip(t, "the tests run from a copy of testdata without the Makefile")
 	}
 	empty := t.TempDir()
 	cmd := exec.Command("make", "-n", "test", "NPM_DIR="+empty)

@@ -105,6 +105,21 @@ func needTool(t *testing.T, program, pkg string) {
 	t.Skipf("%s is not installed (Debian package %s)", program, pkg)
 }
 
+// unprivilegedSkip skips a test that an unprivileged run cannot do
+// (network namespaces need root; the copy of testdata it runs from has no
+// Makefile) only where CI says this run is one (CODEBRIDGE_E2E_UNPRIVILEGED=1,
+// its rootless stage); anywhere else CODEBRIDGE_E2E=1 makes it a failure.
+func unprivilegedSkip(t *testing.T, why string) {
+	t.Helper()
+	switch {
+	case os.Getenv("CODEBRIDGE_E2E_UNPRIVILEGED") == "1":
+		t.Skip(why + " (the unprivileged stage; the rootful stage runs this test)")
+	case os.Getenv("CODEBRIDGE_E2E") == "1":
+		t.Fatal(why + ", and CODEBRIDGE_E2E=1 requires this test (set CODEBRIDGE_E2E_UNPRIVILEGED=1 for an unprivileged run)")
+	}
+	t.Skip(why)
+}
+
 func needEnv(t *testing.T) {
 	t.Helper()
 	if skipWhy != "" {
@@ -277,18 +292,27 @@ type runResult struct {
 // run calls run_python and returns its text.
 func (b *bridge) run(code string, extra ...any) runResult {
 	b.t.Helper()
+	r, err := runPython(b.cs, code, extra...)
+	if err != nil {
+		b.t.Fatalf("run_python: %v\nstderr:\n%s", err, b.stderr)
+	}
+	return r
+}
+
+// runPython calls run_python on cs with code and extra arguments (name,
+// value pairs) and returns what it answered.
+func runPython(cs *mcp.ClientSession, code string, extra ...any) (runResult, error) {
 	args := map[string]any{"code": code}
 	for i := 0; i+1 < len(extra); i += 2 {
 		args[extra[i].(string)] = extra[i+1]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := b.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
 	if err != nil {
-		b.t.Fatalf("run_python: %v\nstderr:\n%s", err, b.stderr)
+		return runResult{}, err
 	}
-	var r runResult
-	r.isError = res.IsError
+	r := runResult{isError: res.IsError}
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
@@ -297,7 +321,7 @@ func (b *bridge) run(code string, extra ...any) runResult {
 			r.images = append(r.images, c)
 		}
 	}
-	return r
+	return r, nil
 }
 
 // ok runs code, fails the test unless it succeeded, and returns the text.

@@ -163,22 +163,9 @@ func (b *httpBridge) connectWith(t *testing.T, name string, copts *mcp.ClientOpt
 // run calls run_python; it reports failures with t.Errorf so that it can
 // run on many goroutines.
 func (c *httpClient) run(code string, extra ...any) (runResult, error) {
-	args := map[string]any{"code": code}
-	for i := 0; i+1 < len(extra); i += 2 {
-		args[extra[i].(string)] = extra[i+1]
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
+	r, err := runPython(c.cs, code, extra...)
 	if err != nil {
 		return runResult{}, fmt.Errorf("%s: run_python: %w", c.name, err)
-	}
-	var r runResult
-	r.isError = res.IsError
-	for _, ct := range res.Content {
-		if tc, ok := ct.(*mcp.TextContent); ok {
-			r.text += tc.Text
-		}
 	}
 	return r, nil
 }

@@ -27,7 +27,7 @@ func ipCmd(t *testing.T, args ...string) {
 func newNetns(t *testing.T) *netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
+		unprivilegedSkip(t, "network namespaces need root")
 	}
 	needTool(t, "ip", "iproute2")
 	n := os.Getpid() % 250
