@@ -68,11 +68,14 @@ SOAK ?= 10m
 soak: build image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./soak -bin bin/codebridge -duration $(SOAK)
 
-# Run each fuzz target for FUZZTIME (10s) in turn: the frame decoder,
-# redaction, the config loader, ${VAR} expansion, the upstream search ranking
-# and the upstream JSON-RPC line scanner. Seeds live in testdata/ beside each
-# package (and run as ordinary tests in make test).
-FUZZTIME ?= 10s
+# Run each fuzz target for FUZZTIME executions (100000x) in turn: the frame
+# decoder, redaction, the config loader, ${VAR} expansion, the upstream search
+# ranking and the upstream JSON-RPC line scanner. Seeds live in testdata/
+# beside each package (and run as ordinary tests in make test). The budget is
+# a count, not a duration: Go 1.26's fuzz coordinator can report "context
+# deadline exceeded" as a failure when a duration ends while a worker is busy
+# (golang/go#75804, fixed in Go 1.27), which a loaded machine makes likely.
+FUZZTIME ?= 100000x
 FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
 
 fuzz:
