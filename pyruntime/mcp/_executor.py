@@ -22,6 +22,7 @@ import signal
 import sys
 import traceback
 import types
+from _signal import getsignal as _getsignal  # signal.getsignal's enum lookup costs more than the rest of this check
 
 __all__ = ["Executor", "format_exception", "json_data"]
 
@@ -209,7 +210,7 @@ class Executor:
             self._end_if_copy(exc)
             return "error", None, format_exception(exc), None
         finally:
-            if signal.getsignal(signal.SIGINT) is not channel.on_sigint:
+            if _getsignal(signal.SIGINT) is not channel.on_sigint:
                 signal.signal(signal.SIGINT, channel.on_sigint)
 
     @staticmethod

@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 
-__all__ = ["Cells", "limit", "now", "refused", "signal_since", "stop_since", "sweep", "track_forks"]
+__all__ = ["Cells", "KeptFile", "limit", "now", "refused", "signal_since", "stop_since", "sweep", "track_forks"]
 
 _TCK = os.sysconf("SC_CLK_TCK")
 _ROUNDS = 20    # sweeps at most, for children still being forked
@@ -228,20 +228,50 @@ def _pids_dir():
     return None
 
 
+class KeptFile:
+    """A small file read again and again, kept open: ``read`` is a pread of
+    its start. Opening a cgroup file costs about ten times reading it, and
+    ``pids.events`` is read at every cell's start and end. When the code
+    closed the descriptor, or another file took its number, the file is
+    opened again (the other file is left alone)."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd = -1
+        self._identity = None
+
+    def read(self, size=4096):
+        """The first ``size`` bytes of the file. Raises OSError."""
+        if self._fd < 0 or not self._same():
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            st = os.fstat(self._fd)
+            self._identity = (st.st_dev, st.st_ino)
+        return os.pread(self._fd, size, 0)
+
+    def _same(self):
+        try:
+            st = os.fstat(self._fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._identity
+
+
 _PIDS = _pids_dir()
+_EVENTS = KeptFile(_PIDS + "/pids.events") if _PIDS else None
 
 
-def refused():
+def refused(events=None):
     """How many forks the container's process limit refused so far (the
-    pids cgroup's ``max`` event count), or None when it cannot be read."""
-    if _PIDS is None:
+    pids cgroup's ``max`` event count, from ``events``, a :class:`KeptFile`),
+    or None when it cannot be read."""
+    events = events or _EVENTS
+    if events is None:
         return None
     try:
-        with open(_PIDS + "/pids.events") as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key == "max":
-                    return int(value)
+        for line in events.read().splitlines():
+            key, _, value = line.partition(b" ")
+            if key == b"max":
+                return int(value)
     except (OSError, ValueError):
         pass
     return None

@@ -8,7 +8,9 @@ cover it. Here, on a host, the runtime must never signal a process it did
 not start.
 """
 
+import os
 import signal
+import tempfile
 import unittest
 
 from mcp import _procs
@@ -48,6 +50,48 @@ class SweepTest(unittest.TestCase):
         def kill(pid, sig):
             raise ProcessLookupError(pid)
         self.assertEqual(_procs.sweep(0, lambda: [(7, 1)], kill), {7})
+
+
+class KeptFileTest(unittest.TestCase):
+    """The kept-open pids.events: re-read in place, reopened when the code
+    closed it, and never confused with a file that took its number."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.path = os.path.join(self.dir.name, "pids.events")
+        self.write(b"max 3\n")
+
+    def write(self, data):
+        with open(self.path, "wb") as f:
+            f.write(data)
+
+    def test_reads_the_count_again_in_place(self):
+        events = _procs.KeptFile(self.path)
+        self.assertEqual(_procs.refused(events), 3)
+        self.write(b"max 12\n")
+        self.assertEqual(_procs.refused(events), 12)
+
+    def test_reopens_when_the_code_closed_it_or_reused_its_number(self):
+        events = _procs.KeptFile(self.path)
+        self.assertEqual(_procs.refused(events), 3)
+        other = os.path.join(self.dir.name, "other")
+        with open(other, "wb") as f:
+            f.write(b"max 99\n")
+        taken = events._fd
+        with open(other, "rb") as f:       # the code's own file, under the kept number
+            os.dup2(f.fileno(), taken)
+        self.addCleanup(os.close, taken)
+        self.assertEqual(_procs.refused(events), 3)
+        self.assertEqual(os.pread(taken, 16, 0), b"max 99\n", "the code's own file stays open")
+        os.close(events._fd)               # closed outright
+        self.assertEqual(_procs.refused(events), 3)
+        self.addCleanup(os.close, events._fd)
+
+    def test_unreadable_counts_are_none(self):
+        self.write(b"max lots\n")
+        self.assertIsNone(_procs.refused(_procs.KeptFile(self.path)))
+        self.assertIsNone(_procs.refused(_procs.KeptFile(self.path + ".missing")))
 
 
 class CellsTest(unittest.TestCase):
