@@ -45,6 +45,7 @@ var errNoCall = errors.New("the MCP client takes requests only within a run_pyth
 type clientQuestion struct {
 	req    mcp.InputRequest
 	answer chan mcp.InputResponse // buffered: the answer never blocks
+	id     string                 // its key in the run's waiting, once asked (guarded by the run's mu)
 }
 
 // detachedRun is one run_python call of a client on the newer protocol:
@@ -85,10 +86,8 @@ func (r *detachedRun) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputR
 func (r *detachedRun) forget(q *clientQuestion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, w := range r.waiting {
-		if w == q {
-			delete(r.waiting, id)
-		}
+	if r.waiting[q.id] == q {
+		delete(r.waiting, q.id)
 	}
 }
 
@@ -115,7 +114,8 @@ func (r *detachedRun) inputRequired(q *clientQuestion) *mcp.CallToolResult {
 	defer r.mu.Unlock()
 	for q != nil {
 		r.next++
-		r.waiting[fmt.Sprintf("q%d", r.next)] = q
+		q.id = fmt.Sprintf("q%d", r.next)
+		r.waiting[q.id] = q
 		select {
 		case q = <-r.asks:
 		default:

@@ -22,7 +22,9 @@ import signal
 import sys
 import traceback
 import types
-from _signal import getsignal as _getsignal  # signal.getsignal's enum lookup costs more than the rest of this check
+# The raw getsignal: signal.getsignal's enum lookup, after every cell,
+# costs more than the rest of the check that uses it.
+from _signal import getsignal as _getsignal
 
 __all__ = ["Executor", "format_exception", "json_data"]
 
