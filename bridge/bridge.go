@@ -206,7 +206,8 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
 	b := sess.b
 	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
-	defer func() { out = finish(out) }()
+	status := sandbox.StatusError                // until the cell ends: a run whose code never ran failed
+	defer func() { out = finish(out, status) }()
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}
@@ -230,6 +231,7 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 		return errorResult("%v", err)
 	}
 	res.Stderr.Text += notes()
+	status = res.Status
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	out = render(res, timeout)

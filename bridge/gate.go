@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -107,13 +107,16 @@ func (h *sandboxHost) redactText(s string) string {
 }
 
 // startRun begins the audit record and span of one run_python; finish
-// redacts what the model will read and records the outcome.
-func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Context, func(*mcp.CallToolResult) *mcp.CallToolResult) {
+// redacts what the model will read and records how the run ended: the
+// cell's status as the sandbox reported it (a value, never read back
+// from the text, which the code can print), or an error when the code
+// never ran.
+func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Context, func(*mcp.CallToolResult, sandbox.Status) *mcp.CallToolResult) {
 	if h.gate == nil {
-		return ctx, func(r *mcp.CallToolResult) *mcp.CallToolResult { return r }
+		return ctx, func(r *mcp.CallToolResult, _ sandbox.Status) *mcp.CallToolResult { return r }
 	}
 	ctx, run := h.gate.StartRun(ctx, code)
-	return ctx, func(res *mcp.CallToolResult) *mcp.CallToolResult {
+	return ctx, func(res *mcp.CallToolResult, status sandbox.Status) *mcp.CallToolResult {
 		size := 0
 		for _, c := range res.Content {
 			if t, ok := c.(*mcp.TextContent); ok {
@@ -121,24 +124,7 @@ func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Contex
 				size += len(t.Text)
 			}
 		}
-		run.Finish(runOutcome(res), size)
+		run.Finish(string(status), size)
 		return res
 	}
-}
-
-// runOutcome reads a run_python result's status.
-func runOutcome(res *mcp.CallToolResult) string {
-	if !res.IsError {
-		return "ok"
-	}
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			for _, s := range []string{"timeout", "cancelled", "crashed"} {
-				if strings.Contains(t.Text, "[status: "+s) {
-					return s
-				}
-			}
-		}
-	}
-	return "error"
 }

@@ -12,9 +12,11 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/protocol"
 )
 
@@ -102,7 +104,7 @@ func check(name, source, description string) error {
 // Save stores a skill, replacing one of the same name. The source must
 // already have compiled (the sandbox checks it; the host never runs it).
 func (s *Store) Save(name, source, description string) (Skill, error) {
-	description = strings.TrimSpace(description)
+	source, description = lineBreaks(source), describe(description)
 	if err := check(name, source, description); err != nil {
 		return Skill{}, err
 	}
@@ -121,7 +123,7 @@ func (s *Store) Save(name, source, description string) (Skill, error) {
 	if err != nil {
 		return Skill{}, fmt.Errorf("saving skill %q: %w", name, err)
 	}
-	_, werr := tmp.Write(sk.file())
+	_, werr := tmp.Write(sk.File())
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
@@ -134,22 +136,47 @@ func (s *Store) Save(name, source, description string) (Skill, error) {
 	return sk, nil
 }
 
-// file is the text of the skill's file: the header, the description as
-// comments, a blank line, then the source.
-func (sk Skill) file() []byte {
+// File is the text of the skill's file, exactly as every new sandbox gets
+// and runs it: the header, the description as comments, a blank line,
+// then the source. The description cannot end its comments (see
+// [describe]), and the source's line breaks are line feeds, as Python
+// reads them, so that the lines shown are the lines that run.
+func (sk Skill) File() []byte {
 	var b bytes.Buffer
 	b.WriteString(header + sk.Name + "\n")
-	for _, line := range strings.Split(sk.Description, "\n") {
-		if sk.Description != "" {
+	if desc := describe(sk.Description); desc != "" {
+		for _, line := range strings.Split(desc, "\n") {
 			b.WriteString(strings.TrimRight("# "+line, " ") + "\n")
 		}
 	}
 	b.WriteString("\n")
-	b.WriteString(sk.Source)
-	if !strings.HasSuffix(sk.Source, "\n") {
+	source := lineBreaks(sk.Source)
+	b.WriteString(source)
+	if !strings.HasSuffix(source, "\n") {
 		b.WriteString("\n")
 	}
 	return b.Bytes()
+}
+
+// describe is a description as it is kept: trimmed, with its lines
+// ended by line feeds, and in each line every character that is not
+// printable escaped (termtext.Line), a carriage return or a form feed
+// included. Python ends a comment at a line feed or a carriage return: a
+// described line stays one comment line, and can never become code.
+func describe(d string) string {
+	lines := strings.Split(strings.ReplaceAll(strings.TrimSpace(d), "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRightFunc(termtext.Line(l), unicode.IsSpace)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// lineBreaks returns Python source with each of its line breaks (CR LF,
+// a lone CR, LF) as a line feed: the source Python compiles, since it
+// reads both CR LF and a lone CR as a line's end. A lone CR would
+// otherwise start a line of code a terminal shows over the one before.
+func lineBreaks(source string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(source, "\r\n", "\n"), "\r", "\n")
 }
 
 // parse reads a skill file back. A file without the header (written by
@@ -258,7 +285,7 @@ func (s *Store) Files() ([]protocol.File, error) {
 	list, err := s.List()
 	files := make([]protocol.File, 0, len(list))
 	for _, sk := range list {
-		files = append(files, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.file()})
+		files = append(files, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.File()})
 	}
 	return files, err
 }

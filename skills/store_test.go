@@ -64,3 +64,38 @@ func TestHandWrittenFile(t *testing.T) {
 		t.Fatalf("%+v %v", list, err)
 	}
 }
+
+// TestDescriptionNeverBecomesCode: a carriage return (Python ends a line
+// there), an escape code or a form feed in a description is kept escaped
+// in its comment line; a lone carriage return in the source becomes the
+// line feed Python reads it as; a file saved before this (its
+// description holding a raw carriage return) is given to the sandbox
+// escaped too.
+func TestDescriptionNeverBecomesCode(t *testing.T) {
+	d := statedir.Dir(t.TempDir())
+	st := Open(d)
+	sk, err := st.Save("hi", "def hi():\r\n    return 1  # ok\rprint('hidden')\n", "Says hi.\rimport os\r\nline two \x1b[2J\f\u202e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# codebridge skill: hi\n# Says hi.\\rimport os\n# line two \\x1b[2J\\f\\u202e\n\n" +
+		"def hi():\n    return 1  # ok\nprint('hidden')\n"
+	data, _ := os.ReadFile(filepath.Join(st.Dir(), "hi.py"))
+	if string(data) != want || string(sk.File()) != want {
+		t.Fatalf("file:\n%q\nwant:\n%q", data, want)
+	}
+	got, err := st.Get("hi")
+	if err != nil || got.Description != sk.Description || string(got.File()) != want {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+
+	old := "# codebridge skill: old\n# Old.\rprint('ran')\n\ndef old():\n    pass\n"
+	os.WriteFile(filepath.Join(st.Dir(), "old.py"), []byte(old), 0o600)
+	files, err := st.Files()
+	if err != nil || len(files) != 2 {
+		t.Fatalf("files: %+v %v", files, err)
+	}
+	if got := string(files[1].Data); got != "# codebridge skill: old\n# Old.\\rprint('ran')\n\ndef old():\n    pass\n" {
+		t.Fatalf("an old file's description reaches the sandbox as:\n%q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -86,9 +87,12 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 		}
 		outcome := e.Outcome
 		if e.Error != "" {
-			outcome += ": " + cutLine(e.Error, 60)
+			outcome += ": " + clip(e.Error, 60)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Session, what, decision, outcome, e.DurationMS, e.ArgBytes, e.ResultBytes)
+		// Every field may hold what a sandbox or an upstream chose (a
+		// tool's name, an error's text): each stays in its cell.
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"),
+			termtext.Line(e.Session), termtext.Line(what), termtext.Line(decision), termtext.Line(outcome), e.DurationMS, e.ArgBytes, e.ResultBytes)
 	}
 	return exitOf(w.Flush())
 }
@@ -98,14 +102,6 @@ func exitOf(err error) int {
 		return 1
 	}
 	return 0
-}
-
-func cutLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // parseSince reads --since: empty (everything), a duration back from now

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/cobra"
@@ -84,17 +86,7 @@ func (c *cli) doctor(s *settings, asJSON bool) int {
 		printJSON(c.stdout, map[string]any{"ok": broken == 0, "checks": checks})
 	} else {
 		for _, ch := range checks {
-			mark := "ok  "
-			switch {
-			case !ch.OK:
-				mark = "FAIL"
-			case ch.Warn:
-				mark = "warn"
-			}
-			fmt.Fprintf(c.stdout, "%s  %-10s %s (%dms)\n", mark, ch.Name, ch.Detail, ch.TookMS)
-			if ch.Fix != "" {
-				fmt.Fprintf(c.stdout, "      %-10s fix: %s\n", "", ch.Fix)
-			}
+			printCheck(c.stdout, ch)
 		}
 		if broken == 0 {
 			fmt.Fprintln(c.stdout, "\nverdict: codebridge is ready")
@@ -193,6 +185,29 @@ func limitCheck(name, raw string, want int64, fix string) check {
 		return check{Name: name, OK: true, Warn: true, Detail: fmt.Sprintf("limit %d is configured but the sandbox sees %q: it does not apply", want, raw), Fix: fix}
 	}
 	return check{Name: name, OK: true, Detail: fmt.Sprintf("limit %d applies", want)}
+}
+
+// printCheck prints one check. Its detail may hold a server's stderr:
+// each line of it is escaped and indented, so that none can pass for a
+// check or a verdict.
+func printCheck(w io.Writer, ch check) {
+	mark := "ok  "
+	switch {
+	case !ch.OK:
+		mark = "FAIL"
+	case ch.Warn:
+		mark = "warn"
+	}
+	first, more, _ := strings.Cut(ch.Detail, "\n")
+	fmt.Fprintf(w, "%s  %-10s %s (%dms)\n", mark, ch.Name, termtext.Line(first), ch.TookMS)
+	for _, line := range strings.Split(more, "\n") {
+		if line != "" {
+			fmt.Fprintf(w, "      %-10s %s\n", "", termtext.Line(line))
+		}
+	}
+	if ch.Fix != "" {
+		fmt.Fprintf(w, "      %-10s fix: %s\n", "", termtext.Line(ch.Fix))
+	}
 }
 
 func serverChecks(ctx context.Context, a *app) []check {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -22,7 +23,8 @@ func (c *cli) execCommand() *cobra.Command {
 		Use:   "exec FILE|-",
 		Short: "Run Python through the sandbox, as run_python would, and print its output",
 		Long: `Run Python (a file, or - for stdin) through the sandbox, as run_python would,
-and print what the model would read. The exit code is 1 when the code failed.`,
+and print what the model would read, with control characters other than line
+feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
@@ -71,17 +73,19 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		}
 	}
 	res := a.bridge.RunPython(ctx, string(src), timeout, names)
+	// What the code printed, and the names it chose, are the sandbox's:
+	// lines stay lines, and every other control character is escaped.
 	for _, content := range res.Content {
 		switch ct := content.(type) {
 		case *mcp.TextContent:
-			fmt.Fprint(c.stdout, ct.Text)
+			fmt.Fprint(c.stdout, termtext.Text(ct.Text))
 			if !strings.HasSuffix(ct.Text, "\n") {
 				fmt.Fprintln(c.stdout)
 			}
 		case *mcp.ImageContent:
-			fmt.Fprintf(c.stdout, "[image: %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+			fmt.Fprintf(c.stdout, "[image: %s, %d bytes]\n", termtext.Line(ct.MIMEType), len(ct.Data))
 		case *mcp.ResourceLink:
-			fmt.Fprintf(c.stdout, "[shared: %s]\n", ct.URI)
+			fmt.Fprintf(c.stdout, "[shared: %s]\n", termtext.Line(ct.URI))
 		}
 	}
 	failed := res.IsError

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/protocol"
 	"io"
 	"net/url"
 	"slices"
@@ -13,7 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/internal/termtext"
+	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ func (c *cli) servers(s *settings, asJSON bool) int {
 		if launch == "" {
 			launch = strings.TrimSpace(sp.Command + " " + strings.Join(sp.Args, " "))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", sp.Name, clip(launch, 50), sp.Source, clip(sp.Description, 60))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termtext.Line(sp.Name), termtext.Line(clip(launch, 50)), termtext.Line(sp.Source), termtext.Line(clip(sp.Description, 60)))
 	}
 	w.Flush()
 	return 0
@@ -178,12 +179,12 @@ func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 	for _, l := range out {
 		if l.Error != "" {
 			failed++
-			fmt.Fprintf(c.stdout, "%s: unavailable: %s\n\n", l.Server, l.Error)
+			fmt.Fprintf(c.stdout, "%s: unavailable: %s\n\n", termtext.Line(l.Server), termtext.Line(l.Error))
 			continue
 		}
-		fmt.Fprintf(c.stdout, "%s (%d tools)\n", l.Server, len(l.Tools))
+		fmt.Fprintf(c.stdout, "%s (%d tools)\n", termtext.Line(l.Server), len(l.Tools))
 		for _, t := range l.Tools {
-			fmt.Fprintf(c.stdout, "  %-28s %s\n", t.Name, clip(firstLine(t.Description), 90))
+			fmt.Fprintf(c.stdout, "  %-28s %s\n", termtext.Line(t.Name), termtext.Line(clip(firstLine(t.Description), 90)))
 		}
 		fmt.Fprintln(c.stdout)
 	}
@@ -230,21 +231,26 @@ func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) int {
 		return printJSON(c.stdout, out)
 	}
 	for _, h := range hits {
-		fmt.Fprintf(c.stdout, "%5.1f  %s.%s  %s\n", h.Score, h.Server, h.Tool.Name, clip(firstLine(h.Tool.Description), 80))
+		fmt.Fprintf(c.stdout, "%5.1f  %s.%s  %s\n", h.Score, termtext.Line(h.Server), termtext.Line(h.Tool.Name), termtext.Line(clip(firstLine(h.Tool.Description), 80)))
 	}
 	if len(hits) == 0 {
 		fmt.Fprintln(c.stdout, "no tool matches")
 	}
 	for _, d := range down {
-		fmt.Fprintf(c.stderr, "not searched: %s: %v\n", d.Server, d.Err)
+		fmt.Fprintf(c.stderr, "not searched: %s: %s\n", termtext.Line(d.Server), termtext.Line(d.Err.Error()))
 	}
 	return 0
 }
 
+// printJSON prints v as indented JSON, with what a terminal would act on
+// escaped (termtext.JSON): the values may be a sandbox's or an
+// upstream's text.
 func printJSON(w io.Writer, v any) int {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return 1
+	}
+	if _, err := w.Write(append(termtext.JSON(b), '\n')); err != nil {
 		return 1
 	}
 	return 0

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +23,7 @@ func (c *cli) copyShared(ctx context.Context, a *app, res *mcp.CallToolResult) b
 			continue
 		}
 		if err := c.copyOne(ctx, a, link.URI); err != nil {
-			fmt.Fprintf(c.stderr, "codebridge exec --out: %v\n", err)
+			fmt.Fprintf(c.stderr, "codebridge exec --out: %s\n", termtext.Line(err.Error())) // it names the sandbox's path
 			ok = false
 		}
 	}
@@ -48,6 +49,6 @@ func (c *cli) copyOne(ctx context.Context, a *app, uri string) error {
 	if err := os.WriteFile(dest, data, 0o644); err != nil {
 		return fmt.Errorf("copying %s: %w", uri, err)
 	}
-	fmt.Fprintf(c.stderr, "codebridge exec: copied %s to %s (%d bytes)\n", uri, dest, len(data))
+	fmt.Fprintf(c.stderr, "codebridge exec: copied %s to %s (%d bytes)\n", termtext.Line(uri), termtext.Line(dest), len(data))
 	return nil
 }

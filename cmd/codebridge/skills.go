@@ -1,12 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/spf13/cobra"
 )
@@ -60,15 +60,14 @@ func (c *cli) listSkills(store *skills.Store, asJSON bool) int {
 		for _, sk := range list {
 			out = append(out, sk.Info())
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintln(c.stdout, string(b))
+		printJSON(c.stdout, out)
 	} else if len(list) == 0 {
 		fmt.Fprintf(c.stdout, "no skills saved (in %s); save one from the sandbox with runtime.save_skill(name, function)\n", store.Dir())
 	}
 	for _, sk := range list {
 		if !asJSON {
 			desc, _, _ := strings.Cut(sk.Description, "\n")
-			fmt.Fprintf(c.stdout, "%-24s %s\n", sk.Name, desc)
+			fmt.Fprintf(c.stdout, "%-24s %s\n", sk.Name, termtext.Line(desc))
 		}
 	}
 	if err != nil {
@@ -84,14 +83,10 @@ func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) int {
 		return 1
 	}
 	if asJSON {
-		b, _ := json.MarshalIndent(map[string]any{"name": sk.Name, "description": sk.Description, "source": sk.Source}, "", "  ")
-		fmt.Fprintln(c.stdout, string(b))
-		return 0
+		return printJSON(c.stdout, map[string]any{"name": sk.Name, "description": sk.Description, "source": sk.Source, "file": string(sk.File())})
 	}
-	fmt.Fprintf(c.stdout, "# %s\n", sk.Name)
-	if sk.Description != "" {
-		fmt.Fprintf(c.stdout, "# %s\n", strings.ReplaceAll(sk.Description, "\n", "\n# "))
-	}
-	fmt.Fprint(c.stdout, "\n"+sk.Source)
+	// Exactly the file every new sandbox runs, with what a terminal would
+	// act on escaped: no line of it can hide another.
+	fmt.Fprint(c.stdout, termtext.Text(string(sk.File())))
 	return 0
 }

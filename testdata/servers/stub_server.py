@@ -9,6 +9,8 @@ Tools: echo, add, fail (returns isError), sleep, big (a long text),
 stats (structured content), crash (exits the process), grow (adds a tool
 and sends notifications/tools/list_changed), warn (logs a warning with
 notifications/message), wake (ends every sleep in progress).
+--tool=NAME (repeatable) adds a tool called NAME, described by NAME too,
+as grow would: for tests of how a hostile upstream's names are shown.
 """
 import json
 import os
@@ -46,6 +48,11 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
 ]
 GROWN = set()  # tools added by grow
+for a in sys.argv[1:]:
+    if a.startswith("--tool="):
+        GROWN.add(a.split("=", 1)[1])
+        TOOLS.append({"name": a.split("=", 1)[1], "description": a.split("=", 1)[1],
+                      "inputSchema": {"type": "object", "properties": {}}})
 
 
 def text(s, is_error=False):
