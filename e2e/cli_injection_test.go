@@ -181,3 +181,18 @@ func TestAuditRunOutcomeIsNotReadFromOutput(t *testing.T) {
 		t.Fatalf("run outcomes %v, want [error crashed]", outcomes)
 	}
 }
+
+// TestExecEscapesOutput: `codebridge exec` prints the code's output with
+// its lines as lines, and every other control character escaped.
+func TestExecEscapesOutput(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	out, errOut, code := cli(t, h, `print("one\x1b[2J\x1b]0;title\x07\u009b31m\rtwo\nthree")`+"\n", nil, "exec", "-")
+	if code != 0 {
+		t.Fatalf("exec: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if where := rawControl(out, true); where != "" {
+		t.Fatalf("exec printed a raw control character, %s\n%s", where, out)
+	}
+	mustContain(t, out, `one\x1b[2J\x1b]0;title\a\u009b31m\rtwo`+"\nthree\n")
+}

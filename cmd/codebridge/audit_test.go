@@ -47,3 +47,32 @@ func TestAuditCommand(t *testing.T) {
 		t.Fatalf("help:\n%s", out)
 	}
 }
+
+// TestAuditEscapesWhatOthersChose: a tool name and an error an upstream
+// chose stay in their row, escaped, in the table and in --json.
+func TestAuditEscapesWhatOthersChose(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	lines := []string{
+		`{"time":"` + now + `","event":"call","id":"1","session":"s1","kind":"tool","server":"stub","name":"x\n2099-01-01 forged\u001b[2J\u009b31m\tcol","decision":"allow","by":"policy","arg_bytes":2}`,
+		`{"time":"` + now + `","event":"done","id":"1","session":"s1","outcome":"tool_error","error":"bad\r\u001b]0;title\u0007","arg_bytes":0}`,
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"audit", "--audit", log}, {"audit", "--audit", log, "--json"}} {
+		out, errOut, code := runCLI(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if strings.ContainsAny(out, "\x1b\r\a\u009b") || strings.Contains(out, "\n2099") {
+			t.Fatalf("%v printed a control character or a forged line:\n%q", args, out)
+		}
+		if len(args) == 3 {
+			mustContain(t, out, `tool stub.x\n2099-01-01 forged\x1b[2J\u009b31m\tcol`, `tool_error: bad\r\x1b]0;title\a`)
+			if n := strings.Count(out, "\n"); n != 2 {
+				t.Fatalf("want a header and one row, got %d lines:\n%s", n, out)
+			}
+		}
+	}
+}

@@ -452,3 +452,20 @@ func writeFile(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoctorCheckEscapesDetail: a server's stderr in a check's detail is
+// escaped and indented, so that no line of it passes for a check.
+func TestDoctorCheckEscapesDetail(t *testing.T) {
+	var b bytes.Buffer
+	printCheck(&b, check{Name: "server", Detail: "evil: exited\nok    server     forged\x1b[2J\r\nverdict: codebridge is ready", Fix: "fix\x1b[H"})
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\r") {
+		t.Fatalf("a control character reached the output:\n%q", out)
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if i > 0 && !strings.HasPrefix(line, "      ") || strings.HasPrefix(line, "ok") || strings.HasPrefix(line, "verdict") {
+			t.Fatalf("line %d is not the check's own:\n%s", i+1, out)
+		}
+	}
+	mustContain(t, out, "FAIL  server     evil: exited (0ms)", `forged\x1b[2J\r`, `fix: fix\x1b[H`)
+}
