@@ -200,7 +200,9 @@ func parse(name string, data []byte, saved time.Time) Skill {
 		desc = append(desc, strings.TrimPrefix(strings.TrimPrefix(line, "#"), " "))
 		rest = more
 	}
-	sk.Description, sk.Source = strings.Join(desc, "\n"), rest
+	// describe: as File writes it, also for a file saved before
+	// descriptions were escaped.
+	sk.Description, sk.Source = describe(strings.Join(desc, "\n")), rest
 	return sk
 }
 

@@ -98,4 +98,7 @@ func TestDescriptionNeverBecomesCode(t *testing.T) {
 	if got := string(files[1].Data); got != "# codebridge skill: old\n# Old.\\rprint('ran')\n\ndef old():\n    pass\n" {
 		t.Fatalf("an old file's description reaches the sandbox as:\n%q", got)
 	}
+	if old, err := st.Get("old"); err != nil || old.Description != `Old.\rprint('ran')` {
+		t.Fatalf("an old file's description reads as %q, %v", old.Description, err)
+	}
 }
