@@ -43,8 +43,14 @@ var keywords = strings.Fields(`False None True and as assert async await break c
 elif else except finally for from global if import in is lambda nonlocal not or pass raise return try
 while with yield`)
 
-// header is the first line of every skill file.
-const header = "# codebridge skill: "
+// header is the first line of every skill file, before the name; the
+// encoding declaration after the name keeps Python, should it read the
+// file itself (python3 NAME.py), from taking the description's first
+// line for one (utf-7 would make escaped text code again).
+const (
+	header = "# codebridge skill: "
+	cookie = "  -*- coding: utf-8 -*-"
+)
 
 // Skill is one saved skill.
 type Skill struct {
@@ -143,7 +149,7 @@ func (s *Store) Save(name, source, description string) (Skill, error) {
 // reads them, so that the lines shown are the lines that run.
 func (sk Skill) File() []byte {
 	var b bytes.Buffer
-	b.WriteString(header + sk.Name + "\n")
+	b.WriteString(header + sk.Name + cookie + "\n")
 	if desc := describe(sk.Description); desc != "" {
 		for _, line := range strings.Split(desc, "\n") {
 			b.WriteString(strings.TrimRight("# "+line, " ") + "\n")

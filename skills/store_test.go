@@ -2,6 +2,7 @@ package skills
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func TestSaveGetListDelete(t *testing.T) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 	data, _ := os.ReadFile(filepath.Join(st.Dir(), "double.py"))
-	if !strings.HasPrefix(string(data), "# codebridge skill: double\n# Doubles a number.\n") {
+	if !strings.HasPrefix(string(data), "# codebridge skill: double  -*- coding: utf-8 -*-\n# Doubles a number.\n") {
 		t.Fatalf("file is not readable as documented:\n%s", data)
 	}
 	files, err := st.Files()
@@ -78,7 +79,7 @@ func TestDescriptionNeverBecomesCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# codebridge skill: hi\n# Says hi.\\rimport os\n# line two \\x1b[2J\\f\\u202e\n\n" +
+	want := "# codebridge skill: hi  -*- coding: utf-8 -*-\n# Says hi.\\rimport os\n# line two \\x1b[2J\\f\\u202e\n\n" +
 		"def hi():\n    return 1  # ok\nprint('hidden')\n"
 	data, _ := os.ReadFile(filepath.Join(st.Dir(), "hi.py"))
 	if string(data) != want || string(sk.File()) != want {
@@ -95,10 +96,29 @@ func TestDescriptionNeverBecomesCode(t *testing.T) {
 	if err != nil || len(files) != 2 {
 		t.Fatalf("files: %+v %v", files, err)
 	}
-	if got := string(files[1].Data); got != "# codebridge skill: old\n# Old.\\rprint('ran')\n\ndef old():\n    pass\n" {
+	if got := string(files[1].Data); got != "# codebridge skill: old  -*- coding: utf-8 -*-\n# Old.\\rprint('ran')\n\ndef old():\n    pass\n" {
 		t.Fatalf("an old file's description reaches the sandbox as:\n%q", got)
 	}
 	if old, err := st.Get("old"); err != nil || old.Description != `Old.\rprint('ran')` {
 		t.Fatalf("an old file's description reads as %q, %v", old.Description, err)
+	}
+}
+
+// TestDescriptionIsNoEncoding: a description whose first line declares
+// utf-7 would make Python, reading the file itself, decode "+AAo-" in
+// the next line as a line break and run what follows. The file declares
+// utf-8 on its first line, which Python reads first.
+func TestDescriptionIsNoEncoding(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to read the file with")
+	}
+	st := Open(statedir.Dir(t.TempDir()))
+	if _, err := st.Save("x", "def x():\n    pass\nprint('SOURCE-RAN')\n", "coding: utf-7\n+AAo-print('DESCRIPTION-' 'RAN')"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(python, filepath.Join(st.Dir(), "x.py")).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "DESCRIPTION-RAN") || !strings.Contains(string(out), "SOURCE-RAN") {
+		t.Fatalf("python3 ran the file: %v\n%s", err, out)
 	}
 }
