@@ -206,7 +206,9 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
 	b := sess.b
 	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
-	status := sandbox.StatusError                // until the cell ends: a run whose code never ran failed
+	// The audited outcome: the cell's status once it ended; a run whose
+	// code never ran failed.
+	status := sandbox.StatusError
 	defer func() { out = finish(out, status) }()
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
