@@ -113,6 +113,7 @@ print("written")
 	}
 	for i, req := range reqs {
 		got := after[i]
+		t.Logf("install(%q): %s", req, got.Error)
 		if got.OK {
 			t.Errorf("install(%q) succeeded: %s", req, got.Result)
 			continue

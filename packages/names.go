@@ -79,8 +79,13 @@ func ParseRequirement(s string) (Requirement, error) {
 		r.Extras = slices.Compact(r.Extras)
 		rest = strings.TrimLeft(rest[closing+1:], " \t")
 	}
-	if rest == "" {
+	switch {
+	case rest == "":
 		return r, nil
+	case strings.HasPrefix(rest, "@"):
+		return refuse("a URL or path after \"@\" is not accepted")
+	case strings.Contains(rest, ";"):
+		return refuse("markers (\"; ...\") are not accepted")
 	}
 	for _, spec := range strings.Split(rest, ",") {
 		canon, ok := versionSpec(strings.Trim(spec, " \t"))
