@@ -33,8 +33,9 @@ type Options struct {
 	// requirements; their dependencies come with them). Nil means
 	// [DefaultAllow]; an empty, non-nil list allows nothing.
 	Allow []string
-	// Index is the index URL given to pip (--index-url). Empty means pip's
-	// own configuration (pip.conf, PIP_INDEX_URL), by default PyPI.
+	// Index is the index URL given to pip (--index-url). Empty means the
+	// index of the user's pip configuration (index-url and extra-index-url
+	// in pip.conf or PIP_*), by default PyPI; pip reads nothing else of it.
 	Index string
 	// Pip is the command that runs pip. Nil means [DefaultPip].
 	Pip []string
