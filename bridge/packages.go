@@ -38,6 +38,30 @@ func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (jso
 	if sess == nil {
 		return nil, errors.New("install: no sandbox session to install into")
 	}
+	answer, err := sendWheels(ctx, h, sess, p)
+	if err != nil {
+		return nil, installError(h, err)
+	}
+	return answer, nil
+}
+
+// installError is what the sandbox is told of a failed install: an
+// [packages.Error]'s message, which the host writes from the request
+// alone, or, for a fault of the host's (a file of its cache, a full
+// disk), that the host's log says what; the fault itself, which may name
+// host paths, goes only to the log.
+func installError(h *sandboxHost, err error) error {
+	var pe *packages.Error
+	if errors.As(err, &pe) {
+		return errors.New(pe.Msg)
+	}
+	h.log.Warn("packages: an install failed on the host", "err", err)
+	return errors.New("the host could not install the packages, because of a fault on the host and not in the request (codebridge's log says what): try again; if it lasts, ask the user to look at the log")
+}
+
+// sendWheels resolves the request on the host and writes the wheels into
+// the sandbox that asked.
+func sendWheels(ctx context.Context, h *sandboxHost, sess *sandbox.Session, p protocol.InstallParams) (json.RawMessage, error) {
 	target := packages.Target{Python: p.Python, Implementation: p.Implementation, ABIs: p.ABIs, Platforms: p.Platforms}
 	in := h.packages.Installer
 	set, err := in.Resolve(ctx, p.Requirements, target, p.Upgrade)

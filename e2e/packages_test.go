@@ -159,8 +159,8 @@ func TestInstallErrors(t *testing.T) {
 		{`"requests"`, `the package "requests" is not allowed here`},
 		{`"codebridge-no-such-package-7f3a"`, "the index has no package codebridge-no-such-package-7f3a"},
 		{`"docopt"`, "docopt has no wheel for the sandbox's Python (CPython 3."},
-		{`"numpy==2.2.6", "matplotlib==3.8.0"`, "conflicting dependencies"},
-		{`"--index-url=http://127.0.0.1:9/"`, "is not a requirement the host accepts"},
+		{`"numpy==2.2.6", "matplotlib==3.8.0"`, "conflict with each other or with their dependencies"},
+		{`"--index-url=http://127.0.0.1:9/"`, "is not a package name"},
 	}
 	for _, c := range cases {
 		r := b.run("await runtime.install("+c.reqs+")", "timeout", 120)

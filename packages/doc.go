@@ -8,7 +8,9 @@
 // target's tags: pip is the resolver, and no package code ever runs on the
 // host, since only wheels are fetched and nothing is built), from the
 // index the user configured (pip's own configuration, or the package_index
-// setting). Downloaded wheels go into a cache under the state directory's
+// setting). Only a requirement's canonical form ([Requirement]) reaches
+// pip, which runs isolated in an empty directory of its own: pip can read
+// no request as a file, and no configuration but the index's. Downloaded wheels go into a cache under the state directory's
 // packages/ entry, each stored under its SHA-256, and each resolution is
 // recorded under a key that hashes the request, the target and the index,
 // so that the same request again is answered from the cache without

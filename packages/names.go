@@ -4,28 +4,130 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
-
-// requirement is the form of a requirement the host accepts: a name, optional
-// extras and optional version specifiers, as pip reads them. URLs, paths,
-// markers and anything that starts with "-" (a pip option) are refused, so
-// that the sandbox can only name packages on the configured index.
-var requirement = regexp.MustCompile(`^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*` +
-	`(\[\s*[A-Za-z0-9._-]+(?:\s*,\s*[A-Za-z0-9._-]+)*\s*\])?\s*` +
-	`((?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?\s*$`)
 
 // MaxRequirements bounds the requirements of one install.
 const MaxRequirements = 64
 
+// maxRequirementLen bounds one requirement's text.
+const maxRequirementLen = 200
+
+// Requirement is a request the host accepts, parsed: a project name,
+// optional extras and optional version specifiers, all in their canonical
+// forms. Its [Requirement.String] is the only text of the sandbox's that
+// reaches pip.
+type Requirement struct {
+	// Name is the name normalized as PEP 503 compares them: lower case
+	// letters, digits and single "-".
+	Name string
+	// Extras are the normalized extras, sorted.
+	Extras []string
+	// Specs are the version specifiers, such as ">=2.1" or "==1.4.*".
+	Specs []string
+}
+
+var (
+	// projectName is PEP 508's name grammar.
+	projectName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+	// publicVersion is a PEP 440 public version in its normal form (no
+	// local label: package indexes do not serve them), lower case.
+	publicVersion = regexp.MustCompile(`^(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?$`)
+	// operators are PEP 440's comparison operators, longest first, without
+	// "===" (arbitrary equality takes any text).
+	operators = []string{"~=", "==", "!=", "<=", ">=", "<", ">"}
+)
+
+// ParseRequirement reads a requirement such as "Pandas[excel] >= 2, <3".
+// It accepts a PEP 508 name, extras and PEP 440 version specifiers, and
+// refuses everything else: paths, archives, URLs, markers and pip options.
+// The canonical form it returns can never be read by pip as anything but
+// a name on the index: it has no "/", does not start with "." or "-",
+// and ends in a letter or digit of a name, a "]" or a version's digit or
+// "*", never in an archive's suffix.
+func ParseRequirement(s string) (Requirement, error) {
+	refuse := func(why string) (Requirement, error) {
+		return Requirement{}, fmt.Errorf("%q is not a package name: %s. Give a name from the package index with an optional version, such as \"pandas\" or \"matplotlib>=3.8\" (no paths, archives, URLs, markers or pip options)", clip(s, 80), why)
+	}
+	if len(s) > maxRequirementLen {
+		return refuse(fmt.Sprintf("it is longer than %d characters", maxRequirementLen))
+	}
+	rest := strings.Trim(s, " \t")
+	end := strings.IndexAny(rest, "[ \t~=!<>")
+	if end < 0 {
+		end = len(rest)
+	}
+	if !projectName.MatchString(rest[:end]) {
+		return refuse("a name is letters, digits and \".\", \"-\" or \"_\" between them")
+	}
+	r := Requirement{Name: Normalize(rest[:end])}
+	rest = strings.TrimLeft(rest[end:], " \t")
+	if strings.HasPrefix(rest, "[") {
+		closing := strings.IndexByte(rest, ']')
+		if closing < 0 {
+			return refuse("its extras have no closing \"]\"")
+		}
+		for _, e := range strings.Split(rest[1:closing], ",") {
+			e = strings.Trim(e, " \t")
+			if !projectName.MatchString(e) {
+				return refuse("an extra is a name")
+			}
+			r.Extras = append(r.Extras, Normalize(e))
+		}
+		slices.Sort(r.Extras)
+		r.Extras = slices.Compact(r.Extras)
+		rest = strings.TrimLeft(rest[closing+1:], " \t")
+	}
+	switch {
+	case rest == "":
+		return r, nil
+	case strings.HasPrefix(rest, "@"):
+		return refuse("a URL or path after \"@\" is not accepted")
+	case strings.Contains(rest, ";"):
+		return refuse("markers (\"; ...\") are not accepted")
+	}
+	for _, spec := range strings.Split(rest, ",") {
+		canon, ok := versionSpec(strings.Trim(spec, " \t"))
+		if !ok {
+			return refuse("a version is an operator (==, !=, >=, <=, >, <, ~=) and a version such as 1.2, 2.0rc1 or 1.4.*")
+		}
+		r.Specs = append(r.Specs, canon)
+	}
+	return r, nil
+}
+
+// versionSpec is one version specifier in canonical form, or false.
+func versionSpec(spec string) (string, bool) {
+	for _, op := range operators {
+		v, ok := strings.CutPrefix(spec, op)
+		if !ok {
+			continue
+		}
+		v = strings.ToLower(strings.Trim(v, " \t"))
+		release, wild := strings.CutSuffix(v, ".*")
+		if wild && op != "==" && op != "!=" {
+			return "", false
+		}
+		return op + v, publicVersion.MatchString(release)
+	}
+	return "", false
+}
+
+// String is the requirement as pip reads it: "pandas[excel]>=2,<3".
+func (r Requirement) String() string {
+	s := r.Name
+	if len(r.Extras) > 0 {
+		s += "[" + strings.Join(r.Extras, ",") + "]"
+	}
+	return s + strings.Join(r.Specs, ",")
+}
+
 // Name is the normalized name (PEP 503) of a requirement such as
 // "Pandas[excel]>=2", or an error saying why the requirement is refused.
 func Name(req string) (string, error) {
-	m := requirement.FindStringSubmatch(strings.TrimSpace(req))
-	if m == nil || len(req) > 200 {
-		return "", fmt.Errorf("%q is not a requirement the host accepts: give a package name with an optional version, such as \"pandas\" or \"matplotlib>=3.8\" (no URLs, paths, markers or pip options)", clip(req, 80))
-	}
-	return Normalize(m[1]), nil
+	r, err := ParseRequirement(req)
+	return r.Name, err
 }
 
 var separators = regexp.MustCompile(`[-_.]+`)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +33,9 @@ type Options struct {
 	// requirements; their dependencies come with them). Nil means
 	// [DefaultAllow]; an empty, non-nil list allows nothing.
 	Allow []string
-	// Index is the index URL given to pip (--index-url). Empty means pip's
-	// own configuration (pip.conf, PIP_INDEX_URL), by default PyPI.
+	// Index is the index URL given to pip (--index-url). Empty means the
+	// index of the user's pip configuration (index-url and extra-index-url
+	// in pip.conf or PIP_*), by default PyPI; pip reads nothing else of it.
 	Index string
 	// Pip is the command that runs pip. Nil means [DefaultPip].
 	Pip []string
@@ -48,6 +48,9 @@ type Options struct {
 type Installer struct {
 	opts Options
 	mu   sync.Mutex // serializes resolutions, so one download serves a repeated request
+	// userConfig are the kept settings of the user's pip configuration,
+	// once read (under mu).
+	userConfig map[string]string
 }
 
 // New returns an installer.
@@ -85,35 +88,64 @@ type Set struct {
 	Took time.Duration `json:"-"`
 }
 
-// Error is a refused or failed install, with a message for the agent.
+// Kind is what went wrong with an install: the closed set the sandbox
+// is told about.
+type Kind string
+
+// The kinds of [Error].
+const (
+	// Refused: not a package name, a name the allow-list does not match,
+	// or a target that is not wheel tags.
+	Refused Kind = "refused"
+	// NotFound: the index has no package of that name.
+	NotFound Kind = "not-found"
+	// NoWheel: the package has no wheel for the sandbox's Python.
+	NoWheel Kind = "no-wheel"
+	// Conflict: the versions asked for cannot be met together.
+	Conflict Kind = "conflict"
+	// Unreachable: the host could not reach the index.
+	Unreachable Kind = "unreachable"
+	// NoPip: pip does not run on the host.
+	NoPip Kind = "no-pip"
+	// Stopped: the install's deadline came before pip finished.
+	Stopped Kind = "stopped"
+	// Failed: anything else; the host's log says what.
+	Failed Kind = "failed"
+)
+
+// Error is a refused or failed install. Its message is for the sandbox:
+// the host writes it from the request alone, never from pip's output, so
+// it holds no host path and no traceback.
 type Error struct {
-	Kind string // "refused", "pip", "resolve"
+	Kind Kind
 	Msg  string
 }
 
 func (e *Error) Error() string { return e.Msg }
 
 // Check refuses requirements the host does not accept, or whose names the
-// allow-list does not match; it returns their normalized names.
+// allow-list does not match; it returns them in canonical form
+// ([Requirement.String]), the only form that reaches pip.
 func (in *Installer) Check(reqs []string) ([]string, error) {
 	if len(reqs) == 0 {
-		return nil, &Error{Kind: "refused", Msg: "name at least one package to install, such as install(\"pandas\")"}
+		return nil, &Error{Kind: Refused, Msg: "name at least one package to install, such as install(\"pandas\")"}
 	}
 	if len(reqs) > MaxRequirements {
-		return nil, &Error{Kind: "refused", Msg: fmt.Sprintf("%d requirements in one install: at most %d", len(reqs), MaxRequirements)}
+		return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%d requirements in one install: at most %d", len(reqs), MaxRequirements)}
 	}
-	names := make([]string, len(reqs))
+	canon := make([]string, len(reqs))
 	for i, r := range reqs {
-		name, err := Name(r)
+		req, err := ParseRequirement(r)
 		if err != nil {
-			return nil, &Error{Kind: "refused", Msg: err.Error()}
+			return nil, &Error{Kind: Refused, Msg: err.Error()}
 		}
-		if !Allowed(name, in.opts.Allow) {
-			return nil, &Error{Kind: "refused", Msg: fmt.Sprintf("the package %q is not allowed here: allow_packages is %q; the user can add it to allow_packages in a codebridge config file", name, in.opts.Allow)}
+		if !Allowed(req.Name, in.opts.Allow) {
+			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("the package %q is not allowed here: allow_packages is %q; the user can add it to allow_packages in a codebridge config file", req.Name, in.opts.Allow)}
 		}
-		names[i] = name
+		canon[i] = req.String()
 	}
-	return names, nil
+	slices.Sort(canon)
+	return slices.Compact(canon), nil
 }
 
 // Resolve returns the wheels that satisfy reqs on target: from the cache
@@ -122,17 +154,17 @@ func (in *Installer) Check(reqs []string) ([]string, error) {
 // reads them.
 func (in *Installer) Resolve(ctx context.Context, reqs []string, target Target, upgrade bool) (*Set, error) {
 	start := time.Now()
-	if _, err := in.Check(reqs); err != nil {
+	reqs, err := in.Check(reqs)
+	if err != nil {
 		return nil, err
 	}
 	if err := target.Check(); err != nil {
-		return nil, &Error{Kind: "refused", Msg: err.Error()}
+		return nil, &Error{Kind: Refused, Msg: err.Error()}
 	}
 	root, err := in.opts.State.Ensure(statedir.Packages)
 	if err != nil {
 		return nil, err
 	}
-	reqs = canonical(reqs)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	manifest := in.manifest(reqs, target)
@@ -157,21 +189,11 @@ func (in *Installer) Resolve(ctx context.Context, reqs []string, target Target, 
 
 // Lookup is Resolve from the cache only: never pip, never the network.
 func (in *Installer) Lookup(reqs []string, target Target) (*Set, bool) {
-	if _, err := in.Check(reqs); err != nil || target.Check() != nil {
+	reqs, err := in.Check(reqs)
+	if err != nil || target.Check() != nil {
 		return nil, false
 	}
-	return in.cached(in.manifest(canonical(reqs), target))
-}
-
-// canonical sorts the requirements and removes blanks and repeats, so
-// that the same request has the same key however it is written.
-func canonical(reqs []string) []string {
-	reqs = slices.Clone(reqs)
-	for i := range reqs {
-		reqs[i] = strings.Join(strings.Fields(reqs[i]), "")
-	}
-	slices.Sort(reqs)
-	return slices.Compact(reqs)
+	return in.cached(in.manifest(reqs, target))
 }
 
 // manifest is the file that records the resolution of a request.

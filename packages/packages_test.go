@@ -1,7 +1,9 @@
 package packages
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +14,11 @@ import (
 
 var target = Target{Python: "3.11", Implementation: "cp", ABIs: []string{"cp311"}, Platforms: []string{"manylinux_2_36_x86_64", "manylinux2014_x86_64"}}
 
-// fakePip writes a pip stand-in: "--version" answers, "download" writes
-// one wheel per requirement into --dest, "index" fails unless the name is
-// "sourceonly"; every call is appended to a log. With fail set, download
+// fakePip writes a pip stand-in: "--version" answers, "config list"
+// prints $CONFIG, "download" writes one wheel per requirement into
+// --dest, "index" fails unless the name is "sourceonly"; every call's
+// arguments are appended to a log, and its working directory, the files
+// there and some of its environment to another. With fail set, download
 // prints it on stderr and exits 1.
 func fakePip(t *testing.T, fail string) (cmd []string, calls func() []string) {
 	t.Helper()
@@ -22,8 +26,13 @@ func fakePip(t *testing.T, fail string) (cmd []string, calls func() []string) {
 	log := filepath.Join(dir, "calls")
 	script := `#!/bin/sh
 echo "$*" >> ` + log + `
+echo "cwd=$(pwd) files=[$(ls -A)] config=$PIP_CONFIG_FILE findlinks=$PIP_FIND_LINKS pythonpath=$PYTHONPATH safepath=$PYTHONSAFEPATH" >> ` + log + `.env
+while [ "${1#--}" != "$1" ]; do
+  [ "$1" = --version ] && { echo "pip 99.0 from /fake (python 3.11)"; exit 0; }
+  shift
+done
 case "$1" in
---version) echo "pip 99.0 from /fake (python 3.11)"; exit 0;;
+config) printf '%b' "$CONFIG"; exit 0;;
 index) [ "$3" = sourceonly ]; exit $?;;
 esac
 if [ -n "$FAIL" ]; then printf '%b' "$FAIL" >&2; exit 1; fi
@@ -59,7 +68,7 @@ func TestResolveCachesByRequest(t *testing.T) {
 		t.Fatalf("first resolution: %+v", set)
 	}
 	download := calls()[len(calls())-1]
-	for _, want := range []string{"download --only-binary=:all:", "--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_36_x86_64 --platform manylinux2014_x86_64 -- numpy>=2 tabulate"} {
+	for _, want := range []string{"--isolated --no-input --disable-pip-version-check download --only-binary=:all: ", "--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_36_x86_64 --platform manylinux2014_x86_64 -- numpy>=2 tabulate"} {
 		if !strings.Contains(download, want) {
 			t.Fatalf("pip was called as %q, want %q in it", download, want)
 		}
@@ -117,11 +126,11 @@ func TestRefusals(t *testing.T) {
 	}{
 		{nil, "name at least one package"},
 		{[]string{"requests"}, `"requests" is not allowed here`},
-		{[]string{"-r/etc/passwd"}, "is not a requirement the host accepts"},
-		{[]string{"--index-url=http://evil/"}, "is not a requirement the host accepts"},
-		{[]string{"pandas @ https://example.invalid/p.whl"}, "is not a requirement the host accepts"},
-		{[]string{"./pandas"}, "is not a requirement the host accepts"},
-		{[]string{"pandas; os_name == 'nt'"}, "is not a requirement the host accepts"},
+		{[]string{"-r/etc/passwd"}, "is not a package name"},
+		{[]string{"--index-url=http://evil/"}, "is not a package name"},
+		{[]string{"pandas @ https://example.invalid/p.whl"}, "is not a package name"},
+		{[]string{"./pandas"}, "is not a package name"},
+		{[]string{"pandas; os_name == 'nt'"}, "is not a package name"},
 	} {
 		_, err := in.Resolve(context.Background(), c.reqs, target, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -153,13 +162,24 @@ func TestPipFailuresExplained(t *testing.T) {
 		{"sourceonly", "ERROR: Could not find a version that satisfies the requirement sourceonly (from versions: none)\nERROR: No matching distribution found for sourceonly\n",
 			"sourceonly has no wheel for the sandbox's Python (CPython 3.11 on manylinux_2_36_x86_64)"},
 		{"a", "Collecting a\nERROR: Cannot install a and b because these package versions have conflicting dependencies.\n\nThe conflict is caused by:\n    a 1 depends on c<2\n",
-			"pip says:\nERROR: Cannot install a and b because these package versions have conflicting dependencies.\nThe conflict is caused by:\n    a 1 depends on c<2"},
+			"the versions asked for (a) conflict with each other or with their dependencies"},
+		{"b", "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(\"Failed to establish a new connection: [Errno 111] Connection refused\")'\nERROR: No matching distribution found for b\n",
+			"the host could not reach the package index"},
+		{"c", "ERROR: Exception:\nTraceback (most recent call last):\n  File \"/home/me/.local/lib/python3.11/site-packages/pip/_internal/cli/base_command.py\", line 180\nOSError: /home/me/project/c: private\n",
+			"pip could not fetch c for the sandbox (CPython 3.11 on manylinux_2_36_x86_64); the host's log says why"},
 	} {
 		pip, _ := fakePip(t, c.stderr)
-		in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
+		var log bytes.Buffer
+		in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip, Log: slog.New(slog.NewTextHandler(&log, nil))})
 		_, err := in.Resolve(context.Background(), []string{c.req}, target, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v\nwant %q", c.req, err, c.want)
+		}
+		if strings.Contains(err.Error(), "/home/me") || strings.Contains(err.Error(), "Traceback") || strings.Contains(err.Error(), "ERROR:") {
+			t.Errorf("%s: pip's words reached the message: %v", c.req, err)
+		}
+		if !strings.Contains(log.String(), "pip download failed") || !strings.Contains(log.String(), "ERROR:") {
+			t.Errorf("%s: pip's words are not in the host's log:\n%s", c.req, log.String())
 		}
 	}
 	in := New(Options{State: statedir.Dir(t.TempDir()), Pip: []string{"/nonexistent/python3", "-m", "pip"}})
@@ -177,5 +197,87 @@ func TestLastTarget(t *testing.T) {
 	in.Remember(target)
 	if got, ok := in.LastTarget(); !ok || got.Python != "3.11" || got.Platforms[1] != "manylinux2014_x86_64" {
 		t.Fatalf("LastTarget: %+v %v", got, ok)
+	}
+}
+
+// TestPipIsolated: pip runs in an empty directory of its own, reads no
+// pip configuration file and no PIP_* or PYTHONPATH variable, and gets
+// only the index and network settings of the user's configuration (or
+// the package_index setting's index).
+func TestPipIsolated(t *testing.T) {
+	pip, calls := fakePip(t, "")
+	t.Setenv("PIP_FIND_LINKS", "/opt/wheels")
+	t.Setenv("PYTHONPATH", "/evil")
+	t.Setenv("CONFIG", "global.index-url='https://global.example/simple'\n:env:.find-links='/opt/wheels'\n"+
+		"global.cert='/etc/ssl/ca.pem'\n:env:.index-url='https://env.example/simple'\ndownload.trusted-host='a.example b.example'\n"+
+		"install.proxy='http://install-only:3128'\nglobal.client-cert='/x/\\'quoted'\n")
+	cwd, _ := os.Getwd()
+	os.WriteFile("tabulate", []byte("a file named like the request"), 0o600)
+	defer os.Remove("tabulate")
+	in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
+	if _, err := in.Resolve(context.Background(), []string{"tabulate"}, target, false); err != nil {
+		t.Fatal(err)
+	}
+	c := calls()
+	download := c[len(c)-1]
+	for _, want := range []string{"--isolated ", "--index-url=https://env.example/simple ", "--cert=/etc/ssl/ca.pem ", "--trusted-host=a.example --trusted-host=b.example "} {
+		if !strings.Contains(download, want) {
+			t.Errorf("pip download %q: no %q", download, want)
+		}
+	}
+	for _, bad := range []string{"find-links", "global.example", "install-only", "client-cert"} {
+		if strings.Contains(download, bad) {
+			t.Errorf("pip download %q has %q", download, bad)
+		}
+	}
+	envs, _ := os.ReadFile(pip[0][:len(pip[0])-len("pip")] + "calls.env")
+	lines := strings.Split(strings.TrimSpace(string(envs)), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "cwd="+cwd+" ") || !strings.Contains(l, "files=[]") || !strings.Contains(l, "safepath=1") {
+			t.Errorf("pip ran outside an empty directory of its own: %s", l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "config=/dev/null findlinks= pythonpath= ") {
+		t.Errorf("pip download saw the user's settings: %s", last)
+	}
+
+	// The package_index setting replaces the index, not the network settings.
+	pip, calls = fakePip(t, "")
+	in = New(Options{State: statedir.Dir(t.TempDir()), Pip: pip, Index: "http://127.0.0.1:9/simple"})
+	if _, err := in.Resolve(context.Background(), []string{"tabulate"}, target, false); err != nil {
+		t.Fatal(err)
+	}
+	c = calls()
+	if d := c[len(c)-1]; !strings.Contains(d, "--index-url=http://127.0.0.1:9/simple ") || !strings.Contains(d, "--cert=/etc/ssl/ca.pem ") || strings.Contains(d, "example/simple") {
+		t.Errorf("pip download with package_index: %q", d)
+	}
+}
+
+// TestParseRequirement: names, extras and versions come out canonical;
+// paths, archives, URLs, markers, options and local or arbitrary
+// versions are refused; no canonical form is a path or an archive's name.
+func TestParseRequirement(t *testing.T) {
+	for in, want := range map[string]string{
+		" Pandas [ Excel , xlsx,excel ] >= 2 , < 3 ": "pandas[excel,xlsx]>=2,<3",
+		"x-1.0.tar":                    "x-1-0-tar",
+		"evilpkg-1.0.tar.gz":           "evilpkg-1-0-tar-gz",
+		"privpkg-1.0-py3-none-any.whl": "privpkg-1-0-py3-none-any-whl",
+		"Scikit__Learn~=1.5":           "scikit-learn~=1.5",
+		"numpy==2.*":                   "numpy==2.*",
+		"torch!=2.1.0rc1":              "torch!=2.1.0rc1",
+		"a==1!2.0.post1.dev3":          "a==1!2.0.post1.dev3",
+	} {
+		r, err := ParseRequirement(in)
+		if err != nil || r.String() != want {
+			t.Errorf("ParseRequirement(%q) = %q, %v; want %q", in, r.String(), err, want)
+		}
+	}
+	for _, bad := range []string{"", "./evilpkg-1.0.tar.gz", "/tmp/x.whl", "evilpkg/", ".", "..", "-e.", "--find-links=.",
+		"x==1.0+foo.tar", "x===1.0.tar", "x>=2.*", "x==1.0.tar", "x @ file:///tmp/x.tar", "file:///tmp/x.tar",
+		"git+https://example.invalid/x.git", "x; os_name=='nt'", "x[", "x[a/b]", "C:\\x.whl", "x y", "x\n--index-url=y",
+		strings.Repeat("a", 201)} {
+		if r, err := ParseRequirement(bad); err == nil || !strings.Contains(err.Error(), "is not a package name") {
+			t.Errorf("ParseRequirement(%q) = %q, %v: want a refusal", bad, r.String(), err)
+		}
 	}
 }
