@@ -243,7 +243,7 @@ func (l *loader) loadFile(path string) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		l.problem(path, "", "", fmt.Errorf("cannot read the file: %v; check that it exists and is readable", unwrapPath(err)))
+		l.problem(path, "", "", fmt.Errorf("cannot read the file: %w; check that it exists and is readable", unwrapPath(err)))
 		return
 	}
 	data = bytes.TrimPrefix(data, utf8BOM)

@@ -70,6 +70,9 @@ type importOptions struct {
 	home, dir       string
 	from            []string
 	self, path      string // this executable, and PATH, to spot entries that launch codebridge
+	// isSet says whether an environment variable is set here, to note
+	// imported references to ones that are not.
+	isSet func(string) bool
 }
 
 // importFilePrefix starts the names of the files import writes. "zz-" sorts
@@ -99,6 +102,7 @@ func (c *cli) runImport(s *settings, o importOptions) int {
 		o.self, _ = os.Executable()
 	}
 	o.path = c.getenv("PATH")
+	o.isSet = func(name string) bool { return c.getenv(name) != "" }
 	var cands []*candidate
 	read := func(cc clientConfig, path string) {
 		found, err := readClientConfig(path, cc)
@@ -142,7 +146,7 @@ func judge(cands []*candidate, o importOptions, existing map[string]string) {
 		case isSSE(cd.entry):
 			cd.verdict = "skipped: it uses the SSE transport, which codebridge does not speak; if the server also offers streamable HTTP (often at /mcp), add that url to ~/MCPs by hand"
 		default:
-			notes, err := translateVars(cd.entry, cd.client)
+			notes, err := translateVars(cd.entry, cd.client, o.isSet)
 			if err != nil {
 				cd.verdict = "skipped: " + err.Error()
 				continue

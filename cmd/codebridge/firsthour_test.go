@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codebridge/codebridge/discovery"
+)
+
+// A --config file that does not exist is a mistake in the command line:
+// exit 2, naming the file, before anything starts.
+func TestConfigFlagMissingFile(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(home, "nope.json")
+	for _, argv := range [][]string{{"servers", "--config", missing}, {"tools", "--config=" + missing}, {"doctor", "--config", missing}} {
+		out, errOut, code := runCLI(t, map[string]string{"HOME": home}, argv...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "config file "+missing+" does not exist") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", argv, code, out, errOut)
+		}
+	}
+	present := filepath.Join(home, "yes.json")
+	writeFile(t, present, `{"mcpServers": {}}`)
+	if _, errOut, code := runCLI(t, map[string]string{"HOME": home}, "servers", "--config", present); code != 0 {
+		t.Errorf("an existing --config file: exit %d: %s", code, errOut)
+	}
+}
+
+// doctor's fix for a config file that does not exist (named by a
+// variable) is to create it or stop naming it, never to edit it.
+func TestDoctorFixForMissingConfig(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(home, "gone.json")
+	_, problems := discovery.Load(discovery.Options{Home: home, Files: []string{missing}})
+	if len(problems) != 1 || !errors.Is(problems[0], fs.ErrNotExist) {
+		t.Fatalf("problems %v", problems)
+	}
+	fix := configFix(problems[0])
+	if strings.HasPrefix(fix, "edit") || !strings.Contains(fix, "create "+missing) {
+		t.Errorf("fix %q", fix)
+	}
+	bad := filepath.Join(home, "bad.json")
+	writeFile(t, bad, `{`)
+	_, problems = discovery.Load(discovery.Options{Home: home, Files: []string{bad}})
+	if len(problems) != 1 || configFix(problems[0]) != "edit "+bad+" as the message says" {
+		t.Errorf("problems %v", problems)
+	}
+}
+
+// exec takes --state-dir, as serve does: it writes skills and the audit
+// log there.
+func TestExecStateDirFlag(t *testing.T) {
+	c := &cli{getenv: func(string) string { return "" }}
+	if c.execCommand().Flags().Lookup("state-dir") == nil {
+		t.Fatal("exec has no --state-dir")
+	}
+}
