@@ -57,3 +57,20 @@ func TestExecStateDirFlag(t *testing.T) {
 		t.Fatal("exec has no --state-dir")
 	}
 }
+
+// tools with no servers says so; servers shows a server's whole launch
+// line, arguments included.
+func TestToolsAndServersListings(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	out, errOut, code := runCLI(t, env, "tools")
+	if code != 0 || !strings.Contains(out, "no servers configured") {
+		t.Errorf("tools: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+	long := "/home/me/a/directory/with/a/long/name/the/user/wants/to/see/in/full"
+	writeFile(t, filepath.Join(home, "MCPs", "fs.json"), `{"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "`+long+`"]}}}`)
+	out, errOut, code = runCLI(t, env, "servers")
+	if code != 0 || !strings.Contains(out, "npx -y @modelcontextprotocol/server-filesystem "+long) {
+		t.Errorf("servers: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+}
