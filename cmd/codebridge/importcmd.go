@@ -141,6 +141,8 @@ func judge(cands []*candidate, o importOptions, existing map[string]string) {
 			cd.verdict = fmt.Sprintf("skipped: already defined in %s, which keeps winning", existing[cd.name])
 		case taken[cd.name] != "":
 			cd.verdict = fmt.Sprintf("skipped: the definition from %s is imported under this name", taken[cd.name])
+		case pythonBridge(cd.entry):
+			cd.verdict = "skipped: it is the Python code-execution bridge, which codebridge replaces"
 		case selfRefs[i]:
 			cd.verdict = "skipped: it is codebridge itself"
 		case isSSE(cd.entry):
@@ -210,6 +212,20 @@ func launchingSelf(cands []*candidate, self, path string) []bool {
 		}
 	}
 	return out
+}
+
+// pythonBridge reports whether an entry launches the Python
+// code-execution bridge, as discovery would skip it.
+func pythonBridge(e map[string]any) bool {
+	command, _ := e["command"].(string)
+	var args []string
+	list, _ := e["args"].([]any)
+	for _, a := range list {
+		if s, ok := a.(string); ok {
+			args = append(args, s)
+		}
+	}
+	return discovery.LaunchesPythonBridge(command, args)
 }
 
 // isSSE reports whether an entry is an SSE server: "type": "sse", or, as
