@@ -31,6 +31,24 @@ class SourceOf(unittest.TestCase):
         self.assertIn("@deco", source)
         self.assertIn("import functools", source)
 
+    def test_decorator_returning_a_wrapper(self):
+        # The README promises decorators; one without functools.wraps leaves
+        # a wrapper (a closure) under the name: the definition of that name
+        # in the cell history is saved, decorator and all.
+        _cell(9004, "def shout(f):\n    def wrapper(*a):\n        return f(*a).upper()\n    return wrapper\n", self.ns)
+        _cell(9005, "@shout\ndef greet(name):\n    return 'hi ' + name\n", self.ns)
+        source = _skills.source_of(self.ns["greet"], "greet")
+        fresh = {"__name__": "skills.greet"}
+        exec(compile(source, "<skill>", "exec"), fresh)
+        self.assertEqual(fresh["greet"]("bo"), "HI BO")
+        self.assertIn("@shout\ndef greet", source)
+        self.assertIn("def shout(f):", source)
+
+    def test_closure_of_another_function_refused(self):
+        _cell(9006, "def make():\n    n = 2\n    def inner():\n        return n\n    return inner\nclo = make()\n", self.ns)
+        with self.assertRaisesRegex(_skills.SkillError, "closure over local variables"):
+            _skills.source_of(self.ns["clo"], "clo")
+
     def test_unsaveable_value(self):
         _cell(9003, "import threading\nL = threading.Lock()\ndef f():\n    return L\n", self.ns)
         with self.assertRaisesRegex(_skills.SkillError, "cannot be written as source"):
