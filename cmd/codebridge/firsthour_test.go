@@ -74,3 +74,21 @@ func TestToolsAndServersListings(t *testing.T) {
 		t.Errorf("servers: exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
 }
+
+// A build run through sudo with Podman ends by saying how the user who
+// ran sudo copies the image into their rootless storage.
+func TestRootStorageHint(t *testing.T) {
+	tag := "localhost/codebridge-python:bookworm"
+	got := rootStorageHint(0, "me", "", tag)
+	if !strings.Contains(got, "sudo podman save "+tag+" | podman load") || !strings.Contains(got, "(as me)") {
+		t.Errorf("hint %q", got)
+	}
+	for _, c := range []struct {
+		euid         int
+		user, engine string
+	}{{1000, "me", ""}, {0, "", ""}, {0, "root", "podman"}, {0, "me", "docker"}} {
+		if h := rootStorageHint(c.euid, c.user, c.engine, tag); h != "" {
+			t.Errorf("%+v: hint %q", c, h)
+		}
+	}
+}
