@@ -66,6 +66,11 @@ func TestFirstHourCommandLine(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "fix: create "+missing) || strings.Contains(out, "fix: edit "+missing) {
 		t.Errorf("doctor with a missing config file: exit %d\n%s\n%s", code, out, errOut)
 	}
+	registry := "docker.io/codebridge/missing:e2e"
+	out, errOut, code = cli(t, h, "", []string{"CODEBRIDGE_IMAGE=" + registry}, "doctor")
+	if code != 1 || !strings.Contains(out, "fix: pull "+registry) || strings.Contains(out, "--tag "+registry) {
+		t.Errorf("doctor names a built image after a registry's: exit %d\n%s\n%s", code, out, errOut)
+	}
 	out, errOut, code = cli(t, h, "", nil, "tools")
 	if code != 0 || !strings.Contains(out, "no servers configured") {
 		t.Errorf("tools with no servers: exit %d, stdout %q, stderr %s", code, out, errOut)
