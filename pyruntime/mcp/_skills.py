@@ -153,20 +153,21 @@ def _bound_as(obj, alias):
 
 def _definition(obj, alias=None):
     """The newest top-level ``def``/``class`` of ``obj`` in the cell
-    history, as (source with decorators, ast node): the definition of the
-    name ``obj`` is bound to in the session, else of its own name (or of
-    the function a functools.wraps decorator wrapped)."""
-    bound = _bound_as(obj, alias)
-    if bound is not None:
-        found = _newest_def(bound, _cells())
-        if found is not None:
-            return found
+    history, as (source with decorators, ast node): of its own name (or of
+    the function a functools.wraps decorator wrapped), first in the cell it
+    was compiled in; for a closure, such as the wrapper a decorator
+    returned, or an object without a definition of its own, of the name it
+    is bound to in the session."""
     target = obj
     while hasattr(target, "__wrapped__"):      # functools.wraps decorators
         target = target.__wrapped__
     if getattr(target, "__closure__", None):
-        raise SkillError(f"{obj.__name__!r} is a closure over local variables of another function: "
-                         "define it at the top level of a cell, or pass its source text")
+        bound = _bound_as(obj, alias)
+        found = _newest_def(bound, _cells()) if bound else None
+        if found is None:
+            raise SkillError(f"{obj.__name__!r} is a closure over local variables of another function: "
+                             "define it at the top level of a cell, or pass its source text")
+        return found
     code = getattr(target, "__code__", None)
     wanted = [n for n in (getattr(target, "__name__", None), getattr(obj, "__name__", None)) if n]
     cells = _cells()
@@ -177,6 +178,10 @@ def _definition(obj, alias=None):
             found = _newest_def(name, [(filename, source)])
             if found is not None:
                 return found
+    bound = _bound_as(obj, alias)   # e.g. a decorator that returned an object
+    found = _newest_def(bound, cells) if bound else None
+    if found is not None:
+        return found
     raise SkillError(f"the source of {getattr(obj, '__name__', obj)!r} is not in this session's cells "
                      "(it was defined elsewhere, or in a cell of a sandbox that restarted): "
                      "pass its source text instead")

@@ -44,6 +44,15 @@ class SourceOf(unittest.TestCase):
         self.assertIn("@shout\ndef greet", source)
         self.assertIn("def shout(f):", source)
 
+    def test_decorator_returning_an_object(self):
+        _cell(9007, "class Counted:\n    def __init__(self, f):\n        self.f, self.n = f, 0\n"
+                    "    def __call__(self, *a):\n        self.n += 1\n        return self.f(*a)\n", self.ns)
+        _cell(9008, "@Counted\ndef double(x):\n    return 2 * x\n", self.ns)
+        source = _skills.source_of(self.ns["double"], "double")
+        fresh = {"__name__": "skills.double"}
+        exec(compile(source, "<skill>", "exec"), fresh)
+        self.assertEqual((fresh["double"](4), fresh["double"].n), (8, 1))
+
     def test_closure_of_another_function_refused(self):
         _cell(9006, "def make():\n    n = 2\n    def inner():\n        return n\n    return inner\nclo = make()\n", self.ns)
         with self.assertRaisesRegex(_skills.SkillError, "closure over local variables"):
