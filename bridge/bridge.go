@@ -158,6 +158,7 @@ func (b *Bridge) Server() *mcp.Server {
 	b.down.attach(s)
 	s.AddTool(tool(), b.runPython)
 	s.AddResource(manualResource(), b.readManual)
+	s.AddResource(pythonBridgeManualResource(), b.readManual)
 	b.addWorkspace(s)
 	return s
 }

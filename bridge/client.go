@@ -208,14 +208,31 @@ func (d *downstream) noClient(server string) error {
 	return upstream.ErrNoClient
 }
 
+// clientGivesRoots reports whether ss can be asked for its roots: it
+// declared them, and takes direct requests (a client on the newer
+// protocol takes none, and that protocol deprecates roots).
+func clientGivesRoots(ss *mcp.ServerSession) bool {
+	return ss != nil && capabilities(ss).RootsV2 != nil && !multiRoundTrip(ss)
+}
+
+// AnswersRoots reports whether a roots/list of server would be answered:
+// by --root directories, or by the one client it works for, when that
+// client gives roots.
+func (d *downstream) AnswersRoots(server string) bool {
+	return len(d.roots) > 0 || clientGivesRoots(d.picker.rootsOwner(server))
+}
+
+// noRootsAdvice ends the answer to a roots/list that nothing can answer.
+// It never asks for --root alone: roots replace the directories a server
+// such as the filesystem server was given in its args.
+const noRootsAdvice = "the server goes on without roots. If it needs a directory, name it in the server's own entry (the filesystem server takes its directories in \"args\"); --root DIR gives DIR as the roots of every server that asks, in place of the directories their args name"
+
 // ListRoots gives the client's roots; when it has none (it does not
 // support roots, or lists none), the --root directories; else why not.
 func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
 	ss := d.picker.rootsOwner(server)
 	var clientRoots *mcp.ListRootsResult
-	// Roots are asked directly; a client on the newer protocol takes no
-	// direct request, and that protocol deprecates roots.
-	if ss != nil && capabilities(ss).RootsV2 != nil && !multiRoundTrip(ss) {
+	if clientGivesRoots(ss) {
 		r, err := ss.ListRoots(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("asking %s for its roots: %w", clientName(ss), err)
@@ -230,13 +247,13 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 	case clientRoots != nil:
 		return clientRoots, nil
 	case ss == nil && len(d.picker.listeners(server)) > 1:
-		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots, and codebridge was started without --root: start it with --root DIR, or set \"per_session\": true in its entry of the codebridge config so that each session's client gives its own", server)
+		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots (\"per_session\": true in its entry gives each session's client its own); %s", server, noRootsAdvice)
 	case ss == nil:
-		return nil, fmt.Errorf("%w, and codebridge was started without --root: start it with --root DIR to give server %q a directory", upstream.ErrNoClient, server)
+		return nil, fmt.Errorf("%w, so server %q gets no roots; %s", upstream.ErrNoClient, server, noRootsAdvice)
 	case multiRoundTrip(ss):
-		return nil, fmt.Errorf("%s speaks MCP protocol %s, which gives servers no roots, and codebridge was started without --root: start it with --root DIR to give server %q a directory", clientName(ss), ss.InitializeParams().ProtocolVersion, server)
+		return nil, fmt.Errorf("%s speaks MCP protocol %s, which gives servers no roots; %s", clientName(ss), ss.InitializeParams().ProtocolVersion, noRootsAdvice)
 	}
-	return nil, fmt.Errorf("%s does not support roots, and codebridge was started without --root: start it with --root DIR to give server %q a directory", clientName(ss), server)
+	return nil, fmt.Errorf("%s does not support roots; %s", clientName(ss), noRootsAdvice)
 }
 
 // Log passes an upstream's log message to every listening client (each

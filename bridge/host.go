@@ -39,7 +39,7 @@ func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
 func (h *sandboxHost) Servers() []protocol.ServerInfo {
 	var out []protocol.ServerInfo
 	for _, s := range h.pool.Servers() {
-		out = append(out, protocol.ServerInfo{Name: s.Name(), Description: s.Description()})
+		out = append(out, protocol.ServerInfo{Name: s.Name(), Description: s.Description(), Cwd: s.Cwd()})
 	}
 	return out
 }

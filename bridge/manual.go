@@ -20,9 +20,27 @@ func manualResource() *mcp.Resource {
 	}
 }
 
+// PythonBridgeManualURI is where the Python code-execution bridge
+// documents its manual ("capabilities"); prompts and clients written for
+// it read it there, so the same manual is there too.
+const PythonBridgeManualURI = "resource://mcp-server-code-execution-mode/capabilities"
+
+// pythonBridgeManualResource is the manual under the Python bridge's URI
+// and name.
+func pythonBridgeManualResource() *mcp.Resource {
+	return &mcp.Resource{
+		URI:         PythonBridgeManualURI,
+		Name:        "code-execution-capabilities",
+		Title:       "Code Execution Sandbox Helpers",
+		Description: "The codebridge sandbox manual, where the Python code-execution bridge keeps its own (also at " + ManualURI + ").",
+		MIMEType:    "text/plain",
+	}
+}
+
+// readManual answers a read of either manual resource, under the URI read.
 func (b *Bridge) readManual(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: ManualURI, MIMEType: "text/plain", Text: b.Manual(),
+		URI: req.Params.URI, MIMEType: "text/plain", Text: b.Manual(),
 	}}}, nil
 }
 

@@ -110,7 +110,8 @@ var (
 	// definition is loaded and the second one is ignored.
 	ErrDuplicate = errors.New("duplicate server name")
 	// ErrSelfReference marks an entry whose command would launch the
-	// running codebridge executable itself; the entry is skipped.
+	// running codebridge executable itself, or the Python code-execution
+	// bridge codebridge replaces; the entry is skipped.
 	ErrSelfReference = errors.New("entry would launch codebridge itself")
 	// ErrUnsetVariable marks a ${VAR} reference, without a default, to an
 	// environment variable that is not set; the entry is skipped.
@@ -137,8 +138,9 @@ type Options struct {
 	// the MCPs directory is read only once.
 	Files []string
 	// Self is the path of the running executable, as os.Executable returns
-	// it. Entries whose command resolves to the same file are skipped with a
-	// Problem. Empty disables the check.
+	// it. Entries whose command resolves to the same file, or that launch
+	// the Python code-execution bridge, are skipped with a Problem. Empty
+	// disables the check.
 	Self string
 	// LookupEnv looks up environment variables for ${VAR} expansion, and
 	// PATH for resolving commands when an entry does not set its own. Nil
@@ -243,7 +245,7 @@ func (l *loader) loadFile(path string) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		l.problem(path, "", "", fmt.Errorf("cannot read the file: %v; check that it exists and is readable", unwrapPath(err)))
+		l.problem(path, "", "", fmt.Errorf("cannot read the file: %w; check that it exists and is readable", unwrapPath(err)))
 		return
 	}
 	data = bytes.TrimPrefix(data, utf8BOM)
@@ -275,6 +277,15 @@ func (l *loader) loadFile(path string) {
 		l.problem(path, "", "mcpServers", fmt.Errorf(`must be an object that maps server names to definitions, not %s; write {"mcpServers": {"name": {"command": "..."}}}`, k))
 		return
 	}
+	// A file-level "description" is the description of its servers that
+	// have none of their own.
+	var fileDesc string
+	if d, ok := top["description"]; ok && kindOf(d) != "null" {
+		if json.Unmarshal(d, &fileDesc) != nil {
+			l.problem(path, "", "description", fmt.Errorf("must be a string, not %s; write it in double quotes", kindOf(d)))
+			fileDesc = ""
+		}
+	}
 	// Decode token by token: a Go map would lose the order of the entries.
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // the opening brace, checked above
@@ -293,7 +304,7 @@ func (l *loader) loadFile(path string) {
 			l.problem(path, name, "", fmt.Errorf("cannot decode: %v", err))
 			return
 		}
-		l.loadEntry(path, name, v)
+		l.loadEntry(path, name, v, fileDesc)
 	}
 }
 
@@ -316,8 +327,9 @@ func (e *entry) server() (Server, string) {
 }
 
 // loadEntry checks one entry of "mcpServers" and adds it to the servers, or
-// reports why it cannot.
-func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
+// reports why it cannot. fileDesc is the file's description, for an entry
+// without one.
+func (l *loader) loadEntry(file, name string, raw json.RawMessage, fileDesc string) {
 	if k := kindOf(raw); k != "an object" {
 		l.problem(file, name, "", fmt.Errorf(`must be an object, not %s; write {"command": "...", "args": [...]} or {"url": "https://..."}`, k))
 		return
@@ -345,6 +357,9 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage) {
 	}
 
 	s, typ := e.server()
+	if s.Description == "" {
+		s.Description = fileDesc
+	}
 	if len(e.problems) > 0 {
 		l.problems = append(l.problems, e.problems...)
 		return
@@ -404,6 +419,9 @@ func (l *loader) selfLaunch(s Server) error {
 	path, ok := s.Env["PATH"]
 	if !ok {
 		path, _ = l.lookup("PATH")
+	}
+	if l.self.info != nil && LaunchesPythonBridge(s.Command, s.Args) {
+		return &kindError{"launches the Python code-execution bridge (" + pythonBridgeName + "), which codebridge replaces: it would run a second bridge inside this one; remove this entry, or set \"disabled\": true in it", ErrSelfReference}
 	}
 	resolved, ok := l.self.launches(s.Command, s.Cwd, path)
 	if !ok {

@@ -81,3 +81,41 @@ func isExecutable(p string) bool {
 	}
 	return info.Mode().Perm()&0o111 != 0
 }
+
+// pythonBridgeName is the Python code-execution bridge codebridge replaces
+// (github.com/elusznik/mcp-server-code-execution-mode), in the spelling
+// [launchName] brings its package, command, module and script names to.
+const pythonBridgeName = "mcp-server-code-execution-mode"
+
+// LaunchesPythonBridge reports whether an entry starts the Python bridge:
+// its command or one of its arguments names its script
+// (mcp_server_code_execution_mode.py), its module (python -m ...), its
+// command or package (uvx mcp-server-code-execution-mode@latest), or its
+// repository (uvx --from git+https://github.com/...). A user who switches
+// to codebridge often keeps that entry; it would run a second bridge, with
+// its own sandbox, inside this one.
+func LaunchesPythonBridge(command string, args []string) bool {
+	for _, a := range append([]string{command}, args...) {
+		if launchName(a) == pythonBridgeName {
+			return true
+		}
+	}
+	return false
+}
+
+// launchName is the name a command-line word gives a program: its last
+// path (or URL) element, without a version (@1.2, ==1.2), .git or .py,
+// lower case, with underscores as dashes.
+func launchName(word string) string {
+	w := strings.TrimRight(strings.ReplaceAll(word, `\`, "/"), "/")
+	if i := strings.LastIndexByte(w, '/'); i >= 0 {
+		w = w[i+1:]
+	}
+	for _, sep := range []string{"==", "@", "#"} {
+		if i := strings.Index(w, sep); i > 0 {
+			w = w[:i]
+		}
+	}
+	w = strings.TrimSuffix(strings.TrimSuffix(w, ".git"), ".py")
+	return strings.ReplaceAll(strings.ToLower(w), "_", "-")
+}

@@ -3,8 +3,15 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Code written for the Python code-execution bridge
@@ -108,4 +115,101 @@ print(sorted(k for k in d if k in ('server', 'serverAlias', 'tool', 'toolAlias',
 			}
 		})
 	}
+}
+
+// TestCompatDocumentedBehaviour checks, against real servers, what the
+// Python bridge's README, guides and tests document and codebridge did
+// differently (issue 22, item 7): a configured cwd is reported; a
+// file-level description applies to the file's servers without one; an
+// entry that launches the Python bridge itself is skipped; search results
+// carry server and tool and honour limit; list_tools_sync() without a
+// server raises MCPError; its capabilities resource is listed and read.
+func TestCompatDocumentedBehaviour(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	work := t.TempDir()
+	stubPath := filepath.Join(repoRoot, "testdata/servers/stub_server.py")
+	config := fmt.Sprintf(`{"description": "Team tools", "mcpServers": {
+		"stub": {"command": "python3", "args": [%q], "cwd": %q},
+		"other": {"command": "python3", "args": [%q, "--name=other"], "description": "its own"},
+		"broken": {"command": "python3", "args": ["-c", "import sys; sys.exit(1)"]},
+		"old-bridge": {"command": "uvx", "args": ["mcp-server-code-execution-mode@latest", "run"]}
+	}}`, stubPath, work, stubPath)
+	if err := os.WriteFile(filepath.Join(h, "MCPs", "team.json"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, h)
+	cases := []struct{ name, code, want string }{
+		{"describe_server cwd", `print('cwd:', runtime.describe_server('stub')['cwd'])`, "cwd: " + work},
+		{"loaded metadata cwd", `await mcp_stub.echo(message='start')
+print('loaded cwd:', [s['cwd'] for s in runtime.list_loaded_server_metadata() if s['name'] == 'stub'])`, "loaded cwd: ['" + work + "']"},
+		{"file-level description", `print({s['name']: s['description'] for s in runtime.discovered_servers(detailed=True)})`,
+			"{'stub': 'Team tools', 'other': 'its own', 'broken': 'Team tools'}"},
+		{"search limit and keys", `hits = await runtime.search_tool_docs('echo a message', limit=1)
+print('hits:', len(hits), [(h['server'], h['tool']) for h in hits])
+wide = await runtime.search_tool_docs('echo a message', limit=50)
+print('keys:', all('server' in h and 'tool' in h for h in wide), any('unavailable' in h for h in wide))`,
+			"hits: 1 ["},
+		{"list_tools_sync without a server", `try:
+    runtime.list_tools_sync()
+except runtime.MCPError as e:
+    print('MCPError:', e)`, "MCPError: list_tools needs a server name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := b.in(t).ok(c.code)
+			mustContain(t, got, c.want)
+			if c.name == "search limit and keys" {
+				mustContain(t, got, "keys: True True")
+			}
+		})
+	}
+	t.Run("the Python bridge's entry is skipped", func(t *testing.T) {
+		got := b.in(t).ok(`print(runtime.discovered_servers())`)
+		if strings.Contains(got, "old-bridge") {
+			t.Errorf("an entry that launches the Python bridge is configured: %s", got)
+		}
+		mustContain(t, b.stderr.String(), "launches the Python code-execution bridge")
+	})
+	t.Run("capabilities resource", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		list, err := b.cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range list.Resources {
+			uris = append(uris, r.URI)
+		}
+		const uri = "resource://mcp-server-code-execution-mode/capabilities"
+		mustContain(t, strings.Join(uris, " "), uri, "codebridge://manual")
+		res, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Contents) != 1 || res.Contents[0].URI != uri || !strings.Contains(res.Contents[0].Text, "search_tool_docs") {
+			t.Errorf("read %s: %+v", uri, res.Contents)
+		}
+	})
+}
+
+// The README promises decorators in skills: a function whose decorator
+// returns a wrapper (no functools.wraps) is saved with its decorator and
+// works when loaded as a skill (issue 22, item 6).
+func TestCompatSkillOfDecoratedFunction(t *testing.T) {
+	needEnv(t)
+	b := startBridge(t, home(t, nil))
+	b.ok(`def shout(f):
+    def wrapper(*args):
+        return f(*args).upper()
+    return wrapper`)
+	b.ok(`@shout
+def greet(name):
+    return 'hello ' + name`)
+	got := b.ok(`print(runtime.save_skill('greet', greet)['name'])`)
+	mustContain(t, got, "greet")
+	got = b.ok(`from skills import greet as saved
+print(saved('ada'))`)
+	mustContain(t, got, "HELLO ADA")
 }

@@ -93,7 +93,7 @@ print(await echo(message="imported"))`)
 			"broken": {Command: "python3", Args: []string{"-c", "import sys; sys.exit(1)"}},
 		}}))
 		got := b2.ok(`
-for h in await runtime.search_tool_docs("add numbers"):
+for h in await runtime.search_tool_docs("add numbers", limit=20):
     print(h)`)
 		mustContain(t, got, "'tool': 'add'", "broken", "unavailable")
 	})

@@ -29,6 +29,9 @@ const (
 type ServerInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Cwd is the directory the server's entry runs it in, as configured
+	// (the Python bridge's describe_server reports it); empty when unset.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // Hello is the host's first frame after the bootstrap.

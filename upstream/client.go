@@ -23,6 +23,12 @@ type Downstream interface {
 	Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// ListRoots answers roots/list: the directories the upstream may work in.
 	ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error)
+	// AnswersRoots reports whether a roots/list of server would be
+	// answered now (a client that gives roots, or --root directories).
+	// Only then is the roots capability declared to the server: a server
+	// not offered roots does not ask for them, and keeps the directories
+	// its own configuration gives it (as the filesystem server does).
+	AnswersRoots(server string) bool
 	// Log passes on a notifications/message of the upstream.
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams)
 }
@@ -67,12 +73,19 @@ func (p *Pool) RootsChanged() {
 // with: handlers that pass its requests and notifications on to the
 // pool's Downstream, each naming the server.
 func (s *Server) clientOptions() *mcp.ClientOptions {
+	// Roots are declared only when something can give them (see
+	// [Downstream.AnswersRoots]); an empty, non-nil set keeps the go-sdk
+	// from declaring them by default.
+	caps := &mcp.ClientCapabilities{}
+	if d := s.down.get(); d != nil && d.AnswersRoots(s.spec.Name) {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
+	}
 	return &mcp.ClientOptions{
 		// Sampling and elicitation are declared (by their handlers) to every
 		// server, whatever the client: a refusal is a clear error the
 		// server can report, where an undeclared capability would hide
 		// the server's tools that need it.
-		Capabilities:                &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
+		Capabilities:                caps,
 		ToolListChangedHandler:      s.toolListChanged,
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.dropOffers() },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.dropOffers() },
@@ -117,14 +130,16 @@ func (s *Server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 }
 
 // listRoots answers roots/list (see rootsMiddleware).
+// A server asks only when roots were declared to it, or when it needs
+// them whatever it was offered: either way a refusal is worth a warning.
 func (s *Server) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
-	d := s.down.get()
-	if d == nil {
-		return nil, ErrNoClient
+	var r *mcp.ListRootsResult
+	err := ErrNoClient
+	if d := s.down.get(); d != nil {
+		r, err = d.ListRoots(ctx, s.spec.Name)
 	}
-	r, err := d.ListRoots(ctx, s.spec.Name)
 	if err != nil {
-		s.log.Warn("could not give the server roots", "err", err)
+		s.log.Warn("the server asked for roots, and none could be given", "err", err)
 	}
 	return r, err
 }

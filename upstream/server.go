@@ -91,6 +91,9 @@ func (s *Server) Name() string { return s.spec.Name }
 // Description is the description from the config, or "".
 func (s *Server) Description() string { return s.spec.Description }
 
+// Cwd is the directory the server's entry runs it in; empty when unset.
+func (s *Server) Cwd() string { return s.spec.Cwd }
+
 // Running reports whether the server has a live session now.
 func (s *Server) Running() bool {
 	s.mu.Lock()

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
@@ -61,7 +64,7 @@ func (c *cli) doctor(s *settings, asJSON bool) int {
 		add(check{Name: "config", OK: true, Detail: fmt.Sprintf("%d server(s) configured", len(a.specs))}, start)
 	}
 	for _, p := range a.problems {
-		add(check{Name: "config", Detail: p.Error(), Fix: "edit " + p.File + " as the message says"}, start)
+		add(check{Name: "config", Detail: p.Error(), Fix: configFix(p)}, start)
 	}
 
 	start = time.Now()
@@ -98,6 +101,16 @@ func (c *cli) doctor(s *settings, asJSON bool) int {
 		return 1
 	}
 	return 0
+}
+
+// configFix is what to do about a configuration problem: a file that
+// does not exist cannot be edited, so the fix is to create it or stop
+// naming it.
+func configFix(p discovery.Problem) string {
+	if errors.Is(p, fs.ErrNotExist) {
+		return "create " + p.File + ", or stop naming it (--config, CODEBRIDGE_CONFIG, MCP_SERVERS_CONFIG)"
+	}
+	return "edit " + p.File + " as the message says"
 }
 
 // probeCode reports, from inside the sandbox, the limits that really apply

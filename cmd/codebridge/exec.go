@@ -29,7 +29,7 @@ feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
 	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, logKnobs, gateKnobs)
+	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
 		if err := s.prepareWorkspace(c.getenv); err != nil {
 			fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -44,6 +45,16 @@ The default tag is the image codebridge uses by default when present.`,
 	return image
 }
 
+// rootStorageHint says, after a build run as root through sudo with
+// Podman, that the image is in root's storage and how the user who ran
+// sudo gets it into theirs (rootless Podman never sees root's images).
+func rootStorageHint(euid int, sudoUser, engine, tag string) string {
+	if euid != 0 || sudoUser == "" || sudoUser == "root" || engine == "docker" {
+		return ""
+	}
+	return fmt.Sprintf("the image is in root's Podman storage; %s (as %s)", imagebuild.RootlessCopy(tag), sudoUser)
+}
+
 // buildImage builds the sandbox image and says how codebridge picks it up.
 func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool) int {
 	var pkgs []string
@@ -64,6 +75,13 @@ func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool
 		return 1
 	}
 	fmt.Fprintf(c.stdout, "built %s\n", built)
+	used := engine
+	if _, err := exec.LookPath("podman"); used == "" && err != nil {
+		used = "docker" // what imagebuild picks without podman
+	}
+	if hint := rootStorageHint(os.Geteuid(), c.getenv("SUDO_USER"), used, built); hint != "" {
+		fmt.Fprintln(c.stdout, hint)
+	}
 	if built == imagebuild.DefaultTag {
 		fmt.Fprintln(c.stdout, "codebridge uses it by default (unless CODEBRIDGE_IMAGE or --image names another image)")
 	} else {

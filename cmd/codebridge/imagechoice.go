@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/sandbox"
@@ -33,13 +34,19 @@ func chooseImage(ctx context.Context, configured string, has func(context.Contex
 }
 
 // fix is a command that makes a missing image present, so that codebridge
-// uses it without further settings.
+// uses it without further settings. A build is only ever tagged with a
+// local name (localhost/...): an image built here from Debian packages is
+// never named as a registry's image, which it is not.
 func (c imageChoice) fix() string {
-	build := "codebridge image build"
-	if c.configured && c.name != imagebuild.DefaultTag {
-		build += " --tag " + c.name
+	const debian = "where no registry is reachable it builds from Debian packages, which needs root: see the README's Install section for rootless Podman"
+	switch {
+	case !c.configured || c.name == imagebuild.DefaultTag:
+		return fmt.Sprintf("codebridge image build (%s), or pull %s", debian, c.name)
+	case strings.HasPrefix(c.name, "localhost/"):
+		return fmt.Sprintf("codebridge image build --tag %s (%s)", c.name, debian)
 	}
-	return fmt.Sprintf("%s (as root where no registry is reachable: it then builds from Debian packages), or pull %s", build, c.name)
+	return fmt.Sprintf("pull %s (podman pull %s), or build codebridge's own image with codebridge image build (%s) and use it instead: unset the image setting, or set it to %s",
+		c.name, c.name, debian, imagebuild.DefaultTag)
 }
 
 // image resolves the sandbox image on eng.

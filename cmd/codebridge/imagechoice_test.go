@@ -22,7 +22,8 @@ func TestChooseImage(t *testing.T) {
 		{"built image present", "", []string{imagebuild.DefaultTag, sandbox.DefaultImage}, imagebuild.DefaultTag, true, ""},
 		{"only the registry image", "", []string{sandbox.DefaultImage}, sandbox.DefaultImage, true, ""},
 		{"none: the registry image, pulled on first use", "", nil, sandbox.DefaultImage, false, "codebridge image build ("},
-		{"configured wins", "my/img", []string{imagebuild.DefaultTag}, "my/img", false, "codebridge image build --tag my/img"},
+		{"configured wins", "my/img", []string{imagebuild.DefaultTag}, "my/img", false, "pull my/img (podman pull my/img), or build codebridge's own image with codebridge image build ("},
+		{"a local name may be built", "localhost/mine:1", nil, "localhost/mine:1", false, "codebridge image build --tag localhost/mine:1 ("},
 		{"configured and present", "my/img", []string{"my/img"}, "my/img", true, ""},
 	}
 	for _, c := range cases {
@@ -41,6 +42,10 @@ func TestChooseImage(t *testing.T) {
 			}
 			if c.fix != "" && !strings.HasPrefix(got.fix(), c.fix) {
 				t.Errorf("fix %q, want it to start with %q", got.fix(), c.fix)
+			}
+			// A build is never tagged with a registry's name.
+			if !c.present && !strings.HasPrefix(c.want, "localhost/") && strings.Contains(got.fix(), "--tag "+c.want) {
+				t.Errorf("fix %q names a built image %s", got.fix(), c.want)
 			}
 		})
 	}

@@ -70,6 +70,9 @@ type importOptions struct {
 	home, dir       string
 	from            []string
 	self, path      string // this executable, and PATH, to spot entries that launch codebridge
+	// isSet says whether an environment variable is set here, to note
+	// imported references to ones that are not.
+	isSet func(string) bool
 }
 
 // importFilePrefix starts the names of the files import writes. "zz-" sorts
@@ -99,6 +102,7 @@ func (c *cli) runImport(s *settings, o importOptions) int {
 		o.self, _ = os.Executable()
 	}
 	o.path = c.getenv("PATH")
+	o.isSet = func(name string) bool { return c.getenv(name) != "" }
 	var cands []*candidate
 	read := func(cc clientConfig, path string) {
 		found, err := readClientConfig(path, cc)
@@ -137,12 +141,14 @@ func judge(cands []*candidate, o importOptions, existing map[string]string) {
 			cd.verdict = fmt.Sprintf("skipped: already defined in %s, which keeps winning", existing[cd.name])
 		case taken[cd.name] != "":
 			cd.verdict = fmt.Sprintf("skipped: the definition from %s is imported under this name", taken[cd.name])
+		case pythonBridge(cd.entry):
+			cd.verdict = "skipped: it is the Python code-execution bridge, which codebridge replaces"
 		case selfRefs[i]:
 			cd.verdict = "skipped: it is codebridge itself"
 		case isSSE(cd.entry):
 			cd.verdict = "skipped: it uses the SSE transport, which codebridge does not speak; if the server also offers streamable HTTP (often at /mcp), add that url to ~/MCPs by hand"
 		default:
-			notes, err := translateVars(cd.entry, cd.client)
+			notes, err := translateVars(cd.entry, cd.client, o.isSet)
 			if err != nil {
 				cd.verdict = "skipped: " + err.Error()
 				continue
@@ -206,6 +212,20 @@ func launchingSelf(cands []*candidate, self, path string) []bool {
 		}
 	}
 	return out
+}
+
+// pythonBridge reports whether an entry launches the Python
+// code-execution bridge, as discovery would skip it.
+func pythonBridge(e map[string]any) bool {
+	command, _ := e["command"].(string)
+	var args []string
+	list, _ := e["args"].([]any)
+	for _, a := range list {
+		if s, ok := a.(string); ok {
+			args = append(args, s)
+		}
+	}
+	return discovery.LaunchesPythonBridge(command, args)
 }
 
 // isSSE reports whether an entry is an SSE server: "type": "sse", or, as

@@ -40,13 +40,26 @@ func translateVar(client, ref string) (string, bool) {
 	return "", false
 }
 
+// unsetHere is a note about a translated reference (codebridge's
+// spelling) to a variable that has no default and is not set in this
+// environment, or "": codebridge would skip the server until it is set.
+func unsetHere(ref string, set func(string) bool) string {
+	name := strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}")
+	if strings.Contains(name, ":-") || set == nil || set(name) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not set here: set it in the environment codebridge starts in, or codebridge skips this server", name)
+}
+
 // translateVars rewrites, in place, the variable references in every
 // string field of an entry into codebridge's syntax. It returns a note per
-// translated reference, or an error naming the first reference that has no
+// translated reference, and per variable without a default that set says
+// is not set here, or an error naming the first reference that has no
 // translation (such as VS Code's ${input:x}, which VS Code asks the user for).
-func translateVars(e map[string]any, client string) ([]string, error) {
+func translateVars(e map[string]any, client string, set func(string) bool) ([]string, error) {
 	var notes []string
 	var bad string
+	unset := map[string]bool{}
 	tr := func(s string) string {
 		return clientVar.ReplaceAllStringFunc(s, func(m string) string {
 			ref := m[2 : len(m)-1]
@@ -59,6 +72,10 @@ func translateVars(e map[string]any, client string) ([]string, error) {
 			}
 			if out != m {
 				notes = append(notes, fmt.Sprintf("%s became %s", m, out))
+			}
+			if note := unsetHere(out, set); note != "" && strings.HasPrefix(out, "${") && !unset[out] {
+				unset[out] = true
+				notes = append(notes, note)
 			}
 			return out
 		})

@@ -49,21 +49,26 @@ func (c *cli) servers(s *settings, asJSON bool) int {
 		return printJSON(c.stdout, out)
 	}
 	if len(a.specs) == 0 {
-		fmt.Fprintln(c.stdout, "no servers configured: add mcpServers files to ~/MCPs/ (see `codebridge import`)")
+		fmt.Fprintln(c.stdout, noServers)
 		return 0
 	}
+	// The launch line comes last and whole: its arguments (a directory, a
+	// flag) are often what the user looks for.
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tLAUNCH\tDEFINED IN\tDESCRIPTION")
+	fmt.Fprintln(w, "NAME\tDEFINED IN\tDESCRIPTION\tLAUNCH")
 	for _, sp := range a.specs {
-		launch := sp.URL
+		launch := maskURL(sp.URL)
 		if launch == "" {
 			launch = strings.TrimSpace(sp.Command + " " + strings.Join(sp.Args, " "))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termtext.Line(sp.Name), termtext.Line(clip(launch, 50)), termtext.Line(sp.Source), termtext.Line(clip(sp.Description, 60)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termtext.Line(sp.Name), termtext.Line(sp.Source), termtext.Line(clip(sp.Description, 60)), termtext.Line(launch))
 	}
 	w.Flush()
 	return 0
 }
+
+// noServers is what servers and tools say when nothing is configured.
+const noServers = "no servers configured: add mcpServers files to ~/MCPs/ (see `codebridge import`)"
 
 // serverListing is one server in `servers --json`: the configuration with
 // secret values masked.
@@ -174,6 +179,10 @@ func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 	}
 	if asJSON {
 		return printJSON(c.stdout, out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(c.stdout, noServers)
+		return 0
 	}
 	failed := 0
 	for _, l := range out {

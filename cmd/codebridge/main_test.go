@@ -66,8 +66,8 @@ func TestSettings(t *testing.T) {
 			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
 		{name: "flag wins over a bad env", env: map[string]string{"CODEBRIDGE_TIMEOUT": "soon"}, argv: []string{"-t", "5"},
 			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
-		{name: "configs add up", env: map[string]string{"CODEBRIDGE_CONFIG": "/a.json" + string(os.PathListSeparator) + "/b.json"}, argv: []string{"--config", "/c.json"},
-			check: func(s *settings) bool { return strings.Join(s.configs, ",") == "/a.json,/b.json,/c.json" }},
+		{name: "configs add up", env: map[string]string{"CODEBRIDGE_CONFIG": "/a.json" + string(os.PathListSeparator) + "/b.json"}, argv: []string{"--config", os.DevNull},
+			check: func(s *settings) bool { return strings.Join(s.configs, ",") == "/a.json,/b.json,"+os.DevNull }},
 		{name: "default timeout capped", argv: []string{"--timeout", "500"},
 			check: func(s *settings) bool { return s.timeout == 120*time.Second }},
 		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.limits.Runtime == "runsc" }},
@@ -228,7 +228,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"servers", "-h"}, []string{"--json", "--config", "(default warn)"}, []string{"--memory", "--timeout", "--image"}},
 		{[]string{"tools", "--help"}, []string{"tools [SERVER]", "--json", "--call-timeout", "(default 120)"}, []string{"--memory", "--image"}},
 		{[]string{"search", "-h"}, []string{"search QUERY", "-n, --limit", "(default 10)"}, []string{"--memory"}},
-		{[]string{"exec", "-h"}, []string{"exec FILE|-", "--servers", "-t, --timeout", "(default 30)", "--memory"}, []string{"--state-dir", "--json"}},
+		{[]string{"exec", "-h"}, []string{"exec FILE|-", "--servers", "-t, --timeout", "(default 30)", "--memory", "--state-dir"}, []string{"--json"}},
 		{[]string{"doctor", "-h"}, []string{"--json", "--image", "--memory"}, []string{"--timeout", "--state-dir"}},
 		{[]string{"image", "-h"}, []string{"build"}, []string{"--memory"}},
 		{[]string{"image", "build", "-h"}, []string{"codebridge image build [flags]", "--tag", "(default \"localhost/codebridge-python:bookworm\")", "--packages", "--engine"}, []string{"--memory", "codebridge image [flags] build"}},
@@ -407,6 +407,7 @@ func TestImportVariablesAndTransports(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	mustContain(t, stdout, "${env:GH_TOKEN} became ${GH_TOKEN}", "${userHome} became ${HOME}",
+		"GH_TOKEN is not set here: set it in the environment codebridge starts in",
 		`"stream" from`, "SSE transport",
 		`"ws" from`, "uses ${workspaceFolder}",
 		`vscode "asks" from`, "uses ${input:api-key}, which vscode fills in itself")

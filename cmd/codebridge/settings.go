@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -322,7 +324,28 @@ func (f *flagValue) Set(v string) error {
 	if err := f.k.set(&settings{}, v); err != nil {
 		return err
 	}
+	if f.k.flag == "config" {
+		if err := configFileExists(v); err != nil {
+			return err
+		}
+	}
 	f.vals = append(f.vals, v)
+	return nil
+}
+
+// configFileExists checks the files a --config flag names: one that does
+// not exist is a mistake in the command line, not a configuration to warn
+// about. (A variable may name a file that comes later; discovery reports
+// that one.)
+func configFileExists(v string) error {
+	for _, f := range filepath.SplitList(v) {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("config file %s does not exist; give the path of an existing mcpServers file", f)
+		}
+	}
 	return nil
 }
 

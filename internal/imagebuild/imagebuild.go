@@ -83,7 +83,7 @@ func (o Options) fromRegistry(ctx context.Context) error {
 
 func (o Options) fromDebian(ctx context.Context) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("imagebuild: building from Debian packages needs root (debootstrap): run `sudo codebridge image build`")
+		return fmt.Errorf("imagebuild: building from Debian packages needs root (debootstrap): run `%s`; %s", SudoBuild, RootlessCopy(o.Tag))
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		return fmt.Errorf("imagebuild: debootstrap is not installed: apt install debootstrap")
@@ -96,6 +96,17 @@ func (o Options) fromDebian(ctx context.Context) error {
 	cmd := []string{"-s", "--", o.Tag, strings.Join(debs, ",")}
 	env := append(os.Environ(), "CODEBRIDGE_BUILD_ENGINE="+o.Engine)
 	return o.runEnv(ctx, strings.NewReader(debootstrapScript), env, "bash", cmd...)
+}
+
+// SudoBuild is the command that builds the image as root. sudo resets
+// PATH, so it would not find a codebridge in ~/go/bin by name: the path
+// is given.
+const SudoBuild = `sudo "$(command -v codebridge)" image build`
+
+// RootlessCopy says how a rootless Podman user gets an image root built:
+// root's images are in root's storage, which a rootless user never sees.
+func RootlessCopy(tag string) string {
+	return fmt.Sprintf("with rootless Podman, then copy the image into your own storage: sudo podman save %s | podman load", tag)
 }
 
 // DebianPackage maps a Python package name to Debian's: numpy ->

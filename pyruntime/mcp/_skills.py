@@ -125,27 +125,63 @@ def _cells():
     return [(f, s) for _, f, s in sorted(found, reverse=True)]
 
 
-def _definition(obj):
-    """The newest top-level ``def``/``class`` of ``obj`` in the cell
-    history, as (source with decorators, ast node)."""
-    target = obj
-    while hasattr(target, "__wrapped__"):      # functools.wraps decorators
-        target = target.__wrapped__
-    code = getattr(target, "__code__", None)
-    wanted = {getattr(target, "__name__", None), getattr(obj, "__name__", None)} - {None}
-    cells = _cells()
-    if code is not None:   # the cell it was compiled in first
-        cells.sort(key=lambda c: c[0] != code.co_filename)
+def _newest_def(name, cells):
+    """The newest top-level ``def``/``class`` called ``name`` in ``cells``,
+    as (source with decorators, ast node), or None."""
     for filename, source in cells:
         try:
             tree = compile(source, filename, "exec", _FLAGS)
         except SyntaxError:
             continue
         for node in reversed(tree.body):
-            if isinstance(node, _DEFS) and node.name in wanted:
+            if isinstance(node, _DEFS) and node.name == name:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 lines = source.splitlines(True)[first - 1:node.end_lineno]
                 return "".join(lines), node
+    return None
+
+
+def _bound_as(obj, alias):
+    """The name a cell's top-level definition bound ``obj`` to, when it is
+    ``alias`` (or its own name) in the session: a decorator that returns a
+    wrapper leaves the wrapper under the definition's name."""
+    for name in (alias, getattr(obj, "__name__", None)):
+        if name and _namespace.get(name) is obj:
+            return name
+    return None
+
+
+def _definition(obj, alias=None):
+    """The newest top-level ``def``/``class`` of ``obj`` in the cell
+    history, as (source with decorators, ast node): of its own name (or of
+    the function a functools.wraps decorator wrapped), first in the cell it
+    was compiled in; for a closure, such as the wrapper a decorator
+    returned, or an object without a definition of its own, of the name it
+    is bound to in the session."""
+    target = obj
+    while hasattr(target, "__wrapped__"):      # functools.wraps decorators
+        target = target.__wrapped__
+    if getattr(target, "__closure__", None):
+        bound = _bound_as(obj, alias)
+        found = _newest_def(bound, _cells()) if bound else None
+        if found is None:
+            raise SkillError(f"{obj.__name__!r} is a closure over local variables of another function: "
+                             "define it at the top level of a cell, or pass its source text")
+        return found
+    code = getattr(target, "__code__", None)
+    wanted = [n for n in (getattr(target, "__name__", None), getattr(obj, "__name__", None)) if n]
+    cells = _cells()
+    if code is not None:   # the cell it was compiled in first
+        cells.sort(key=lambda c: c[0] != code.co_filename)
+    for filename, source in cells:
+        for name in wanted:
+            found = _newest_def(name, [(filename, source)])
+            if found is not None:
+                return found
+    bound = _bound_as(obj, alias)   # e.g. a decorator that returned an object
+    found = _newest_def(bound, cells) if bound else None
+    if found is not None:
+        return found
     raise SkillError(f"the source of {getattr(obj, '__name__', obj)!r} is not in this session's cells "
                      "(it was defined elsewhere, or in a cell of a sandbox that restarted): "
                      "pass its source text instead")
@@ -207,13 +243,7 @@ def _collect(obj, parts: list, seen: set, alias: str | None = None) -> None:
     if id(obj) in seen:
         return
     seen.add(id(obj))
-    target = obj
-    while hasattr(target, "__wrapped__"):    # a decorator's wrapper closes over the function
-        target = target.__wrapped__
-    if getattr(target, "__closure__", None):
-        raise SkillError(f"{obj.__name__!r} is a closure over local variables of another function: "
-                         "define it at the top level of a cell, or pass its source text")
-    source, node = _definition(obj)
+    source, node = _definition(obj, alias)
     for name in _used_names(node):
         if name in _provided or name not in _namespace or hasattr(builtins, name):
             continue

@@ -157,24 +157,30 @@ def _search_result(entry, detail):
 
 def _skill_result(entry):
     """A saved skill among search results: marked ``skill: True``; ``python``
-    is the name to use (``skills.<name>``)."""
+    is the name to use (``skills.<name>``); its ``server`` is None."""
     name = entry.get("tool")
-    return {"skill": True, "name": name, "tool": name, "python": f"skills.{name}",
+    return {"skill": True, "server": None, "name": name, "tool": name, "python": f"skills.{name}",
             "summary": _summary(entry.get("description")),
             "description": entry.get("description") or "", "score": entry.get("score")}
 
 
-def _search_results(entries, detail):
+def _search_results(entries, detail, limit):
+    """The results, at most ``limit`` of them; each has ``server`` and
+    ``tool`` keys (None where there is no such thing)."""
     results = []
     for entry in entries or ():
+        if len(results) >= limit:
+            break
         if not isinstance(entry, dict):
             continue
         if "unavailable" in entry:
-            results.append({"server": entry.get("server"), "unavailable": entry["unavailable"]})
+            results.append({"server": entry.get("server"), "tool": None, "unavailable": entry["unavailable"]})
         elif entry.get("skill"):
             results.append(_skill_result(entry))
         else:
-            results.append(_search_result(entry, detail))
+            result = _search_result(entry, detail)
+            result.setdefault("tool", result.get("name"))
+            results.append(result)
     return results
 
 
@@ -250,11 +256,14 @@ def list_servers(detailed=False):
     return _servers_value((yield ("list_servers", {})))
 
 
-def list_tools(server, refresh=False):
+def list_tools(server=None, refresh=False):
     """The tools of ``server`` as dicts (name, description, inputSchema,
     outputSchema?, annotations?, and the Python names: python, alias).
     Starts the server if needed; cached after the first fetch
     (``refresh=True`` fetches again)."""
+    if server is None:
+        raise MCPError("list_tools needs a server name, such as runtime.list_tools_sync('github'); "
+                       "runtime.discovered_servers() lists the names")
     found = _proxy.find_server(server)
     return [_with_python(found, t) for t in (yield from found.tools_plan(refresh))]
 
@@ -306,12 +315,14 @@ def search_tool_docs(query, limit=5, detail="summary"):
     ``detail="full"`` adds the schemas. Resources, resource templates and
     prompts are found too, marked by ``kind`` ("resource", "template",
     "prompt"), with their name, uri and the ``python`` that reads them.
-    Servers that could not be searched come last as {server, unavailable}.
+    Servers that could not be searched come last as {server, tool: None,
+    unavailable}. Every result has ``server`` and ``tool``; there are at
+    most ``limit`` results in all.
     """
     params = _search_params(query, limit, detail)
     entries = yield ("search_tools", params)
     yield from _fetch_all(_searched_servers(entries))   # for the Python names
-    return _search_results(entries, params["detail"])
+    return _search_results(entries, params["detail"], params["limit"])
 
 
 # ---- calling -----------------------------------------------------------

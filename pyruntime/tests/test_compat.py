@@ -43,6 +43,12 @@ class PeerNamesTest(RuntimeTestCase):
         self.assertEqual(self.value("[t['name'] for t in await mcp_everything.list_tools()][:1]"), ["echo"])
         self.assertEqual(self.value("runtime.list_tools_sync('everything')[0]['alias']"), "echo")
 
+    def test_list_tools_needs_a_server(self):
+        for code in ("runtime.list_tools_sync()", "await runtime.list_tools()"):
+            cell = self.rt.run(f"try:\n    {code}\nexcept runtime.MCPError as e:\n    print('MCPError:', e)\n")
+            self.assertEqual(cell.status, "ok", cell)
+            self.assertIn("MCPError: list_tools needs a server name", cell.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -129,7 +129,7 @@ class ResourceTest(RuntimeTestCase):
     def test_search_finds_resources_and_prompts(self):
         before = len(self.rt.rpcs)
         hits = eval(self.value("await runtime.search_tool_docs('greeting')"))
-        self.assertEqual(hits[0], {"kind": "prompt", "server": "everything", "name": "greet",
+        self.assertEqual(hits[0], {"kind": "prompt", "server": "everything", "name": "greet", "tool": "greet",
                                    "python": "mcp_everything.get_prompt('greet', ...)",
                                    "summary": "Say hello.", "score": 9, "description": "Say hello."})
         self.assertEqual(hits[1]["python"], "mcp_everything.read_resource('demo://r/{id}', ...)")

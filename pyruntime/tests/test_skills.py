@@ -31,6 +31,33 @@ class SourceOf(unittest.TestCase):
         self.assertIn("@deco", source)
         self.assertIn("import functools", source)
 
+    def test_decorator_returning_a_wrapper(self):
+        # The README promises decorators; one without functools.wraps leaves
+        # a wrapper (a closure) under the name: the definition of that name
+        # in the cell history is saved, decorator and all.
+        _cell(9004, "def shout(f):\n    def wrapper(*a):\n        return f(*a).upper()\n    return wrapper\n", self.ns)
+        _cell(9005, "@shout\ndef greet(name):\n    return 'hi ' + name\n", self.ns)
+        source = _skills.source_of(self.ns["greet"], "greet")
+        fresh = {"__name__": "skills.greet"}
+        exec(compile(source, "<skill>", "exec"), fresh)
+        self.assertEqual(fresh["greet"]("bo"), "HI BO")
+        self.assertIn("@shout\ndef greet", source)
+        self.assertIn("def shout(f):", source)
+
+    def test_decorator_returning_an_object(self):
+        _cell(9007, "class Counted:\n    def __init__(self, f):\n        self.f, self.n = f, 0\n"
+                    "    def __call__(self, *a):\n        self.n += 1\n        return self.f(*a)\n", self.ns)
+        _cell(9008, "@Counted\ndef double(x):\n    return 2 * x\n", self.ns)
+        source = _skills.source_of(self.ns["double"], "double")
+        fresh = {"__name__": "skills.double"}
+        exec(compile(source, "<skill>", "exec"), fresh)
+        self.assertEqual((fresh["double"](4), fresh["double"].n), (8, 1))
+
+    def test_closure_of_another_function_refused(self):
+        _cell(9006, "def make():\n    n = 2\n    def inner():\n        return n\n    return inner\nclo = make()\n", self.ns)
+        with self.assertRaisesRegex(_skills.SkillError, "closure over local variables"):
+            _skills.source_of(self.ns["clo"], "clo")
+
     def test_unsaveable_value(self):
         _cell(9003, "import threading\nL = threading.Lock()\ndef f():\n    return L\n", self.ns)
         with self.assertRaisesRegex(_skills.SkillError, "cannot be written as source"):

@@ -194,15 +194,19 @@ class ToolTest(RuntimeTestCase):
         self.assertIn("has no tool 'nope'", cell.error)
 
     def test_search(self):
-        results = eval(self.value("await runtime.search_tool_docs('echo', limit=2)"))
+        results = eval(self.value("await runtime.search_tool_docs('echo', limit=3)"))
         self.assertEqual(results[0], {"server": "everything", "serverAlias": "everything", "tool": "echo",
                                       "toolAlias": "echo", "python": "mcp_everything.echo",
                                       "summary": "Echoes back the input.", "score": 10,
                                       "description": "Echoes back the input.\nSecond line."})
         self.assertEqual(results[1]["python"], "mcp_my_server_v2.get_item_2")
-        self.assertEqual(results[-1], {"server": "broken", "unavailable": "failed to start"})
+        self.assertEqual(results[-1], {"server": "broken", "tool": None, "unavailable": "failed to start"})
         full = eval(self.value("runtime.search_tool_docs_sync('echo', limit=1, detail='full')"))
         self.assertIn("inputSchema", full[0])
+        # The limit is honoured exactly, servers that could not be searched
+        # included; every result has server and tool (the Python bridge's keys).
+        self.assertEqual(len(full), 1)
+        self.assertTrue(all("server" in r and "tool" in r for r in results), results)
         rpc = [r for r in self.rt.rpcs if r["method"] == "search_tools"][-1]
         self.assertEqual(rpc["params"], {"query": "echo", "limit": 1, "detail": "full"})
 

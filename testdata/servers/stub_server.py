@@ -11,6 +11,10 @@ and sends notifications/tools/list_changed), warn (logs a warning with
 notifications/message), wake (ends every sleep in progress).
 --tool=NAME (repeatable) adds a tool called NAME, described by NAME too,
 as grow would: for tests of how a hostile upstream's names are shown.
+
+With --ask-roots it is a server that needs roots whatever its client
+declared: it asks roots/list once initialized, and answers no tool call
+before the answer arrives (it writes the answer to stderr).
 """
 import json
 import os
@@ -19,6 +23,7 @@ import threading
 import time
 
 STRICT = "--strict" in sys.argv
+ASK_ROOTS = "--ask-roots" in sys.argv
 NAME = "stub"
 for a in sys.argv[1:]:
     if a.startswith("--name="):
@@ -151,43 +156,65 @@ def log_event(line):
             f.write(line + "\n")
 
 
+_held = []          # tool calls held until the roots answer (--ask-roots)
+_roots_answered = not ASK_ROOTS
+
+
 def main():
+    global _roots_answered
     sys.stderr.write(f"stub server {NAME} starting\n")
     sys.stderr.flush()
     for line in sys.stdin:
         if not line.strip():
             continue
         msg = json.loads(line)
-        method, id_ = msg.get("method"), msg.get("id")
-        if method == "initialize":
-            reply(id_, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-                        "serverInfo": {"name": NAME, "version": "1.0"}})
-        elif method == "tools/list":
-            reply(id_, {"tools": TOOLS})
-        elif method == "tools/call" and msg["params"]["name"] == "sleep":
-            args = msg["params"].get("arguments") or {}
-            threading.Thread(target=sleep_call, args=(id_, float(args["seconds"])), daemon=True).start()
-        elif method == "tools/call" and msg["params"]["name"] == "grow":
-            grow(id_, str((msg["params"].get("arguments") or {}).get("name", "")))
-        elif method == "tools/call":
-            res = call(msg["params"]["name"], msg["params"].get("arguments") or {})
-            if res is None:
-                reply(id_, error={"code": -32602, "message": "unknown tool " + msg["params"]["name"]})
-            else:
-                reply(id_, res)
-        elif method == "ping":
-            reply(id_, {})
-        elif method == "notifications/cancelled":
-            rid = (msg.get("params") or {}).get("requestId")
-            _cancelled.setdefault(rid, threading.Event()).set()
-        elif method and method.startswith("notifications/"):
+        if msg.get("method") is None and msg.get("id") == "stub-roots":
+            sys.stderr.write(f"stub: roots answer: {json.dumps(msg.get('result', msg.get('error')))}\n")
+            sys.stderr.flush()
+            _roots_answered = True
+            for held in _held:
+                handle(held)
+            _held.clear()
             continue
-        elif STRICT:
-            sys.stderr.write(f"stub: unknown method {method!r}; exiting\n")
-            sys.exit(1)
-        elif id_ is not None:
-            reply(id_, error={"code": -32601, "message": "method not found"})
+        if msg.get("method") == "tools/call" and not _roots_answered:
+            _held.append(msg)
+            continue
+        handle(msg)
+
+
+def handle(msg):
+    method, id_ = msg.get("method"), msg.get("id")
+    if method == "notifications/initialized" and ASK_ROOTS:
+        send({"jsonrpc": "2.0", "id": "stub-roots", "method": "roots/list"})
+    elif method == "initialize":
+        reply(id_, {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+                    "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+                    "serverInfo": {"name": NAME, "version": "1.0"}})
+    elif method == "tools/list":
+        reply(id_, {"tools": TOOLS})
+    elif method == "tools/call" and msg["params"]["name"] == "sleep":
+        args = msg["params"].get("arguments") or {}
+        threading.Thread(target=sleep_call, args=(id_, float(args["seconds"])), daemon=True).start()
+    elif method == "tools/call" and msg["params"]["name"] == "grow":
+        grow(id_, str((msg["params"].get("arguments") or {}).get("name", "")))
+    elif method == "tools/call":
+        res = call(msg["params"]["name"], msg["params"].get("arguments") or {})
+        if res is None:
+            reply(id_, error={"code": -32602, "message": "unknown tool " + msg["params"]["name"]})
+        else:
+            reply(id_, res)
+    elif method == "ping":
+        reply(id_, {})
+    elif method == "notifications/cancelled":
+        rid = (msg.get("params") or {}).get("requestId")
+        _cancelled.setdefault(rid, threading.Event()).set()
+    elif method and method.startswith("notifications/"):
+        return
+    elif STRICT:
+        sys.stderr.write(f"stub: unknown method {method!r}; exiting\n")
+        sys.exit(1)
+    elif id_ is not None:
+        reply(id_, error={"code": -32601, "message": "method not found"})
 
 
 if __name__ == "__main__":
