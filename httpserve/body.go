@@ -36,7 +36,8 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 }
 
 // readBody reads a request's whole body before h sees it, within the
-// deadline bodyDeadline set, which it then clears; a body that does not
+// deadline bodyDeadline set, which it then clears; r.GetBody gives it
+// again; a body that does not
 // arrive in time, or is too large, is answered here. So nothing after it
 // (the session limit) waits on the network.
 func (s *Server) readBody(h http.Handler) http.Handler {
@@ -52,6 +53,7 @@ func (s *Server) readBody(h http.Handler) http.Handler {
 		}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		h.ServeHTTP(w, r)
 	})
 }

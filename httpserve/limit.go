@@ -1,10 +1,14 @@
 package httpserve
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // sessionLimit bounds the MCP sessions open at once: in all, and per
@@ -87,7 +91,7 @@ func (l *sessionLimit) done(principal, id string) {
 // already (readBody): nothing here waits on the network under the lock.
 func (s *Server) limitSessions(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" {
+		if !opensSession(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -102,6 +106,39 @@ func (s *Server) limitSessions(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// opensSession reports whether r may open a session: a POST without a
+// session id, unless its body is one JSON-RPC message (decoded by the
+// go-sdk's own decoder) that is not initialize. The go-sdk makes a session
+// for every such POST, but closes it with the request unless it was
+// initialized; a request that cannot open a lasting session (the client's
+// server/discover probe) takes no place, for its place would be given
+// back only after the client had its answer and asked to initialize.
+func opensSession(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" {
+		return false
+	}
+	if r.GetBody == nil {
+		return true
+	}
+	rc, err := r.GetBody()
+	if err != nil {
+		return true
+	}
+	body, _ := io.ReadAll(rc)
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return true // a batch, or not JSON: counted
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return true
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	return !ok || req.Method == methodInitialize
+}
+
+// methodInitialize is the request that opens an MCP session.
+const methodInitialize = "initialize"
 
 // refuseSession answers a session refused by the limit of kind.
 func (s *Server) refuseSession(w http.ResponseWriter, r *http.Request, kind limitKind, who string, n int) {
