@@ -108,6 +108,32 @@ func TestStalledBody(t *testing.T) {
 	}
 }
 
+// TestStalledBodyWithoutToken: a request without a token whose body
+// stalls is answered (401) and its connection closed once the body's
+// deadline passes: the server reads what is left of an unread body before
+// it answers, and without the deadline it would wait for ever.
+func TestStalledBodyWithoutToken(t *testing.T) {
+	tokens, _ := ParseTokens(token)
+	url := serve(t, Options{Tokens: tokens, BodyTimeout: 200 * time.Millisecond})
+	host := strings.TrimPrefix(url, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // a failure guard
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", host)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !resp.Close {
+		t.Fatalf("got %d, closing %v", resp.StatusCode, resp.Close)
+	}
+}
+
 // TestUnauthorizedChallenge: a 401 carries a Bearer challenge (with
 // error="invalid_token" for a wrong token) and says how to send a token.
 func TestUnauthorizedChallenge(t *testing.T) {

@@ -29,8 +29,13 @@ const (
 	DefaultBodyTimeout        = 30 * time.Second
 )
 
-// headerTimeout bounds the time a request's headers may take to arrive.
-const headerTimeout = 30 * time.Second
+// headerTimeout bounds the time a request's headers may take to arrive,
+// and idleConnTimeout the time a kept-alive connection may wait for its
+// next request.
+const (
+	headerTimeout   = 30 * time.Second
+	idleConnTimeout = 2 * time.Minute
+)
 
 // sessionIDHeader carries the MCP session a request belongs to.
 const sessionIDHeader = "Mcp-Session-Id"
@@ -120,7 +125,8 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	}
 	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.sessionIDs)
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
-	s.http = &http.Server{Handler: s.bodyDeadline(s.handler()), ReadHeaderTimeout: headerTimeout, ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
+	s.http = &http.Server{Handler: s.bodyDeadline(s.handler()), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
+		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
 	return s, nil
 }
 
