@@ -24,8 +24,10 @@ func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBo
 // readBody clears it once the body is in. A request answered without its
 // body read (one without a token) keeps the deadline, so that the
 // server's reading of the rest (to reuse the connection) ends too. The
-// deadline is per request, not the server's ReadTimeout: that one would
-// also end a long cell's response, which goes on after the body is read.
+// deadline is per request and only for requests with a body, not the
+// server's ReadTimeout: that one stays on the connection while the answer
+// streams (and on a bodiless GET stream from its start), and its expiry
+// cancels the request's context, ending any answer tied to it.
 func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
