@@ -97,8 +97,10 @@ func (b *httpBridge) initialize(t *testing.T, token string) (int, http.Header, s
 func TestHTTPStalledBodyBlocksNoOne(t *testing.T) {
 	needEnv(t)
 	// The body timeout is given through the environment, so that a
-	// codebridge without the setting starts too (and shows the defect).
-	b := startHTTP(t, home(t, nil), []string{"CODEBRIDGE_BODY_TIMEOUT=30"}, "--token-file", teamTokenFile(t), "--warm", "0")
+	// codebridge without the setting starts too (and shows the defect). It
+	// must outlast the opening of bob's session (milliseconds), which the
+	// test checks rather than assumes.
+	b := startHTTP(t, home(t, nil), []string{"CODEBRIDGE_BODY_TIMEOUT=10"}, "--token-file", teamTokenFile(t), "--warm", "0")
 	u, err := url.Parse(b.url)
 	if err != nil {
 		t.Fatal(err)
