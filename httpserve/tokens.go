@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -82,10 +81,6 @@ func Merge(t *Tokens, envToken string) (*Tokens, error) {
 	return t, nil
 }
 
-// farFuture is the expiry of a static token, which has none; the go-sdk's
-// middleware wants one.
-var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // verify is the go-sdk's TokenVerifier for t. The digest lookup takes
 // the same time whatever the token's bytes.
 func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -93,7 +88,7 @@ func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth
 	if !ok {
 		return nil, fmt.Errorf("%w: the bearer token is not one this server accepts", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: name, Expiration: farFuture}, nil
+	return &auth.TokenInfo{UserID: name}, nil
 }
 
 // require wraps h so that it needs one of t's tokens. The go-sdk's
@@ -106,7 +101,8 @@ func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth
 // challenge, clients that know OAuth start its discovery, and report
 // errors about client registration instead of the missing token.
 func (t *Tokens) require(h http.Handler) http.Handler {
-	checked := auth.RequireBearerToken(t.verify, nil)(h)
+	// A static token has no expiry.
+	checked := auth.RequireBearerToken(t.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, given := bearerToken(r)
 		if !given {
