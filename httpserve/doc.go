@@ -2,9 +2,12 @@
 // HTTP transport: each MCP session gets its own sandbox (the bridge makes
 // it on the session's first run_python and removes it when the session
 // ends or stays idle too long), at most a set number of sessions are open
-// at once, and every request passes, in order: the Host and Origin checks
-// (DNS rebinding, browsers), the bearer token (the go-sdk's auth
-// middleware), the session limit, then the go-sdk's streamable handler.
+// at once, and at most a smaller number of one user's (the name of a
+// token). Every request passes, in order: the body's deadline, the Host
+// and Origin checks (DNS rebinding, browsers), the bearer token (the
+// go-sdk's auth middleware, behind a 401 that carries its challenge), the
+// reading of the whole body, the session limit, then the go-sdk's
+// streamable handler. Nothing holds a lock while it waits on a client.
 // /healthz answers without a token; /metrics (Prometheus) needs one when
 // tokens are configured.
 //

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codebridge/codebridge/bridge"
@@ -23,9 +23,22 @@ import (
 
 // Defaults of [Options], stated once.
 const (
-	DefaultIdleTimeout = 30 * time.Minute
-	DefaultMaxSessions = 32
+	DefaultIdleTimeout        = 30 * time.Minute
+	DefaultMaxSessions        = 32
+	DefaultMaxSessionsPerUser = 8
+	DefaultBodyTimeout        = 30 * time.Second
 )
+
+// headerTimeout bounds the time a request's headers may take to arrive,
+// and idleConnTimeout the time a kept-alive connection may wait for its
+// next request.
+const (
+	headerTimeout   = 30 * time.Second
+	idleConnTimeout = 2 * time.Minute
+)
+
+// sessionIDHeader carries the MCP session a request belongs to.
+const sessionIDHeader = "Mcp-Session-Id"
 
 // Options configure a [Server].
 type Options struct {
@@ -42,6 +55,15 @@ type Options struct {
 	// MaxSessions bounds the sessions open at once. Zero means
 	// [DefaultMaxSessions].
 	MaxSessions int
+	// MaxSessionsPerUser bounds the sessions one user (the name of a token
+	// in Tokens) has open at once, so that one cannot take every place.
+	// Zero means [DefaultMaxSessionsPerUser]; it does not apply without
+	// Tokens, where no user can be told from another.
+	MaxSessionsPerUser int
+	// BodyTimeout bounds the time a request's body may take to arrive;
+	// a request whose body is late is answered 408 and its connection
+	// closed. Zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 	// AllowedHosts are host names a request's Host header may carry,
 	// besides the loopback names and a specific address listened on. Empty,
 	// with a wildcard Addr, accepts any Host.
@@ -64,8 +86,7 @@ type Server struct {
 	mcp   *mcp.Server
 	http  *http.Server
 	hosts hostCheck
-
-	newSession sync.Mutex // held while a request without a session is served
+	limit *sessionLimit
 }
 
 // New checks opts and returns a server for b. It refuses a non-loopback
@@ -76,6 +97,12 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	}
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSessionsPerUser == 0 {
+		opts.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -92,8 +119,14 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
 	}
 	s := &Server{b: b, opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
+	perUser := opts.MaxSessionsPerUser
+	if opts.Tokens == nil {
+		perUser = 0
+	}
+	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.sessionIDs)
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
-	s.http = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
+	s.http = &http.Server{Handler: s.bodyDeadline(s.handler()), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
+		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
 	return s, nil
 }
 
@@ -113,7 +146,7 @@ func (s *Server) handler() http.Handler {
 		return s.checkOrigin(s.checkHost(h))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", protect(s.limitSessions(streamable)))
+	mux.Handle("/mcp", protect(s.readBody(s.limitSessions(streamable))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	if s.opts.Metrics != nil {
 		mux.Handle("GET /metrics", protect(s.opts.Metrics.Handler()))
@@ -138,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 		scheme = "https"
 	}
 	s.log.Info("serving MCP over HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "auth", s.opts.Tokens != nil,
-		"max_sessions", s.opts.MaxSessions, "idle_timeout", s.opts.IdleTimeout)
+		"max_sessions", s.opts.MaxSessions, "max_sessions_per_user", s.limit.perPrincipal, "idle_timeout", s.opts.IdleTimeout)
 	errc := make(chan error, 1)
 	go func() {
 		if scheme == "https" {
@@ -170,26 +203,15 @@ func (s *Server) sessions() int {
 	return n
 }
 
-// limitSessions refuses a request that would open a session beyond
-// MaxSessions. Requests without a session id (which open one) are served
-// one at a time, so that two cannot both take the last place.
-func (s *Server) limitSessions(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-			h.ServeHTTP(w, r)
-			return
+// sessionIDs yields the ids of the open MCP sessions.
+func (s *Server) sessionIDs() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for ss := range s.mcp.Sessions() {
+			if !yield(ss.ID()) {
+				return
+			}
 		}
-		s.newSession.Lock()
-		defer s.newSession.Unlock()
-		if n := s.sessions(); n >= s.opts.MaxSessions {
-			s.opts.Metrics.Refused()
-			s.log.Warn("refused a new session: the server is full", "sessions", n, "max_sessions", s.opts.MaxSessions)
-			refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("codebridge serves at most %d sessions at once (--max-sessions) and all are open: "+
-				"try again when one ends (idle sessions end after %s), or ask its operator to raise --max-sessions", s.opts.MaxSessions, s.opts.IdleTimeout))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	}
 }
 
 // refuse answers a JSON-RPC request with an error, so that MCP clients

@@ -28,7 +28,7 @@ func (c *cli) serveHTTP(s *settings) int {
 	}
 	srv, err := httpserve.New(a.bridge, httpserve.Options{
 		Addr: s.httpAddr, Tokens: tokens, TLSCert: s.tlsCert, TLSKey: s.tlsKey,
-		IdleTimeout: s.idleTimeout, MaxSessions: s.maxSessions,
+		IdleTimeout: s.idleTimeout, MaxSessions: s.maxSessions, MaxSessionsPerUser: s.maxPerUser, BodyTimeout: s.bodyTimeout,
 		AllowedHosts: s.allowedHosts, AllowedOrigins: s.allowedOrigins,
 		Metrics: a.metrics, Log: a.log,
 	})

@@ -59,6 +59,8 @@ type settings struct {
 	tlsKey         string
 	idleTimeout    time.Duration
 	maxSessions    int
+	maxPerUser     int
+	bodyTimeout    time.Duration
 	warm           int
 	allowedHosts   []string
 	allowedOrigins []string
@@ -90,7 +92,7 @@ var (
 	logKnobs     = []string{"log-level", "log-format"}
 	// workspaceKnobs are taken by the commands that run code.
 	workspaceKnobs = []string{"workspace", "mount"}
-	httpKnobs      = []string{"http", "token-file", "tls-cert", "tls-key", "idle-timeout", "max-sessions", "warm", "allowed-hosts", "allowed-origins"}
+	httpKnobs      = []string{"http", "token-file", "tls-cert", "tls-key", "idle-timeout", "max-sessions", "max-sessions-per-user", "body-timeout", "warm", "allowed-hosts", "allowed-origins"}
 )
 
 // Log levels by default: the server logs what it does; the other commands
@@ -264,6 +266,14 @@ var knobs = []setting{
 			s.maxSessions = int(n)
 			return err
 		}},
+	{"max-sessions-per-user", []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER"}, strconv.Itoa(httpserve.DefaultMaxSessionsPerUser), "n", "most HTTP sessions one user (a token's name in --token-file) has open at once; more are refused",
+		func(s *settings, v string) error {
+			n, err := positiveInt(v)
+			s.maxPerUser = int(n)
+			return err
+		}},
+	{"body-timeout", []string{"CODEBRIDGE_BODY_TIMEOUT"}, secondsText(httpserve.DefaultBodyTimeout), "seconds", "time an HTTP request's body may take to arrive; a later one is refused and its connection closed",
+		func(s *settings, v string) (err error) { s.bodyTimeout, err = seconds(v); return }},
 	{"warm", []string{"CODEBRIDGE_WARM"}, strconv.Itoa(bridge.DefaultWarm), "n", "sandboxes kept started for new HTTP sessions (0: none)",
 		func(s *settings, v string) error {
 			n, err := strconv.Atoi(v)
