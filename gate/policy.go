@@ -147,6 +147,12 @@ func (p *Policy) HiddenName(kind, server, name string) bool {
 	return p.Decide(protocol.Target{Kind: kind, Server: server, Name: name}, nil).Verdict == Deny
 }
 
+// HasRules reports whether the server's entry sets any rule.
+func (p *Policy) HasRules(server string) bool {
+	r, ok := p.Servers[server]
+	return ok && !r.Empty()
+}
+
 func (p *Policy) byRules(t protocol.Target) (Decision, bool) {
 	r, ok := p.Servers[t.Server]
 	if !ok {
