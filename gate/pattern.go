@@ -64,8 +64,8 @@ func matchOne(pattern, name string) (pw, nw int, ok bool) {
 		if len(pattern) < 2 {
 			return 0, 0, false
 		}
-		lit, lw := utf8.DecodeRuneInString(pattern[1:])
-		return 1 + lw, nw, lit == r
+		_, lw := utf8.DecodeRuneInString(pattern[1:])
+		return 1 + lw, nw, pattern[1:1+lw] == name[:nw]
 	case '[':
 		end := classEnd(pattern)
 		if end < 0 {
@@ -76,8 +76,8 @@ func matchOne(pattern, name string) (pw, nw int, ok bool) {
 		hit, err := path.Match(pattern[:end], string(r))
 		return end, nw, err == nil && hit
 	}
-	lit, lw := utf8.DecodeRuneInString(pattern)
-	return lw, nw, lit == r
+	_, lw := utf8.DecodeRuneInString(pattern)
+	return lw, nw, pattern[:lw] == name[:nw] // bytes: two invalid ones are not alike
 }
 
 // classEnd is the index just past the "]" that closes the class pattern

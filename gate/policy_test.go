@@ -2,8 +2,10 @@ package gate
 
 import (
 	"errors"
+	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,4 +122,24 @@ func TestDeniedSaysByWhichRule(t *testing.T) {
 	if p.Denied("mem", &mcp.Tool{Name: "read_graph"}) != nil {
 		t.Fatal("an allowed tool is denied")
 	}
+}
+
+// FuzzPatternAgreesWithPathMatch: on names without "/", where path.Match's
+// one difference does not apply, a valid pattern matches exactly the names
+// path.Match says it does. Both are valid UTF-8, as JSON gives them
+// (path.Match steps through an invalid pattern byte by byte).
+func FuzzPatternAgreesWithPathMatch(f *testing.F) {
+	for _, s := range [][2]string{{"delete_*", "delete_all"}, {"a*b?c", "axxbyc"}, {"[^a-c]x*", "dxy"}, {`\*a`, "*a"}, {"*a*a*a", "aaaa"}, {"é?", "éé"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		if strings.Contains(name, "/") || strings.Contains(pattern, "/") || CheckPattern(pattern) != nil ||
+			!utf8.ValidString(pattern) || !utf8.ValidString(name) {
+			return
+		}
+		want, _ := path.Match(pattern, name)
+		if got := matchPattern(pattern, name); got != want {
+			t.Fatalf("%q against %q: %v, path.Match says %v", pattern, name, got, want)
+		}
+	})
 }
