@@ -12,55 +12,102 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// annotations are the tool's own annotations, from the server's cached
-// list, when the policy needs them (not in open mode without rules).
-func (h *sandboxHost) annotations(ctx context.Context, t protocol.Target) *mcp.ToolAnnotations {
-	if t.Kind != "tool" || h.gate.Policy().Mode == gate.Open {
-		return nil
+// listed is the tool a call names, looked up in its server's list by its
+// exact name (nil when the target is not a tool). A call must name a
+// listed tool exactly: an upstream that matched names loosely would
+// otherwise run a denied tool spelled another way ("DELETE_ALL" for a
+// denied "delete_all"), so a name the server does not list is refused.
+func (h *sandboxHost) listed(ctx context.Context, t protocol.Target) (tool *mcp.Tool, unlisted bool, err error) {
+	if t.Kind != "tool" || t.Name == "" {
+		return nil, false, nil
 	}
 	s, err := h.pool.Get(t.Server)
 	if err != nil {
-		return nil
+		return nil, false, err
 	}
-	tools, err := s.Tools(ctx)
+	tool, err = s.Tool(ctx, t.Name)
 	if err != nil {
-		return nil
+		return nil, false, err
 	}
-	for _, tl := range tools {
-		if tl.Name == t.Name {
-			return tl.Annotations
-		}
-	}
-	return nil
+	return tool, tool == nil, nil
 }
 
-// visibleTools leaves out the tools the policy denies whatever happens,
-// so that list_tools, help() and search never show them.
-func (h *sandboxHost) visibleTools(server string, tools []*mcp.Tool) []*mcp.Tool {
-	if h.gate == nil {
-		return tools
-	}
-	out := make([]*mcp.Tool, 0, len(tools))
+// toolList is a list_tools answer: the tools the policy lets the code
+// see, and, for each tool it denies whatever happens, only its name and
+// the error a call to it gets, so that the runtime says why when code
+// names one (the listings, help() and search leave them out).
+func (h *sandboxHost) toolList(server string, tools []*mcp.Tool) []any {
+	out := make([]any, 0, len(tools))
 	for _, t := range tools {
-		if !h.gate.Policy().Hidden(server, t) {
-			out = append(out, t)
+		if h.gate != nil {
+			if err := h.gate.Policy().Denied(server, t); err != nil {
+				out = append(out, protocol.DeniedTool{Name: t.Name, Denied: err.Error()})
+				continue
+			}
 		}
+		out = append(out, t)
 	}
 	return out
 }
 
-// visibleEntries is visibleTools for search entries.
+// visibleEntries leaves out of search the tools, resources, templates
+// and prompts the policy denies whatever happens.
 func (h *sandboxHost) visibleEntries(entries []upstream.Entry) []upstream.Entry {
 	if h.gate == nil {
 		return entries
 	}
+	p := h.gate.Policy()
 	out := entries[:0:0]
 	for _, e := range entries {
-		if !h.gate.Policy().Hidden(e.Server, e.Tool) {
+		var hidden bool
+		switch e.Kind {
+		case "":
+			hidden = p.Hidden(e.Server, e.Tool)
+		case upstream.KindResource, upstream.KindTemplate:
+			hidden = p.HiddenName("resource", e.Server, e.URI)
+		default:
+			hidden = p.HiddenName(e.Kind, e.Server, e.Tool.Name)
+		}
+		if !hidden {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// visiblePage leaves out of one page of a server's resources, resource
+// templates or prompts (the array under key) the entries the policy
+// denies whatever happens, matched by their field name (a template by
+// its URI template: "file:///*" allows "file:///{path}"). Pages of a
+// server without rules pass as they came.
+func (h *sandboxHost) visiblePage(page json.RawMessage, server, kind, key, name string) (json.RawMessage, error) {
+	if h.gate == nil || !h.gate.Policy().HasRules(server) {
+		return page, nil
+	}
+	var fields map[string]json.RawMessage
+	var items []json.RawMessage
+	if err := json.Unmarshal(page, &fields); err != nil {
+		return nil, fmt.Errorf("server %q sent a list that is not an object: %v", server, err)
+	}
+	if err := json.Unmarshal(fields[key], &items); err != nil && fields[key] != nil {
+		return nil, fmt.Errorf("server %q sent a list whose %q is not an array: %v", server, key, err)
+	}
+	kept := items[:0]
+	for _, it := range items {
+		var one map[string]json.RawMessage
+		var n string
+		if json.Unmarshal(it, &one) == nil && json.Unmarshal(one[name], &n) == nil && !h.gate.Policy().HiddenName(kind, server, n) {
+			kept = append(kept, it)
+		}
+	}
+	if fields[key] != nil {
+		b, err := json.Marshal(kept)
+		if err != nil {
+			return nil, err
+		}
+		fields[key] = b
+	}
+	return json.Marshal(fields)
 }
 
 // askClient asks the user, through the MCP client of the run_python call
@@ -93,9 +140,12 @@ func askClient(ctx context.Context) gate.Asker {
 // approvalSchema asks one thing besides yes or no: whether to remember it.
 var approvalSchema = json.RawMessage(`{"type":"object","properties":{"session":{"type":"boolean","title":"Allow this tool for the rest of the session","default":false}}}`)
 
+// question is the text of an approval: names, which an upstream or the
+// sandbox chose, with what does not print escaped; the arguments as the
+// gate shows them (what the upstream receives).
 func question(q gate.Question) string {
 	return fmt.Sprintf("codebridge: code in the sandbox wants to call the %s %s.%s with\n%s\n(%s). Allow it?",
-		q.Target.Kind, q.Target.Server, q.Target.Name, q.Arguments, q.Rule)
+		q.Target.Kind, gate.Printable(q.Target.Server), gate.Printable(q.Target.Name), q.Arguments, gate.Printable(q.Rule))
 }
 
 // redactText hides secrets and personal data in text for the model.

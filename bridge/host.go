@@ -88,7 +88,15 @@ func (h *sandboxHost) through(ctx context.Context, t protocol.Target, params jso
 	if h.gate == nil {
 		return do(ctx, params)
 	}
-	return h.gate.Through(ctx, gate.Request{Target: t, Params: params, Annotations: h.annotations(ctx, t), Ask: askClient(ctx)}, do)
+	tool, unlisted, err := h.listed(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	req := gate.Request{Target: t, Params: params, Unlisted: unlisted, Ask: askClient(ctx)}
+	if tool != nil {
+		req.Annotations = tool.Annotations
+	}
+	return h.gate.Through(ctx, req, do)
 }
 
 // Output passes a cell's output to the run_python call that ran it, when

@@ -10,20 +10,37 @@ import (
 
 // The runtime's requests for what an upstream offers besides tools
 // (pyruntime/PROTOCOL.md): resources, resource templates and prompts. The
-// lists go one page per request; reads and prompts pass through the gate.
+// lists go one page per request, without what the policy denies; reads
+// and prompts pass through the gate.
 
 func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResourcesParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListResources(ctx, p.Cursor) })
+	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+		page, err := s.ListResources(ctx, p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		return h.visiblePage(page, p.Server, "resource", "resources", "uri")
+	})
 }
 
 func listResourceTemplates(ctx context.Context, h *sandboxHost, p protocol.ListResourceTemplatesParams) (json.RawMessage, error) {
 	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
-		return s.ListResourceTemplates(ctx, p.Cursor)
+		page, err := s.ListResourceTemplates(ctx, p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		return h.visiblePage(page, p.Server, "resource", "resourceTemplates", "uriTemplate")
 	})
 }
 
 func listPrompts(ctx context.Context, h *sandboxHost, p protocol.ListPromptsParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListPrompts(ctx, p.Cursor) })
+	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+		page, err := s.ListPrompts(ctx, p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		return h.visiblePage(page, p.Server, "prompt", "prompts", "name")
+	})
 }
 
 func readResource(ctx context.Context, h *sandboxHost, p protocol.ReadResourceParams) (json.RawMessage, error) {

@@ -88,7 +88,7 @@ func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) 
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(h.visibleTools(p.Server, tools))
+	return json.Marshal(h.toolList(p.Server, tools))
 }
 
 func listServers(_ context.Context, h *sandboxHost, _ protocol.ListServersParams) (json.RawMessage, error) {

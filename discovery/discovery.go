@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/codebridge/codebridge/gate"
 )
 
 // Server is one upstream MCP server, as defined by one entry of an
@@ -47,8 +49,9 @@ type Server struct {
 	// Sampling, from the entry's "sampling", lets the server ask the MCP
 	// client's model (sampling/createMessage); off by default.
 	Sampling bool
-	// Tools are the entry's "tools" rules for the gate: allow, deny, ask.
-	Tools ToolRules
+	// Policy are the entry's rules for the gate: its "tools", "resources"
+	// and "prompts" fields, each with allow, deny and ask lists.
+	Policy gate.Rules
 	// PerSession, from the entry's "per_session", asks for one client of
 	// this server per MCP session (when codebridge serves several, over
 	// HTTP) rather than one shared by all: for per-user credentials.
@@ -321,7 +324,7 @@ func (e *entry) server() (Server, string) {
 	s.Headers = e.strMap("headers")
 	s.Timeout = e.seconds("timeout")
 	s.Sampling = e.boolean("sampling")
-	s.Tools = e.toolRules()
+	s.Policy = e.policy()
 	s.PerSession = e.boolean("per_session")
 	return s, e.str("type")
 }

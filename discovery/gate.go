@@ -4,57 +4,73 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path"
 	"sort"
+
+	"github.com/codebridge/codebridge/gate"
 )
 
-// ToolRules are a server's "tools" entry: which of its tools the sandbox
-// may call (allow), may never call or even see (deny), and may call once
-// the user approves (ask), as globs over tool names ("delete_*").
-type ToolRules struct {
-	Allow []string
-	Deny  []string
-	Ask   []string
+// policyFields are the entry's fields of rules for the gate, each read
+// into the lists of its kind.
+var policyFields = []struct {
+	name string
+	of   func(*gate.Rules) *gate.Lists
+}{
+	{"tools", func(r *gate.Rules) *gate.Lists { return &r.Tools }},
+	{"resources", func(r *gate.Rules) *gate.Lists { return &r.Resources }},
+	{"prompts", func(r *gate.Rules) *gate.Lists { return &r.Prompts }},
 }
 
-// Empty reports whether no rule is set.
-func (r ToolRules) Empty() bool { return len(r.Allow)+len(r.Deny)+len(r.Ask) == 0 }
+// policy reads the "tools", "resources" and "prompts" fields of an entry:
+// which tools, resources and prompts the sandbox may use (allow), may
+// never use or see (deny), and may use once the user approves (ask), as
+// patterns over tool names, resource URIs and prompt names (gate.Rules
+// says how they combine).
+func (e *entry) policy() gate.Rules {
+	var r gate.Rules
+	for _, f := range policyFields {
+		*f.of(&r) = e.lists(f.name)
+	}
+	if !r.Empty() {
+		r.Source = e.file
+	}
+	return r
+}
 
-// toolRules reads the "tools" field of an entry.
-func (e *entry) toolRules() ToolRules {
-	raw, ok := e.get("tools")
+// lists reads one field of rules: {"allow": [...], "deny": [...], "ask": [...]}.
+func (e *entry) lists(field string) gate.Lists {
+	raw, ok := e.get(field)
 	if !ok {
-		return ToolRules{}
+		return gate.Lists{}
 	}
 	var fields map[string]json.RawMessage
 	if kindOf(raw) != "an object" || json.Unmarshal(raw, &fields) != nil {
-		e.fail("tools", fmt.Errorf(`must be an object, not %s; write {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]}`, kindOf(raw)))
-		return ToolRules{}
+		e.fail(field, fmt.Errorf(`must be an object, not %s; write {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]}`, kindOf(raw)))
+		return gate.Lists{}
 	}
-	var r ToolRules
+	var l gate.Lists
 	for _, k := range sortedKeys(fields) {
-		var globs []string
-		if kindOf(fields[k]) != "an array" || json.Unmarshal(fields[k], &globs) != nil {
-			e.fail("tools."+k, fmt.Errorf(`must be an array of strings, not %s; write ["name", "prefix_*"]`, kindOf(fields[k])))
+		var patterns []string
+		if kindOf(fields[k]) != "an array" || json.Unmarshal(fields[k], &patterns) != nil {
+			e.fail(field+"."+k, fmt.Errorf(`must be an array of strings, not %s; write ["name", "prefix_*"]`, kindOf(fields[k])))
 			continue
 		}
-		for _, g := range globs {
-			if _, err := path.Match(g, ""); err != nil {
-				e.fail("tools."+k, fmt.Errorf("%q is not a valid pattern: use * and ? (such as \"delete_*\")", g))
+		for _, g := range patterns {
+			if err := gate.CheckPattern(g); err != nil {
+				e.fail(field+"."+k, err)
 			}
 		}
 		switch k {
 		case "allow":
-			r.Allow = globs
+			l.Allow = patterns
 		case "deny":
-			r.Deny = globs
+			l.Deny = patterns
 		case "ask":
-			r.Ask = globs
+			l.Ask = patterns
 		default:
-			e.fail("tools."+k, fmt.Errorf(`is not a rule; use "allow", "deny" or "ask"`))
+			e.fail(field+"."+k, fmt.Errorf(`is not a rule; use "allow", "deny" or "ask"`))
 		}
 	}
-	return r
+	return l
 }
 
 // Patterns reads the custom redaction patterns of the same files Load

@@ -7,20 +7,26 @@ import (
 	"testing"
 )
 
-// TestToolRulesAndPatterns: a server's "tools" rules and a file's
-// "redact" patterns are read; wrong shapes and bad globs are problems
-// that name the field.
+// TestToolRulesAndPatterns: a server's "tools", "resources" and
+// "prompts" rules and a file's "redact" patterns are read; wrong shapes
+// and bad patterns are problems that name the field.
 func TestToolRulesAndPatterns(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
-	  "mcpServers": {"m": {"command": "true", "tools": {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]}}}}`), 0o600)
+	  "mcpServers": {"m": {"command": "true", "tools": {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]},
+	    "resources": {"deny": ["secret://*"]}, "prompts": {"allow": ["*"]}}}}`), 0o600)
 	os.WriteFile(bad, []byte(`{"redact": ["x"],
-	  "mcpServers": {"b": {"command": "true", "tools": {"deny": "delete_*"}}, "c": {"command": "true", "tools": {"deny": ["[x"]}}, "d": {"command": "true", "tools": {"block": []}}}}`), 0o600)
+	  "mcpServers": {"b": {"command": "true", "tools": {"deny": "delete_*"}}, "c": {"command": "true", "tools": {"deny": ["[x"]}}, "d": {"command": "true", "tools": {"block": []}},
+	    "e": {"command": "true", "resources": ["x"]}, "f": {"command": "true", "prompts": {"ask": ["\\"]}}}}`), 0o600)
 	opts := Options{Home: dir, Files: []string{good, bad}, LookupEnv: func(string) (string, bool) { return "", false }}
 	servers, problems := Load(opts)
-	if len(servers) != 1 || strings.Join(servers[0].Tools.Allow, ",") != "read_*" || servers[0].Tools.Deny[0] != "delete_*" || servers[0].Tools.Ask[0] != "create_*" {
+	if len(servers) != 1 {
+		t.Fatalf("servers: %+v", servers)
+	}
+	if r := servers[0].Policy; strings.Join(r.Tools.Allow, ",") != "read_*" || r.Tools.Deny[0] != "delete_*" || r.Tools.Ask[0] != "create_*" ||
+		r.Resources.Deny[0] != "secret://*" || r.Prompts.Allow[0] != "*" || r.Source != good {
 		t.Fatalf("servers: %+v", servers)
 	}
 	var msgs []string
@@ -28,7 +34,8 @@ func TestToolRulesAndPatterns(t *testing.T) {
 		msgs = append(msgs, p.Error())
 	}
 	all := strings.Join(msgs, "\n")
-	for _, want := range []string{`server "b": field "tools.deny": must be an array`, `server "c": field "tools.deny": "[x" is not a valid pattern`, `server "d": field "tools.block": is not a rule`} {
+	for _, want := range []string{`server "b": field "tools.deny": must be an array`, `server "c": field "tools.deny": "[x" is not a valid pattern`, `server "d": field "tools.block": is not a rule`,
+		`server "e": field "resources": must be an object`, `server "f": field "prompts.ask": "\\" is not a valid pattern`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}

@@ -7,9 +7,14 @@
 //
 // Each rule is written once here and applies to every kind of request:
 //
-//   - [Policy] decides allow, ask or deny from the server's "tools" rules
-//     (allow/deny/ask globs) and a global mode read from the tools' own
-//     annotations (open, ask-destructive, read-only).
+//   - The request's parameters are parsed once and encoded again in a
+//     canonical form (a name given twice is refused): that form is what
+//     is shown, audited and sent upstream.
+//   - [Policy] decides allow, ask or deny from the server's "tools",
+//     "resources" and "prompts" rules (allow/deny/ask patterns, see
+//     [CheckPattern]) and a global mode read from the tools' own
+//     annotations (open, ask-destructive, read-only); a tool call that
+//     names no listed tool exactly is denied.
 //   - An "ask" decision goes to an [Asker] (the bridge's: MCP
 //     elicitation/create to the client); an answer "for this session" is
 //     remembered by the [Session].

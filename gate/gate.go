@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +76,9 @@ func (g *Gate) NewSession() *Session {
 // Question is what an [Asker] puts to the user.
 type Question struct {
 	Target protocol.Target
-	// Arguments are the request's arguments as JSON, cut to a readable size.
+	// Arguments are the arguments the upstream receives, in their
+	// canonical form, each long string cut with its size (see
+	// showArguments): never the text the sandbox sent.
 	Arguments string
 	// Rule is the rule that asked.
 	Rule string
@@ -103,6 +106,9 @@ type Request struct {
 	Params json.RawMessage
 	// Annotations are the tool's own (nil if none or not a tool).
 	Annotations *mcp.ToolAnnotations
+	// Unlisted says the request names a tool its server does not list
+	// under exactly that name: it is denied whatever the rules say.
+	Unlisted bool
 	// Ask asks the user; nil cannot ask.
 	Ask Asker
 }
@@ -119,9 +125,6 @@ func (e *DeniedError) Error() string {
 	return fmt.Sprintf("%s %s.%s was denied: %s (%s)", e.Target.Kind, e.Target.Server, e.Target.Name, e.Why, e.Rule)
 }
 
-// maxQuestionArgs is how much of the arguments a question shows.
-const maxQuestionArgs = 500
-
 // Through takes req through the gate: policy, approval, tokens put back,
 // do (the upstream), audit, redaction of what do returns.
 func (s *Session) Through(ctx context.Context, req Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
@@ -131,7 +134,11 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	ctx, span := g.cfg.Tracing.start(ctx, t.Kind+" "+t.Server+"."+t.Name,
 		attribute.String("codebridge.session", s.ID), attribute.String("codebridge.kind", t.Kind),
 		attribute.String("codebridge.server", t.Server), attribute.String("codebridge.name", t.Name))
-	args := arguments(req.Params)
+	params, perr := canonical(req.Params) // what is shown, audited and sent
+	if perr != nil {
+		params = req.Params // audited as sent, and refused
+	}
+	args := arguments(params)
 	rec := Record{Event: "call", ID: id, Session: s.ID, Kind: t.Kind, Server: t.Server, Name: t.Name, ArgBytes: len(args)}
 	if g.cfg.Audit != nil {
 		sum := sha256.Sum256(args)
@@ -141,8 +148,8 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 		}
 	}
 
-	d := g.policy.Decide(t, req.Annotations)
-	rec.Decision, rec.By, rec.Rule = string(d.Verdict), "policy", d.Rule
+	d, by := g.decide(req, perr)
+	rec.Decision, rec.By, rec.Rule = string(d.Verdict), by, d.Rule
 	if d.Verdict == Ask {
 		d, rec.By = s.approve(ctx, req, d, args)
 	}
@@ -156,7 +163,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	}
 	s.audit(rec) // before the upstream sees the call
 
-	params, _ := s.Restore(req.Params)
+	params, _ = s.Restore(params)
 	start := time.Now()
 	res, err := do(ctx, params)
 	done := Record{Event: "done", ID: id, Session: s.ID, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ResultBytes: len(res), Outcome: "ok"}
@@ -175,6 +182,19 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	return s.RedactJSON(res), nil
 }
 
+// decide is the policy's decision on a request, and who made it: a
+// request whose parameters are not one unambiguous JSON value, or that
+// names a tool its server does not list, is refused whatever the rules.
+func (g *Gate) decide(req Request, perr error) (Decision, string) {
+	switch {
+	case perr != nil:
+		return Decision{Deny, "its parameters: " + strings.TrimPrefix(perr.Error(), "jsontext: ")}, "parameters"
+	case req.Unlisted:
+		return Decision{Deny, fmt.Sprintf("server %q lists no tool named exactly %q", req.Target.Server, req.Target.Name)}, "listing"
+	}
+	return g.policy.Decide(req.Target, req.Annotations), "policy"
+}
+
 // approve settles an ask: an approval for the session, else the user.
 func (s *Session) approve(ctx context.Context, req Request, d Decision, args []byte) (Decision, string) {
 	key := req.Target.Kind + "\x00" + req.Target.Server + "\x00" + req.Target.Name
@@ -189,7 +209,7 @@ func (s *Session) approve(ctx context.Context, req Request, d Decision, args []b
 	}
 	actx, cancel := context.WithTimeout(ctx, s.g.cfg.ApprovalTimeout)
 	defer cancel()
-	a, err := req.Ask(actx, Question{Target: req.Target, Arguments: cut(string(args), maxQuestionArgs), Rule: d.Rule})
+	a, err := req.Ask(actx, Question{Target: req.Target, Arguments: showArguments(args), Rule: d.Rule})
 	switch {
 	case errors.Is(err, ErrCannotAsk):
 		return Decision{Deny, d.Rule}, "no-client"
@@ -215,6 +235,12 @@ func (s *Session) approve(ctx context.Context, req Request, d Decision, args []b
 // denyWhy says why a call was denied and what to do about it.
 func denyWhy(by string, d Decision) string {
 	switch by {
+	case "parameters":
+		return "a name appears twice in one object (an upstream would act on one of the two while a person " +
+			"reading the call saw the other), or the text is not JSON; send each name once"
+	case "listing":
+		return "a call must name one of the server's tools exactly, case and punctuation included; " +
+			"list_tools shows their names"
 	case "no-client":
 		return "it needs the user's approval, and the MCP client cannot ask for it (no elicitation support); " +
 			"to allow it, add the tool to the server's \"tools\": {\"allow\": [...]} in the config, or start codebridge with --policy open"
@@ -258,13 +284,6 @@ func isToolError(res json.RawMessage) bool {
 		IsError bool `json:"isError"`
 	}
 	return json.Unmarshal(res, &r) == nil && r.IsError
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + fmt.Sprintf("... (%d more bytes)", len(s)-n)
 }
 
 // Policy is the policy the session's requests are decided by.

@@ -49,8 +49,8 @@ func TestPolicyModes(t *testing.T) {
 // rest, rules beat the mode, and the rule is named with its file.
 func TestPolicyRules(t *testing.T) {
 	p := Policy{Mode: ReadOnly, Servers: map[string]Rules{
-		"mem":  {Allow: []string{"read_*", "delete_all"}, Deny: []string{"delete_*"}, Ask: []string{"create_*"}, Source: "/cfg/a.json"},
-		"open": {Deny: []string{"drop"}},
+		"mem":  {Tools: Lists{Allow: []string{"read_*", "delete_all"}, Deny: []string{"delete_*"}, Ask: []string{"create_*"}}, Source: "/cfg/a.json"},
+		"open": {Tools: Lists{Deny: []string{"drop"}}},
 	}}
 	for name, want := range map[string]string{
 		"read_graph":   `allow allow "read_*"`,
@@ -74,8 +74,8 @@ func TestPolicyRules(t *testing.T) {
 	if !p.Hidden("mem", &mcp.Tool{Name: "delete_x"}) || p.Hidden("mem", &mcp.Tool{Name: "create_x"}) {
 		t.Error("Hidden: only denied tools are hidden")
 	}
-	if (Rules{Deny: []string{"[a"}}).CheckGlobs() == nil {
-		t.Error("a bad glob passed")
+	if (Rules{Prompts: Lists{Deny: []string{"[a"}}}).CheckPatterns() == nil {
+		t.Error("a bad pattern passed")
 	}
 }
 
@@ -125,7 +125,7 @@ func readRecords(t *testing.T, path string) []Record {
 // result comes back redacted, and the audit has the call line (with the
 // arguments' hash, not the arguments) and the done line.
 func TestThroughOrder(t *testing.T) {
-	s, path := newGate(t, Policy{Servers: map[string]Rules{"mem": {Deny: []string{"drop_*"}}}})
+	s, path := newGate(t, Policy{Servers: map[string]Rules{"mem": {Tools: Lists{Deny: []string{"drop_*"}}}}})
 	up := &fakeUpstream{res: `{"content":[{"type":"text","text":"saved carol@example.com with key-123456"}]}`}
 	_, err := s.Through(context.Background(), Request{Target: tool("drop_all"), Params: json.RawMessage(`{"arguments":{}}`)}, up.do)
 	var de *DeniedError
@@ -171,7 +171,7 @@ func TestThroughErrorsAreRedacted(t *testing.T) {
 // TestApproval: accept, accept for the session (not asked again), decline
 // with its reason, no way to ask, and no answer in time.
 func TestApproval(t *testing.T) {
-	ask := Policy{Servers: map[string]Rules{"mem": {Ask: []string{"*"}}}}
+	ask := Policy{Servers: map[string]Rules{"mem": {Tools: Lists{Ask: []string{"*"}}}}}
 	call := func(s *Session, name string, a Asker) error {
 		_, err := s.Through(context.Background(), Request{Target: tool(name), Params: json.RawMessage(`{}`), Ask: a}, (&fakeUpstream{res: `{}`}).do)
 		return err

@@ -26,9 +26,20 @@ type ServerEntry struct {
 }
 
 // ListToolsParams are the parameters of list_tools; it starts the server.
-// The answer is the server's tools as MCP Tool objects.
+// The answer is the server's tools as MCP Tool objects, in the server's
+// order, where each tool the policy denies whatever happens is a
+// [DeniedTool] instead.
 type ListToolsParams struct {
 	Server string `json:"server"`
+}
+
+// DeniedTool stands in a list_tools answer for a tool the policy denies:
+// its name and the error a call to it gets (which names the rule and its
+// file). The runtime leaves it out of every listing and raises Denied
+// when code names it.
+type DeniedTool struct {
+	Name   string `json:"name"`
+	Denied string `json:"denied"`
 }
 
 // CallToolParams are the parameters of call_tool. The answer is the

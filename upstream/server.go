@@ -269,6 +269,33 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	return tools, nil
 }
 
+// Tool returns the tool the server lists under exactly name (case and
+// punctuation included), or nil when it lists none. A name missing from
+// the cached list is looked for again in a fresh one, so that a tool
+// added a moment ago (before its list_changed notification arrived) is
+// found.
+func (s *Server) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
+	for fresh := false; ; fresh = true {
+		tools, err := s.Tools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tools {
+			if t.Name == name {
+				return t, nil
+			}
+		}
+		if fresh {
+			return nil, nil
+		}
+		s.mu.Lock()
+		if len(s.tools) == len(tools) && (len(tools) == 0 || &s.tools[0] == &tools[0]) {
+			s.tools = nil // the list this lookup read: fetch it again
+		}
+		s.mu.Unlock()
+	}
+}
+
 // searchIndex returns the tools with their search words, computed once
 // per tool list.
 func (s *Server) searchIndex(ctx context.Context) ([]*mcp.Tool, []*toolWords, error) {

@@ -31,15 +31,15 @@ var gateKnobs = []string{"policy", "audit", "audit-args", "redact", "approval-ti
 const auditOff = "off"
 
 // newGate builds the gate from the settings and the servers' specs: their
-// "tools" rules, the values of their env and headers (always hidden from
+// "tools", "resources" and "prompts" rules, the values of their env and headers (always hidden from
 // the model), the config files' "redact" patterns, the audit log and, when
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
 func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
 	policy := gate.Policy{Mode: s.gate.policy, Servers: map[string]gate.Rules{}}
 	var secrets []gate.Secret
 	for _, sp := range specs {
-		if !sp.Tools.Empty() {
-			policy.Servers[sp.Name] = gate.Rules{Allow: sp.Tools.Allow, Deny: sp.Tools.Deny, Ask: sp.Tools.Ask, Source: sp.Source}
+		if !sp.Policy.Empty() {
+			policy.Servers[sp.Name] = sp.Policy
 		}
 		for k, v := range sp.Env {
 			secrets = append(secrets, gate.Secret{Name: sp.Name + ".env." + k, Value: v})

@@ -20,11 +20,11 @@ import sys
 from collections.abc import Callable
 
 from mcp._naming import assign, is_dunder
-from mcp._results import MCPError, convert
+from mcp._results import BridgeError, MCPError, convert
 from mcp._twin import Plan, twin
 
-__all__ = ["Server", "ServerProxy", "PendingTool", "install", "servers", "find_server",
-           "resolve_server", "forget"]
+__all__ = ["Server", "ServerProxy", "PendingTool", "ToolDenied", "install", "servers",
+           "find_server", "resolve_server", "forget"]
 
 _servers: dict[str, Server] = {}   # original name -> Server, in hello order
 _aliases: dict[str, Server] = {}   # alias -> Server
@@ -65,6 +65,14 @@ def _in_event_loop() -> bool:
     return asyncio is not None and asyncio._get_running_loop() is not None
 
 
+class ToolDenied(BridgeError):
+    """Code named a tool the policy denies (``mcp_x.delete_all``): the
+    message is the host's, the one a ``call_tool`` of it fails with, and
+    names the rule and its file. It is not an AttributeError, on purpose:
+    ``from mcp.servers.x import delete_all`` would turn one into "cannot
+    import name" and lose the message (``hasattr`` raises it too)."""
+
+
 class Server:
     """One upstream server: its names and its cached tool list."""
 
@@ -80,16 +88,26 @@ class Server:
         self.names: dict[str, str] = {}                # original tool name -> python name
         self._by_python: dict[str, dict] = {}          # python name -> tool dict
         self._functions: dict[str, Callable] = {}      # python name -> function
+        self.denied: dict[str, str] = {}               # original or python name of a denied tool -> why
 
     # ---- tool list -----------------------------------------------------
 
     def set_tools(self, tools: object) -> None:
-        """Install a fresh tool list (drops functions built from the old one)."""
-        tools = [t for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)]
+        """Install a fresh tool list (drops functions built from the old one).
+        Entries with ``denied`` (tools the policy denies, see PROTOCOL.md)
+        are kept apart: no listing shows them, and naming one raises
+        :class:`ToolDenied` with the host's message."""
+        entries = [t for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)]
+        tools = [t for t in entries if "denied" not in t]
         self.forget()
         self.tools = tools
         self.names = assign(t["name"] for t in tools)
         self._by_python = {self.names[t["name"]]: t for t in tools}
+        for t in entries:
+            why = t.get("denied")
+            if isinstance(why, str):
+                self.denied[t["name"]] = why
+                self.denied.setdefault(assign([t["name"]])[t["name"]], why)
 
     def forget(self) -> None:
         """Drop the cached tool list and every function built from it (also
@@ -104,6 +122,7 @@ class Server:
         self.names = {}
         self._by_python = {}
         self._functions = {}
+        self.denied = {}
 
     def tools_plan(self, refresh: bool = False) -> Plan:
         """The tool list: fetched with the ``list_tools`` RPC the first time
@@ -178,7 +197,7 @@ class Server:
         fn = self.helper(name)
         if fn is not None:
             return fn
-        raise AttributeError(self.missing(name))
+        raise self.missing(name)
 
     def helper(self, name: str) -> Callable | None:
         """The resource or prompt helper called ``name`` (``list_resources``,
@@ -187,15 +206,22 @@ class Server:
         from mcp._resources import server_helper
         return server_helper(self, name)
 
-    def missing(self, name: str) -> str:
-        """The AttributeError message for a name that is not a tool."""
+    def missing(self, name: str) -> Exception:
+        """The error for a name that is not a tool: :class:`ToolDenied` for a
+        tool the policy denies (also as ``<tool>_sync``), else an
+        AttributeError that lists the tools."""
+        why = self.denied.get(name)
+        if why is None and name.endswith("_sync"):
+            why = self.denied.get(name[:-5])
+        if why is not None:
+            return ToolDenied(why)
         names = list(self._by_python)
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         listing = ", ".join(names[:30]) + (" ..." if len(names) > 30 else "")
-        return (f"MCP server {self.name!r} ({self.python}) has no tool {name!r}{hint} "
-                f"Tools: {listing or 'none'}. Original names work with "
-                f"call_tool({self.name!r}, 'tool name', {{...}}).")
+        return AttributeError(f"MCP server {self.name!r} ({self.python}) has no tool {name!r}{hint} "
+                              f"Tools: {listing or 'none'}. Original names work with "
+                              f"call_tool({self.name!r}, 'tool name', {{...}}).")
 
 
 def _make_function(server: Server, tool: dict, pyname: str) -> Callable:
@@ -246,7 +272,7 @@ class PendingTool:
     def _resolve(self) -> Callable:
         fn = self._server.function(self.__name__) or self._server.helper(self.__name__)
         if fn is None:
-            raise AttributeError(self._server.missing(self.__name__))
+            raise self._server.missing(self.__name__)
         return fn
 
     # What the tool function has, found once the list is there.

@@ -92,7 +92,8 @@ def _docs(server, tool, detail):
         return [_tool_doc(server, t, detail) for t in server.tools]
     found = server.tool(tool)
     if found is None:
-        raise MCPError(server.missing(tool))
+        err = server.missing(tool)  # ToolDenied (an MCPError) for a denied tool
+        raise err if isinstance(err, MCPError) else MCPError(str(err))
     return _tool_doc(server, found, detail)
 
 
