@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/protocol"
 )
@@ -57,11 +58,21 @@ func (s Skill) Info() protocol.SkillInfo {
 	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339)}
 }
 
-// Store is the skills directory of one state directory.
-type Store struct{ dir statedir.Dir }
+// Store is the skills directory of one principal in a state directory.
+type Store struct {
+	root statedir.Dir // the state directory
+	dir  statedir.Dir // the principal's own: root, or below principals/
+}
 
-// Open returns the store in d; nothing is created until a skill is saved.
-func Open(d statedir.Dir) *Store { return &Store{dir: d} }
+// Open returns the local user's store in d; nothing is created until a
+// skill is saved.
+func Open(d statedir.Dir) *Store { return &Store{root: d, dir: d} }
+
+// Of is the store of principal p in the same state directory: its own
+// skills, which no other principal's session reads or changes.
+func (s *Store) Of(p principal.Principal) *Store {
+	return &Store{root: s.root, dir: s.root.Of(p.Key())}
+}
 
 // Dir is the directory that holds the skill files.
 func (s *Store) Dir() string { return s.dir.Path(statedir.Skills) }
