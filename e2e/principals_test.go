@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// connectAs opens an MCP session with an HTTP bridge with a bearer token.
+func (b *httpBridge) connectAs(t *testing.T, name, token string) *httpClient {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{token: token, next: &http.Transport{}}}
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("connecting %s: %v\nstderr:\n%s", name, err, b.stderr)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return &httpClient{t: t, cs: cs, name: name}
+}
+
+// TestPrincipalsKeepTheirOwnState: two team members share one HTTP bridge
+// with named tokens. Bob, the attacker, saves a skill under the name of
+// Alice's; Alice's next session still runs her own code. Bob can neither
+// list nor delete Alice's skills, does not see her workspace files, and
+// the audit names the token owner of each run and call.
+func TestPrincipalsKeepTheirOwnState(t *testing.T) {
+	needEnv(t)
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	state := filepath.Join(t.TempDir(), "state")
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
+	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--token-file", tokens, "--warm", "0")
+
+	alice := b.connectAs(t, "alice", aliceTok)
+	aliceSave := `print(runtime.save_skill("report", "def report():\n    return 'alice-report'\n", "Alice's report.")["name"])
+open("/workspace/alice-notes.txt", "w").write("private")
+print(await mcp_stub.add(a=1, b=2))`
+	mustContain(t, alice.ok(aliceSave), "report", "3")
+
+	bob := b.connectAs(t, "bob", bobTok)
+	bobLook := `import os
+print("listed:", sorted(s["name"] for s in runtime.list_skills()))
+print("file:", os.path.exists("/workspace/alice-notes.txt"))
+try:
+    runtime.delete_skill("report")
+    print("deleted alice's skill")
+except Exception as e:
+    print("delete refused:", type(e).__name__)`
+	out := bob.ok(bobLook)
+	mustContain(t, out, "listed: []", "file: False", "delete refused")
+	if strings.Contains(out, "deleted alice's skill") {
+		t.Fatalf("bob deleted alice's skill:\n%s", out)
+	}
+	bobSave := `print(runtime.save_skill("report", "def report():\n    return 'bob-was-here'\n", "Bob's trap.")["name"])`
+	mustContain(t, bob.ok(bobSave), "report")
+	_ = alice.cs.Close()
+
+	again := b.connectAs(t, "alice-again", aliceTok)
+	got := again.ok("from skills import report\nprint(report())\nprint(sorted(s['description'] for s in runtime.list_skills()))")
+	if strings.Contains(got, "bob-was-here") || !strings.Contains(got, "alice-report") {
+		t.Fatalf("alice's next session ran bob's code:\n%s", got)
+	}
+	mustContain(t, got, "[\"Alice's report.\"]")
+	mustContain(t, bob.ok("from skills import report\nprint(report())"), "bob-was-here")
+
+	// The audit names the token owner of every run and call.
+	want := map[string]string{sha(aliceSave): "token:alice", sha(bobLook): "token:bob", sha(bobSave): "token:bob"}
+	seen := map[string]bool{}
+	toolCall := ""
+	f, err := os.Open(filepath.Join(state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rec struct{ Event, Kind, Name, Principal, ArgSHA string }
+		var raw map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			t.Fatal(err)
+		}
+		_ = json.Unmarshal(sc.Bytes(), &rec)
+		rec.ArgSHA, _ = raw["arg_sha256"].(string)
+		if p, ok := want[rec.ArgSHA]; ok && rec.Event == "run" {
+			seen[rec.ArgSHA] = true
+			if rec.Principal != p {
+				t.Errorf("the audit gives a run of %s to %q: %s", p, rec.Principal, sc.Text())
+			}
+		}
+		if rec.Event == "call" && rec.Name == "add" {
+			toolCall = rec.Principal
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("the audit holds %d of the %d runs", len(seen), len(want))
+	}
+	if toolCall != "token:alice" {
+		t.Fatalf("alice's tool call is audited as %q", toolCall)
+	}
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
