@@ -241,6 +241,13 @@ func startBridgeClient(t *testing.T, homeDir string, client *mcp.Client, opts *m
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(testEnv(homeDir), "CODEBRIDGE_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
+	return connectCmd(t, cmd, client, opts)
+}
+
+// connectCmd starts a prepared `codebridge serve` command (its directory,
+// environment) and connects client to it, as startBridgeClient does.
+func connectCmd(t *testing.T, cmd *exec.Cmd, client *mcp.Client, opts *mcp.ClientSessionOptions) *bridge {
+	t.Helper()
 	b := &bridge{t: t, cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = b.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -119,6 +119,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		c.imageCommand(),
 		c.importCommand(),
 		c.skillsCommand(),
+		c.workspaceCommand(),
 		c.auditCommand(),
 		&cobra.Command{
 			Use:   "version",
