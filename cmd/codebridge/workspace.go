@@ -218,7 +218,7 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 	case w.ephemeral:
 		return nil, nil
 	case w.project:
-		return projectMount(principal.Local())
+		return projectMount(principal.Local(), s.roots)
 	case w.volume != "":
 		return &sandbox.Mount{Source: w.volume, Volume: true}, nil
 	}
@@ -280,14 +280,19 @@ func (s *settings) prepareWorkspace(getenv func(string) string) error {
 }
 
 // projectMount is the workspace volume of the project this bridge works
-// in (its working directory, symlinks resolved) for principal p.
-func projectMount(p principal.Principal) (*sandbox.Mount, error) {
+// in, for principal p: the first --root when one is given (a client that
+// starts codebridge outside the project can name it so), else the
+// working directory the client started it in; symlinks resolved.
+func projectMount(p principal.Principal, roots []string) (*sandbox.Mount, error) {
 	wd, err := os.Getwd()
+	if len(roots) > 0 {
+		wd, err = filepath.Abs(roots[0])
+	}
 	if err == nil {
 		wd, err = filepath.EvalSymlinks(wd)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--workspace project: the working directory: %w; start codebridge in the project's directory, or give --workspace NAME or ephemeral", err)
+		return nil, fmt.Errorf("--workspace project: the project's directory: %w; start codebridge in the project's directory (or give --root DIR), or give --workspace NAME or ephemeral", err)
 	}
 	return &sandbox.Mount{Source: projectVolume(p, wd), Volume: true,
 		Labels: map[string]string{sandbox.LabelProject: wd, sandbox.LabelPrincipal: p.String()}}, nil

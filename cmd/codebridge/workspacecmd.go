@@ -23,8 +23,9 @@ func (c *cli) workspaceCommand() *cobra.Command {
 		Use:   "workspace [list|here|rm NAME...]",
 		Short: "List or remove the sandbox workspaces kept on the engine (one volume per project)",
 		Long: `List or remove the sandbox workspaces kept on the engine. By default every
-project (the directory a client starts codebridge in) has a volume of its own,
-named codebridge-ws-<directory>-<digest>; bridges of one project share it.
+project (the directory a client starts codebridge in, or the first --root) has
+a volume of its own, named codebridge-ws-<directory>-<digest>; the bridges of
+one project share it, and another project's never see its files.
 
   codebridge workspace        list the volumes, their project and how many sandboxes use each now
   codebridge workspace here   the volume of the current directory's project
@@ -44,10 +45,10 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	}
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	names := slices.Concat([]string{"engine"}, logKnobs)
+	names := slices.Concat([]string{"engine", "root"}, logKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
 		if len(args) == 1 && args[0] == "here" {
-			return c.workspaceHere(asJSON)
+			return c.workspaceHere(s, asJSON)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -65,8 +66,8 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	})
 }
 
-func (c *cli) workspaceHere(asJSON bool) int {
-	m, err := projectMount(principal.Local())
+func (c *cli) workspaceHere(s *settings, asJSON bool) int {
+	m, err := projectMount(principal.Local(), s.roots)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codebridge workspace here: %v\n", err)
 		return 1
