@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/spf13/cobra"
@@ -18,7 +19,11 @@ func (c *cli) skillsCommand() *cobra.Command {
 		Short: "List, show or delete the skills saved with runtime.save_skill",
 		Long: `List, show or delete the skills saved with runtime.save_skill. Each is a
 readable .py file in the skills directory of the state directory; every new
-sandbox gets them all. "codebridge skills" alone lists them.`,
+sandbox gets them all. "codebridge skills" alone lists them.
+
+Each principal has skills of its own: yours (stdio, exec) are in skills/;
+those of each HTTP token holder in principals/<key>/skills/, which
+--principal NAME shows and changes.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0 || len(args) == 1 && args[0] == "list":
@@ -30,10 +35,15 @@ sandbox gets them all. "codebridge skills" alone lists them.`,
 		},
 	}
 	var asJSON bool
+	var owner string
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&owner, "principal", "", "the skills of the HTTP token with this name (from --token-file) instead of your own")
 	names := slices.Concat([]string{"state-dir"}, logKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
 		store := skills.Open(statedir.Dir(s.stateDir))
+		if cmd.Flags().Changed("principal") {
+			store = store.Of(principal.Token(owner))
+		}
 		if len(args) == 0 || args[0] == "list" {
 			return c.listSkills(store, asJSON)
 		}
