@@ -187,7 +187,7 @@ func home(t *testing.T, files map[string]map[string]server) string {
 func testEnv(homeDir string) []string {
 	env := append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage)
 	// Tests share one engine: each keeps its files to itself unless it
-	// names a workspace (the default volume is one per user).
+	// names a workspace (the default volume is one per project).
 	env = append(env, "CODEBRIDGE_WORKSPACE=ephemeral")
 	if real, err := os.UserHomeDir(); err == nil {
 		if os.Getenv("XDG_DATA_HOME") == "" {
