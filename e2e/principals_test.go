@@ -57,7 +57,7 @@ func TestPrincipalsKeepTheirOwnState(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--token-file", tokens, "--warm", "0")
+	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--token-file", tokens) // the warm pool, as served by default
 
 	alice := b.connectAs(t, "alice", aliceTok)
 	aliceSave := `print(runtime.save_skill("report", "def report():\n    return 'alice-report'\n", "Alice's report.")["name"])
