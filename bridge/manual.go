@@ -20,14 +20,19 @@ func manualResource() *mcp.Resource {
 	}
 }
 
+// readManual serves the manual with the skills of the reader's principal.
 func (b *Bridge) readManual(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: ManualURI, MIMEType: "text/plain", Text: b.Manual(),
+		URI: ManualURI, MIMEType: "text/plain", Text: b.manual(b.skillsOf(principalOf(req.Extra))),
 	}}}, nil
 }
 
-// Manual returns the filled-in sandbox manual.
-func (b *Bridge) Manual() string {
+// Manual returns the filled-in sandbox manual, with the local user's
+// skills.
+func (b *Bridge) Manual() string { return b.manual(b.opts.Skills) }
+
+// manual fills in the manual with the skills of store.
+func (b *Bridge) manual(store *skillStore) string {
 	var names []string
 	for _, s := range b.pool.Servers() {
 		names = append(names, s.Name())
@@ -40,5 +45,5 @@ func (b *Bridge) Manual() string {
 	if python == "" {
 		python = "3"
 	}
-	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", b.single.host.skillNames(), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", skillNames(store), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
 }

@@ -35,9 +35,7 @@ type session struct {
 func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Principal) *session {
 	h := newSandboxHost(upstreams, b.log)
 	h.packages = b.opts.Packages
-	if b.opts.Skills != nil {
-		h.skills = b.opts.Skills.Of(p)
-	}
+	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = &b.trips
 	if p, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
@@ -87,12 +88,21 @@ func (h *sandboxHost) withSkills(entries []upstream.Entry) ([]upstream.Entry, ma
 	return entries, marked
 }
 
-// skillNames lists the saved skills for the manual.
-func (h *sandboxHost) skillNames() string {
-	if h.skills == nil {
+// skillsOf is the skill store of principal p; nil when the bridge keeps
+// none.
+func (b *Bridge) skillsOf(p principal.Principal) *skillStore {
+	if b.opts.Skills == nil {
+		return nil
+	}
+	return b.opts.Skills.Of(p)
+}
+
+// skillNames lists the skills of a store for the manual.
+func skillNames(store *skillStore) string {
+	if store == nil {
 		return "none saved yet"
 	}
-	list, _ := h.skills.List()
+	list, _ := store.List()
 	var names []string
 	for _, sk := range list {
 		names = append(names, sk.Name)

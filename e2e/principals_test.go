@@ -46,8 +46,9 @@ func (b *httpBridge) connectAs(t *testing.T, name, token string) *httpClient {
 // TestPrincipalsKeepTheirOwnState: two team members share one HTTP bridge
 // with named tokens. Bob, the attacker, saves a skill under the name of
 // Alice's; Alice's next session still runs her own code. Bob can neither
-// list nor delete Alice's skills, does not see her workspace files, and
-// the audit names the token owner of each run and call.
+// list nor delete Alice's skills (nor see the host user's, in the list or
+// the manual), does not see her workspace files, and the audit names the
+// token owner of each run and call.
 func TestPrincipalsKeepTheirOwnState(t *testing.T) {
 	needEnv(t)
 	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
@@ -55,6 +56,13 @@ func TestPrincipalsKeepTheirOwnState(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
 	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The host's own user (stdio) has a skill too: no token holder sees it.
+	if err := os.MkdirAll(filepath.Join(state, "skills"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "skills", "owner_only.py"), []byte("def owner_only():\n    return 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--token-file", tokens) // the warm pool, as served by default
@@ -81,6 +89,10 @@ except Exception as e:
 	}
 	bobSave := `print(runtime.save_skill("report", "def report():\n    return 'bob-was-here'\n", "Bob's trap.")["name"])`
 	mustContain(t, bob.ok(bobSave), "report")
+	manual := readHTTPResource(t, bob, "codebridge://manual")
+	if strings.Contains(manual, "owner_only") || !strings.Contains(manual, "report") {
+		t.Fatalf("bob's manual should list his own skills only:\n%s", manual)
+	}
 	_ = alice.cs.Close()
 
 	again := b.connectAs(t, "alice-again", aliceTok)
@@ -125,6 +137,18 @@ except Exception as e:
 	if toolCall != "token:alice" {
 		t.Fatalf("alice's tool call is audited as %q", toolCall)
 	}
+}
+
+// readHTTPResource reads one resource's text through an HTTP session.
+func readHTTPResource(t *testing.T, c *httpClient, uri string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("%s: resources/read %s: %v", c.name, uri, err)
+	}
+	return res.Contents[0].Text
 }
 
 func sha(s string) string {

@@ -13,6 +13,7 @@
 //	codebridge image build        build the sandbox image
 //	codebridge import             copy MCP servers from other clients' configs
 //	codebridge skills             list, show or delete saved skills
+//	codebridge workspace          list or remove the workspace volumes (one per project)
 //	codebridge version            print the version
 //
 // Upstream servers are read from ~/MCPs/*.json (and --config files) in the
