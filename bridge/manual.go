@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/pyruntime"
+	"github.com/codebridge/codebridge/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,10 +31,10 @@ func (b *Bridge) readManual(ctx context.Context, req *mcp.ReadResourceRequest) (
 
 // Manual returns the filled-in sandbox manual, with the local user's
 // skills.
-func (b *Bridge) Manual() string { return b.manual(b.opts.Skills) }
+func (b *Bridge) Manual() string { return b.manual(b.skillsOf(principal.Local())) }
 
-// manual fills in the manual with the skills of store.
-func (b *Bridge) manual(store *skillStore) string {
+// manual fills in the manual with the skills of a set.
+func (b *Bridge) manual(set *skills.Set) string {
 	var names []string
 	for _, s := range b.pool.Servers() {
 		names = append(names, s.Name())
@@ -45,5 +47,5 @@ func (b *Bridge) manual(store *skillStore) string {
 	if python == "" {
 		python = "3"
 	}
-	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", skillNames(store), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", skillNames(set), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
 }

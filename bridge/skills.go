@@ -88,21 +88,21 @@ func (h *sandboxHost) withSkills(entries []upstream.Entry) ([]upstream.Entry, ma
 	return entries, marked
 }
 
-// skillsOf is the skill store of principal p; nil when the bridge keeps
-// none.
-func (b *Bridge) skillsOf(p principal.Principal) *skillStore {
+// skillsOf is the skills principal p sees (its own and the team's); nil
+// when the bridge keeps none.
+func (b *Bridge) skillsOf(p principal.Principal) *skills.Set {
 	if b.opts.Skills == nil {
 		return nil
 	}
-	return b.opts.Skills.Of(p)
+	return skills.SetOf(b.opts.Skills, p)
 }
 
-// skillNames lists the skills of a store for the manual.
-func skillNames(store *skillStore) string {
-	if store == nil {
+// skillNames lists the skills of a set for the manual.
+func skillNames(set *skills.Set) string {
+	if set == nil {
 		return "none saved yet"
 	}
-	list, _ := store.List()
+	list, _ := set.List()
 	var names []string
 	for _, sk := range list {
 		names = append(names, sk.Name)

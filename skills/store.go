@@ -51,11 +51,14 @@ type Skill struct {
 	Description string
 	Source      string
 	Saved       time.Time
+	// Team is set on a skill the host published for every principal
+	// ([Set]): sessions can use it, not change it.
+	Team bool
 }
 
 // Info is what the runtime is told about s.
 func (s Skill) Info() protocol.SkillInfo {
-	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339)}
+	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339), Team: s.Team}
 }
 
 // Store is the skills directory of one principal in a state directory.
@@ -72,6 +75,12 @@ func Open(d statedir.Dir) *Store { return &Store{root: d, dir: d} }
 // skills, which no other principal's session reads or changes.
 func (s *Store) Of(p principal.Principal) *Store {
 	return &Store{root: s.root, dir: s.root.Of(p.Key())}
+}
+
+// Team is the store of the skills the host publishes for every principal
+// (codebridge skills publish); sessions see it through a [Set], read-only.
+func (s *Store) Team() *Store {
+	return &Store{root: s.root, dir: s.root.Team()}
 }
 
 // Dir is the directory that holds the skill files.
@@ -267,9 +276,14 @@ func (s *Store) Delete(name string) (Skill, error) {
 // skill that cannot be read is left out (the error names it).
 func (s *Store) Files() ([]protocol.File, error) {
 	list, err := s.List()
-	files := make([]protocol.File, 0, len(list))
+	return files(list), err
+}
+
+// files are skills as files for a new sandbox, at [SandboxDir].
+func files(list []Skill) []protocol.File {
+	out := make([]protocol.File, 0, len(list))
 	for _, sk := range list {
-		files = append(files, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.file()})
+		out = append(out, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.file()})
 	}
-	return files, err
+	return out
 }

@@ -12,6 +12,8 @@
 //	workspaces/    persistent sandbox workspaces kept as host directories
 //	principals/    one directory per principal other than the local user
 //	               (a token holder over HTTP), holding its own skills/
+//	team/          what the host published for every principal (skills/),
+//	               read by sessions, written only by host-side commands
 //
 // The local user's state (stdio, exec, the host-side commands) is at the
 // root; [Dir.Of] is the state directory of another principal, below
@@ -33,6 +35,7 @@ const (
 	Packages   = "packages"
 	Workspaces = "workspaces"
 	Principals = "principals"
+	Team       = "team"
 )
 
 // Dir is the state directory's root.
@@ -59,6 +62,15 @@ func (d Dir) Of(key string) Dir {
 		return d
 	}
 	return Dir(d.Path(Principals, key))
+}
+
+// Team is the state the host publishes for every principal, which
+// sessions read and only host-side commands write.
+func (d Dir) Team() Dir {
+	if d == "" {
+		return d
+	}
+	return Dir(d.Path(Team))
 }
 
 // Ensure creates the directory of an entry (and parts below it) when it is
