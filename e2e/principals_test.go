@@ -155,3 +155,57 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestTeamSkillsAreReadOnly: a skill the host publishes with `codebridge
+// skills publish` reaches every token holder's sessions; one holder can
+// neither delete nor change it for the others (their own skill of its
+// name hides it for them alone).
+func TestTeamSkillsAreReadOnly(t *testing.T) {
+	needEnv(t)
+	h := home(t, nil)
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(filepath.Join(state, "skills"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "skills", "team_tool.py"), []byte("def team_tool():\n    return 'from-the-team'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CODEBRIDGE_STATE_DIR=" + state}
+	out, errOut, code := cli(t, h, "", env, "skills", "publish", "team_tool")
+	if code != 0 {
+		t.Fatalf("skills publish: %d\n%s%s", code, out, errOut)
+	}
+	published := filepath.Join(state, "team", "skills", "team_tool.py")
+	before, err := os.ReadFile(published)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
+	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startHTTP(t, h, env, "--token-file", tokens)
+	use := "from skills import team_tool\nprint(team_tool())\nprint([(s['name'], s.get('team')) for s in runtime.list_skills()])"
+	mustContain(t, b.connectAs(t, "alice", aliceTok).ok(use), "from-the-team", "[('team_tool', True)]")
+
+	bob := b.connectAs(t, "bob", bobTok)
+	r, err := bob.run(`runtime.delete_skill("team_tool")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.isError || !strings.Contains(r.text, "is the team's") {
+		t.Fatalf("bob's delete of the team's skill should be refused:\n%s", r.text)
+	}
+	mustContain(t, bob.ok(`print(runtime.save_skill("team_tool", "def team_tool():\n    return 'bob-was-here'\n")["name"])`), "team_tool")
+	mustContain(t, b.connectAs(t, "bob-again", bobTok).ok(use), "bob-was-here")
+
+	got := b.connectAs(t, "alice-again", aliceTok).ok(use)
+	if !strings.Contains(got, "from-the-team") || strings.Contains(got, "bob-was-here") {
+		t.Fatalf("bob changed the team's skill for alice:\n%s", got)
+	}
+	if after, err := os.ReadFile(published); err != nil || string(after) != string(before) {
+		t.Fatalf("the published file changed: %v\n%s", err, after)
+	}
+}
