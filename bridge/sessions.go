@@ -38,8 +38,8 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = &b.trips
-	if p, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
-		h.busy = &p.busy // with one session, its client is the one to ask
+	if picker, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
+		h.busy = &picker.busy // with one session, its client is the one to ask
 	}
 	var host sandbox.Host = h
 	if b.opts.Metrics != nil {
