@@ -84,11 +84,15 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 		if e.By != "" {
 			decision += " (" + e.By + ")"
 		}
+		session := e.Session
+		if e.Principal != "" && e.Principal != "local" {
+			session += " " + shown(e.Principal) // an HTTP token's holder
+		}
 		outcome := e.Outcome
 		if e.Error != "" {
 			outcome += ": " + cutLine(e.Error, 60)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Session, what, decision, outcome, e.DurationMS, e.ArgBytes, e.ResultBytes)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"), session, what, decision, outcome, e.DurationMS, e.ArgBytes, e.ResultBytes)
 	}
 	return exitOf(w.Flush())
 }
