@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,18 +75,32 @@ func TestWorkspaceTwoBridgesOfOneProject(t *testing.T) {
 		_ = rm.Run()
 	})
 
+	// Both bridges make their sandbox, and the project's new volume, at
+	// the same time.
 	first, second := startBridgeIn(t, projA, h), startBridgeIn(t, projA, h)
-	mustContain(t, first.ok(`open("/workspace/from-first.txt", "w").write("one"); print("written")`), "written")
-	mustContain(t, second.ok(`print(open("/workspace/from-first.txt").read())
-open("/workspace/from-second.txt", "w").write("two")`), "one")
-	mustContain(t, first.ok(`print(open("/workspace/from-second.txt").read())`), "two")
+	var wg sync.WaitGroup
+	results := make([]runResult, 2)
+	errs := make([]error, 2)
+	for i, b := range []*bridge{first, second} {
+		wg.Go(func() {
+			results[i], errs[i] = runPython(b.cs, fmt.Sprintf(`open("/workspace/from-%d.txt", "w").write("written by %d"); print("written")`, i, i))
+		})
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i].isError || !strings.Contains(results[i].text, "written") {
+			t.Fatalf("bridge %d of two started at once: %v\n%s", i, errs[i], results[i].text)
+		}
+	}
+	mustContain(t, second.ok(`print(open("/workspace/from-0.txt").read())`), "written by 0")
+	mustContain(t, first.ok(`print(open("/workspace/from-1.txt").read())`), "written by 1")
 	if a, b := containersOf(t, first.pid), containersOf(t, second.pid); len(a) != 1 || len(b) != 1 {
 		t.Fatalf("both bridges should run a sandbox at once: %v and %v", a, b)
 	}
-	mustContain(t, codebridgeIn(t, projA, h, `print(open("/workspace/from-first.txt").read())`, "exec", "-"), "one")
+	mustContain(t, codebridgeIn(t, projA, h, `print(open("/workspace/from-0.txt").read())`, "exec", "-"), "written by 0")
 
 	other := startBridgeIn(t, projB, h)
-	mustContain(t, other.ok(`import os; print("seen" if os.path.exists("/workspace/from-first.txt") else "not seen")`), "not seen")
+	mustContain(t, other.ok(`import os; print("seen" if os.path.exists("/workspace/from-0.txt") else "not seen")`), "not seen")
 
 	list := codebridgeIn(t, projA, h, "", "workspace", "list")
 	mustContain(t, list, volA, projA, volB, projB)
@@ -92,5 +108,5 @@ open("/workspace/from-second.txt", "w").write("two")`), "one")
 	first.close()
 	second.close()
 	other.close()
-	mustContain(t, startBridgeIn(t, projA, h).ok(`print(open("/workspace/from-second.txt").read())`), "two")
+	mustContain(t, startBridgeIn(t, projA, h).ok(`print(open("/workspace/from-1.txt").read())`), "written by 1")
 }
