@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
@@ -42,7 +43,9 @@ type Options struct {
 	Log *slog.Logger
 	// Packages are on-demand installs (packages.go); nil turns them off.
 	Packages *Packages
-	// Skills is where saved skills are kept; nil keeps none.
+	// Skills is where the local user's saved skills are kept; each other
+	// principal's are in their own store beside it (skills.Store.Of).
+	// Nil keeps none.
 	Skills *skillStore
 	// ClientLog, when set, sends the warnings logged through it to this
 	// bridge's MCP client (client.go).
@@ -116,7 +119,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}
-	b.single = b.newSession(pool, false)
+	b.single = b.newSession(pool, false, principal.Local())
 	return b
 }
 
@@ -182,7 +185,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
 	}
-	sess, err := b.sessionOf(req.Session)
+	sess, err := b.sessionOf(req.Session, req.Extra)
 	if err != nil {
 		return errorResult("%v", err), nil
 	}

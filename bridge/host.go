@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,7 +25,7 @@ type sandboxHost struct {
 	mu       sync.Mutex
 	toolGens map[string]uint64 // each upstream's tool-list generation, as the sandbox last heard
 
-	skills *skillStore   // saved skills; nil keeps none
+	skills *skills.Set   // the principal's skills and the team's; nil keeps none
 	files  *sharedFiles  // the workspace files the code shared
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted

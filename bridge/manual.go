@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/pyruntime"
+	"github.com/codebridge/codebridge/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,12 +42,16 @@ func pythonBridgeManualResource() *mcp.Resource {
 // readManual answers a read of either manual resource, under the URI read.
 func (b *Bridge) readManual(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: req.Params.URI, MIMEType: "text/plain", Text: b.Manual(),
+		URI: req.Params.URI, MIMEType: "text/plain", Text: b.manual(b.skillsOf(principalOf(req.Extra))),
 	}}}, nil
 }
 
-// Manual returns the filled-in sandbox manual.
-func (b *Bridge) Manual() string {
+// Manual returns the filled-in sandbox manual, with the local user's
+// skills.
+func (b *Bridge) Manual() string { return b.manual(b.skillsOf(principal.Local())) }
+
+// manual fills in the manual with the skills of a set.
+func (b *Bridge) manual(set *skills.Set) string {
 	var names []string
 	for _, s := range b.pool.Servers() {
 		names = append(names, s.Name())
@@ -58,5 +64,5 @@ func (b *Bridge) Manual() string {
 	if python == "" {
 		python = "3"
 	}
-	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", b.single.host.skillNames(), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
+	return strings.NewReplacer("{python}", python, "{servers}", servers, "{skills}", skillNames(set), "{{", "{", "}}", "}").Replace(pyruntime.Manual())
 }

@@ -243,7 +243,7 @@ func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess
 // resumeDetached is a call that brings the answers to a detached run's
 // questions: it gives them to the cell and waits on.
 func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	sess, err := b.sessionOf(req.Session)
+	sess, err := b.sessionOf(req.Session, req.Extra)
 	if err != nil {
 		return errorResult("%v", err), nil
 	}

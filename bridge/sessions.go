@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/sandbox"
@@ -15,8 +16,11 @@ import (
 
 // session is what one MCP session's calls run in (or every call, for
 // stdio and exec): a sandbox, and the upstream servers as it sees them.
+// It acts for one principal, known when it is made: the host state it
+// reads and writes (skills, the audit's principal) is that principal's.
 type session struct {
 	b         *Bridge
+	principal principal.Principal
 	host      *sandboxHost
 	upstreams *upstream.Pool
 	own       bool // upstreams is this session's view, closed with it
@@ -26,22 +30,22 @@ type session struct {
 	notes *cellNotes
 }
 
-// newSession makes a session over upstreams. No container starts until
-// its first cell.
-func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
+// newSession makes a session of principal p over upstreams. No
+// container starts until its first cell.
+func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Principal) *session {
 	h := newSandboxHost(upstreams, b.log)
 	h.packages = b.opts.Packages
-	h.skills = b.opts.Skills
-	h.gate = b.gate.NewSession()
+	h.skills = b.skillsOf(p)
+	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = &b.trips
-	if p, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
-		h.busy = &p.busy // with one session, its client is the one to ask
+	if picker, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
+		h.busy = &picker.busy // with one session, its client is the one to ask
 	}
 	var host sandbox.Host = h
 	if b.opts.Metrics != nil {
 		host = meteredHost{host, b.opts.Metrics}
 	}
-	s := &session{b: b, host: h, upstreams: upstreams, own: own}
+	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own}
 	if b.warm != nil {
 		s.sbx = b.warm.NewSession(host)
 	} else {
@@ -58,10 +62,21 @@ func (s *session) close() {
 	}
 }
 
+// principalOf is who a request comes from: the owner of its verified
+// bearer token (the go-sdk keeps it the same for every request of an
+// HTTP session), else the local user.
+func principalOf(extra *mcp.RequestExtra) principal.Principal {
+	if extra == nil || extra.TokenInfo == nil {
+		return principal.Local()
+	}
+	return principal.Token(extra.TokenInfo.UserID)
+}
+
 // sessionOf returns the session the calls of ss run in: the single one,
-// or with [Options.PerSession] one made for ss on its first call and
-// removed when ss ends (the client said so, or it was idle too long).
-func (b *Bridge) sessionOf(ss *mcp.ServerSession) (*session, error) {
+// or with [Options.PerSession] one made for ss, acting for the principal
+// of the request that made it, on its first call and removed when ss
+// ends (the client said so, or it was idle too long).
+func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*session, error) {
 	if !b.opts.PerSession || ss == nil {
 		return b.single, nil
 	}
@@ -74,11 +89,11 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession) (*session, error) {
 		return s, nil
 	}
 	notes := &cellNotes{}
-	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes)), true)
+	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes)), true, principalOf(extra))
 	s.notes = notes
 	b.sessions[ss] = s
 	b.opts.Metrics.Sandboxes(1)
-	b.log.Debug("session sandbox made", "session", ss.ID())
+	b.log.Debug("session sandbox made", "session", ss.ID(), "principal", s.principal.String())
 	go func() {
 		_ = ss.Wait()
 		b.endSession(ss)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
@@ -87,12 +88,21 @@ func (h *sandboxHost) withSkills(entries []upstream.Entry) ([]upstream.Entry, ma
 	return entries, marked
 }
 
-// skillNames lists the saved skills for the manual.
-func (h *sandboxHost) skillNames() string {
-	if h.skills == nil {
+// skillsOf is the skills principal p sees (its own and the team's); nil
+// when the bridge keeps none.
+func (b *Bridge) skillsOf(p principal.Principal) *skills.Set {
+	if b.opts.Skills == nil {
+		return nil
+	}
+	return skills.SetOf(b.opts.Skills, p)
+}
+
+// skillNames lists the skills of a set for the manual.
+func skillNames(set *skills.Set) string {
+	if set == nil {
 		return "none saved yet"
 	}
-	list, _ := h.skills.List()
+	list, _ := set.List()
 	var names []string
 	for _, sk := range list {
 		names = append(names, sk.Name)

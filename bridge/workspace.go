@@ -196,7 +196,7 @@ func (b *Bridge) addWorkspace(s *mcp.Server) {
 
 func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	sess, err := b.sessionOf(req.Session)
+	sess, err := b.sessionOf(req.Session, req.Extra)
 	if err != nil {
 		return nil, err
 	}

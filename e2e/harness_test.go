@@ -187,7 +187,7 @@ func home(t *testing.T, files map[string]map[string]server) string {
 func testEnv(homeDir string) []string {
 	env := append(os.Environ(), "HOME="+homeDir, "CODEBRIDGE_IMAGE="+testImage)
 	// Tests share one engine: each keeps its files to itself unless it
-	// names a workspace (the default volume is one per user).
+	// names a workspace (the default volume is one per project).
 	env = append(env, "CODEBRIDGE_WORKSPACE=ephemeral")
 	if real, err := os.UserHomeDir(); err == nil {
 		if os.Getenv("XDG_DATA_HOME") == "" {
@@ -241,6 +241,13 @@ func startBridgeClient(t *testing.T, homeDir string, client *mcp.Client, opts *m
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(testEnv(homeDir), "CODEBRIDGE_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, env...)
+	return connectCmd(t, cmd, client, opts)
+}
+
+// connectCmd starts a prepared `codebridge serve` command (its directory,
+// environment) and connects client to it, as startBridgeClient does.
+func connectCmd(t *testing.T, cmd *exec.Cmd, client *mcp.Client, opts *mcp.ClientSessionOptions) *bridge {
+	t.Helper()
 	b := &bridge{t: t, cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = b.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

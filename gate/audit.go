@@ -44,6 +44,9 @@ type Record struct {
 	Error       string  `json:"error,omitempty"`
 	DurationMS  float64 `json:"duration_ms,omitempty"`
 	ResultBytes int     `json:"result_bytes,omitempty"`
+	// Principal is who the session acts for: "local" (stdio, exec) or
+	// "token:NAME", the owner of the HTTP session's bearer token.
+	Principal string `json:"principal,omitempty"`
 }
 
 // AuditLog appends records to a JSON Lines file. Each record is one

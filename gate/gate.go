@@ -65,11 +65,16 @@ func New(cfg Config) *Gate {
 // Policy is the gate's policy (for filtering listings).
 func (g *Gate) Policy() *Policy { return g.policy }
 
-// NewSession starts the gate's state for one sandbox session.
-func (g *Gate) NewSession() *Session {
+// NewSession starts the gate's state for one sandbox session of the
+// local user.
+func (g *Gate) NewSession() *Session { return g.NewSessionOf("local") }
+
+// NewSessionOf starts the gate's state for one sandbox session of a
+// principal (principal.Principal.String), named on its audit records.
+func (g *Gate) NewSessionOf(principal string) *Session {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Session{ID: hex.EncodeToString(b[:]), g: g,
+	return &Session{ID: hex.EncodeToString(b[:]), Principal: principal, g: g,
 		byValue: map[string]string{}, byToken: map[string]string{}, counts: map[string]int{}, approved: map[string]bool{}}
 }
 
@@ -257,7 +262,7 @@ func (s *Session) audit(r Record) {
 	if a == nil {
 		return
 	}
-	r.Time = time.Now().UTC()
+	r.Time, r.Principal = time.Now().UTC(), s.Principal
 	if err := a.Write(r); err != nil {
 		s.g.log.Error("the audit log cannot be written", "err", err)
 	}

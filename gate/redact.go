@@ -141,7 +141,10 @@ func (r *Redactor) find(text string) []span {
 // it handed out (in memory only) and the approvals given for the session.
 type Session struct {
 	ID string
-	g  *Gate
+	// Principal is who the session acts for ("local", "token:alice"),
+	// written on each of its audit records.
+	Principal string
+	g         *Gate
 
 	mu       sync.Mutex
 	byValue  map[string]string // kind + "\x00" + value -> token

@@ -75,6 +75,8 @@ type SkillInfo struct {
 	Description string `json:"description"`
 	Size        int    `json:"size"`            // bytes of source
 	Saved       string `json:"saved,omitempty"` // RFC 3339
+	// Team marks a skill the host published for everyone: read-only.
+	Team bool `json:"team,omitempty"`
 }
 
 // ShareParams are the parameters of share: Path is a regular file under

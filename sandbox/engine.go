@@ -99,8 +99,8 @@ type ContainerSpec struct {
 	// User is the uid:gid the code runs as. Empty means "65534:65534".
 	User string
 	// Workspace, when set, is mounted at /workspace in place of a tmpfs,
-	// so that the files outlive the container; a second live sandbox
-	// with the same workspace is refused ([WorkspaceBusyError]).
+	// so that the files outlive the container. Any number of sandboxes
+	// may mount the same workspace at once.
 	Workspace *Mount
 	// Mounts are more host directories or volumes for the code.
 	Mounts []Mount
@@ -121,6 +121,11 @@ type Engine interface {
 	HasImage(ctx context.Context, image string) (bool, error)
 	// List returns the containers labelled [LabelKey], with their labels.
 	List(ctx context.Context) ([]ContainerInfo, error)
+	// Workspaces lists the workspace volumes codebridge created.
+	Workspaces(ctx context.Context) ([]WorkspaceVolume, error)
+	// RemoveWorkspace removes one of them, with its files; it refuses a
+	// volume codebridge did not create ([ErrNotWorkspace]).
+	RemoveWorkspace(ctx context.Context, name string) error
 	// Close releases the engine's connection, and stops a Podman service the
 	// engine started itself.
 	Close() error

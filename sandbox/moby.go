@@ -160,9 +160,6 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	if err := e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
 		return fail(err)
 	}
-	if err := e.claim(ctx, created.ID, spec.Workspace); err != nil {
-		return fail(err)
-	}
 	// Attach before start, so that not a byte of output is missed.
 	att, err := e.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,

@@ -20,11 +20,13 @@ import (
 // and the real session, without a container engine.
 type procEngine struct{}
 
-func (procEngine) Name() string                                   { return "local process" }
-func (procEngine) RemoveStale(context.Context) (int, error)       { return 0, nil }
-func (procEngine) HasImage(context.Context, string) (bool, error) { return true, nil }
-func (procEngine) List(context.Context) ([]ContainerInfo, error)  { return nil, nil }
-func (procEngine) Close() error                                   { return nil }
+func (procEngine) Name() string                                          { return "local process" }
+func (procEngine) RemoveStale(context.Context) (int, error)              { return 0, nil }
+func (procEngine) HasImage(context.Context, string) (bool, error)        { return true, nil }
+func (procEngine) List(context.Context) ([]ContainerInfo, error)         { return nil, nil }
+func (procEngine) Close() error                                          { return nil }
+func (procEngine) Workspaces(context.Context) ([]WorkspaceVolume, error) { return nil, nil }
+func (procEngine) RemoveWorkspace(context.Context, string) error         { return ErrNotWorkspace }
 
 func (e procEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
 	cmd := exec.Command(spec.Cmd[0], spec.Cmd[1:]...)

@@ -2,11 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -17,9 +18,18 @@ import (
 const WorkspacePath = "/workspace"
 
 // LabelWorkspace marks a container with the persistent workspace it
-// mounts ("volume:NAME" or "dir:PATH"), so that a second bridge can see
-// that the workspace is in use.
+// mounts ("volume:NAME" or "dir:PATH"), so that the workspaces in use can
+// be told. Any number of sandboxes may mount one workspace at once, as
+// two terminals share a directory.
 const LabelWorkspace = "io.codebridge.workspace"
+
+// Labels of a workspace volume codebridge created (besides [LabelKey]):
+// the project directory and the principal it was made for, so that
+// `codebridge workspace list` can say whose files are where.
+const (
+	LabelProject   = "io.codebridge.project"
+	LabelPrincipal = "io.codebridge.principal"
+)
 
 // Mount is a host directory (bind) or an engine volume in the sandbox.
 // For a bind, Source is a path on the engine's host, which is this host
@@ -29,6 +39,9 @@ type Mount struct {
 	Target   string // absolute path in the container
 	Volume   bool
 	ReadOnly bool
+	// Labels are given to a volume when it is created ([LabelProject],
+	// [LabelPrincipal]).
+	Labels map[string]string
 }
 
 // key names the mount's source for the workspace label.
@@ -47,26 +60,13 @@ func (m Mount) String() string {
 	return "directory " + m.Source
 }
 
-// WorkspaceBusyError says that another bridge's sandbox mounts the
-// persistent workspace; two at once could overwrite each other's files.
-type WorkspaceBusyError struct {
-	Workspace Mount
-	Owner     string // "pid 123 on host h"
-}
-
-func (e *WorkspaceBusyError) Error() string {
-	return fmt.Sprintf("sandbox: the workspace (%s) is in use by another codebridge (%s); two sandboxes writing one workspace "+
-		"could overwrite each other's files. Close the other session, or start this one with another workspace "+
-		"(--workspace NAME) or an ephemeral one (--workspace ephemeral)", e.Workspace, e.Owner)
-}
-
 // applyMounts puts the persistent workspace (instead of the tmpfs) and
 // the extra mounts of spec into the container's configuration.
 func (e *mobyEngine) applyMounts(ctx context.Context, spec ContainerSpec, cfg *container.Config, hc *container.HostConfig) error {
 	if ws := spec.Workspace; ws != nil {
 		delete(hc.Tmpfs, WorkspacePath)
 		if ws.Volume {
-			if err := e.ensureVolume(ctx, ws.Source, cfg.User, cfg.Image); err != nil {
+			if err := e.ensureVolume(ctx, *ws, cfg.User, cfg.Image); err != nil {
 				return err
 			}
 		} else if strings.HasPrefix(e.name, "podman") && (e.ownPodman() || e.isRootless(ctx)) {
@@ -99,19 +99,29 @@ func toMount(m Mount) mount.Mount {
 // ensureVolume creates the workspace volume when it is missing, owned by
 // the sandbox's user so that the code can write to it: Podman takes the
 // owner as a volume option; on Docker a one-off container gives it away.
-func (e *mobyEngine) ensureVolume(ctx context.Context, name, user, image string) error {
+// Two bridges that start at once may both create it: the engine keeps
+// one volume of a name, and the second create finds it.
+func (e *mobyEngine) ensureVolume(ctx context.Context, ws Mount, user, image string) error {
+	name := ws.Source
 	if _, err := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
 		return nil
 	} else if !isNotFound(err) {
 		return fmt.Errorf("sandbox: inspecting the workspace volume %q on %s: %w", name, e.name, err)
 	}
-	opts := client.VolumeCreateOptions{Name: name, Labels: map[string]string{LabelKey: "1"}}
+	labels := map[string]string{LabelKey: "1"}
+	for k, v := range ws.Labels {
+		labels[k] = v
+	}
+	opts := client.VolumeCreateOptions{Name: name, Labels: labels}
 	uid, gid, numeric := numericUser(user)
 	podman := strings.HasPrefix(e.name, "podman")
 	if numeric && podman {
 		opts.DriverOpts = map[string]string{"o": fmt.Sprintf("uid=%d,gid=%d", uid, gid)}
 	}
 	if _, err := e.cli.VolumeCreate(ctx, opts); err != nil {
+		if _, ierr := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); ierr == nil {
+			return nil // another bridge made it a moment ago
+		}
 		return fmt.Errorf("sandbox: creating the workspace volume %q on %s: %w", name, e.name, err)
 	}
 	if numeric && !podman {
@@ -172,65 +182,6 @@ func numericUser(user string) (uid, gid uint64, ok bool) {
 	return uid, gid, found && err1 == nil && err2 == nil
 }
 
-// claim makes sure that container id is the only live sandbox that mounts
-// workspace ws. Of two bridges that start at once, the one whose
-// container was created first keeps the workspace.
-func (e *mobyEngine) claim(ctx context.Context, id string, ws *Mount) error {
-	if ws == nil {
-		return nil
-	}
-	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", LabelWorkspace+"="+ws.key()),
-	})
-	if err != nil {
-		return fmt.Errorf("sandbox: checking whether the workspace is in use on %s: %w", e.name, err)
-	}
-	mine := e.createdAt(ctx, id)
-	for _, c := range list.Items {
-		if c.ID == id || e.owner.owns(c.Labels) || e.owner.isStale(c.Labels) || !liveState(string(c.State)) {
-			continue
-		}
-		// The list's creation times are whole seconds; two bridges that
-		// start in the same second are told apart by the engine's exact
-		// times (a tie, or this one's time unread, refuses this one; a
-		// container that can no longer be inspected is gone).
-		theirs := e.createdAt(ctx, c.ID)
-		if theirs == "" {
-			continue
-		}
-		if mine == "" || theirs <= mine {
-			return &WorkspaceBusyError{Workspace: *ws, Owner: fmt.Sprintf("pid %s on host %s", c.Labels[LabelPID], c.Labels[LabelHost])}
-		}
-	}
-	return nil
-}
-
-// createdAt is when container id was created, as the engine writes it
-// (RFC 3339 with nanoseconds, in UTC, so that strings compare as times),
-// or "" when it cannot be read.
-func (e *mobyEngine) createdAt(ctx context.Context, id string) string {
-	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		return ""
-	}
-	t, err := time.Parse(time.RFC3339Nano, res.Container.Created)
-	if err != nil {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
-}
-
-// liveState reports whether a container in this state may still use its
-// mounts.
-func liveState(s string) bool {
-	switch s {
-	case "exited", "dead", "removing", "stopped":
-		return false
-	}
-	return true
-}
-
 // ownPodman reports whether this engine is a Podman service of this
 // (non-root) user: one codebridge started, or one under the user's
 // XDG_RUNTIME_DIR. Podman 4.3's info does not say rootless; such a service
@@ -263,7 +214,57 @@ func (e *mobyEngine) isRootless(ctx context.Context) bool {
 	return e.rootless
 }
 
-// owns reports whether a container with these labels is this bridge's.
-func (o owner) owns(labels map[string]string) bool {
-	return labels[LabelHost] == o.host && labels[LabelPID] == strconv.Itoa(o.pid) && labels[LabelStart] == o.start
+// WorkspaceVolume is one workspace volume codebridge created on an
+// engine.
+type WorkspaceVolume struct {
+	Name      string
+	Project   string // the project directory it was made for; "" for a named one
+	Principal string // "local", "token:NAME"; "" for a named one
+	Created   string // as the engine says
+	InUse     int    // live sandboxes that mount it now
+}
+
+// Workspaces lists the workspace volumes codebridge created on the
+// engine, by name, with the sandboxes that use each now.
+func (e *mobyEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) {
+	vols, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelKey)})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing the workspace volumes on %s: %w", e.name, err)
+	}
+	used := map[string]int{}
+	if list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", LabelWorkspace)}); err == nil {
+		for _, c := range list.Items {
+			used[c.Labels[LabelWorkspace]]++
+		}
+	}
+	var out []WorkspaceVolume
+	for _, v := range vols.Items {
+		out = append(out, WorkspaceVolume{Name: v.Name, Project: v.Labels[LabelProject], Principal: v.Labels[LabelPrincipal],
+			Created: v.CreatedAt, InUse: used[Mount{Source: v.Name, Volume: true}.key()]})
+	}
+	slices.SortFunc(out, func(a, b WorkspaceVolume) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// ErrNotWorkspace is the error of removing a volume codebridge did not
+// create.
+var ErrNotWorkspace = errors.New("not a workspace volume codebridge created")
+
+// RemoveWorkspace removes a workspace volume codebridge created, and its
+// files. The engine refuses while a sandbox mounts it.
+func (e *mobyEngine) RemoveWorkspace(ctx context.Context, name string) error {
+	v, err := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("sandbox: there is no workspace volume %q on %s: `codebridge workspace` lists them", name, e.name)
+		}
+		return fmt.Errorf("sandbox: the workspace volume %q on %s: %w", name, e.name, err)
+	}
+	if v.Volume.Labels[LabelKey] != "1" {
+		return fmt.Errorf("sandbox: %q on %s: %w (it has no %s label); remove it with the engine's own command if you mean to", name, e.name, ErrNotWorkspace, LabelKey)
+	}
+	if _, err := e.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{}); err != nil {
+		return fmt.Errorf("sandbox: removing the workspace volume %q on %s: %w; if a codebridge uses it, close that client first", name, e.name, err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/protocol"
@@ -58,18 +59,37 @@ type Skill struct {
 	Description string
 	Source      string
 	Saved       time.Time
+	// Team is set on a skill the host published for every principal
+	// ([Set]): sessions can use it, not change it.
+	Team bool
 }
 
 // Info is what the runtime is told about s.
 func (s Skill) Info() protocol.SkillInfo {
-	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339)}
+	return protocol.SkillInfo{Name: s.Name, Description: s.Description, Size: len(s.Source), Saved: s.Saved.UTC().Format(time.RFC3339), Team: s.Team}
 }
 
-// Store is the skills directory of one state directory.
-type Store struct{ dir statedir.Dir }
+// Store is the skills directory of one principal in a state directory.
+type Store struct {
+	root statedir.Dir // the state directory
+	dir  statedir.Dir // the principal's own: root, or below principals/
+}
 
-// Open returns the store in d; nothing is created until a skill is saved.
-func Open(d statedir.Dir) *Store { return &Store{dir: d} }
+// Open returns the local user's store in d; nothing is created until a
+// skill is saved.
+func Open(d statedir.Dir) *Store { return &Store{root: d, dir: d} }
+
+// Of is the store of principal p in the same state directory: its own
+// skills, which no other principal's session reads or changes.
+func (s *Store) Of(p principal.Principal) *Store {
+	return &Store{root: s.root, dir: s.root.Of(p.Key())}
+}
+
+// Team is the store of the skills the host publishes for every principal
+// (codebridge skills publish); sessions see it through a [Set], read-only.
+func (s *Store) Team() *Store {
+	return &Store{root: s.root, dir: s.root.Team()}
+}
 
 // Dir is the directory that holds the skill files.
 func (s *Store) Dir() string { return s.dir.Path(statedir.Skills) }
@@ -291,9 +311,14 @@ func (s *Store) Delete(name string) (Skill, error) {
 // skill that cannot be read is left out (the error names it).
 func (s *Store) Files() ([]protocol.File, error) {
 	list, err := s.List()
-	files := make([]protocol.File, 0, len(list))
+	return files(list), err
+}
+
+// files are skills as files for a new sandbox, at [SandboxDir].
+func files(list []Skill) []protocol.File {
+	out := make([]protocol.File, 0, len(list))
 	for _, sk := range list {
-		files = append(files, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.File()})
+		out = append(out, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.File()})
 	}
-	return files, err
+	return out
 }

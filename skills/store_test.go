@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/statedir"
 )
 
@@ -120,5 +121,31 @@ func TestDescriptionIsNoEncoding(t *testing.T) {
 	out, err := exec.Command(python, filepath.Join(st.Dir(), "x.py")).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "DESCRIPTION-RAN") || !strings.Contains(string(out), "SOURCE-RAN") {
 		t.Fatalf("python3 ran the file: %v\n%s", err, out)
+	}
+}
+
+func TestStoresOfPrincipalsAreApart(t *testing.T) {
+	root := Open(statedir.Dir(t.TempDir()))
+	alice, bob := root.Of(principal.Token("alice")), root.Of(principal.Token("bob"))
+	if _, err := alice.Save("report", "def report():\n    return 'alice'\n", "alice's"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.Save("report", "def report():\n    return 'bob'\n", "bob's"); err != nil {
+		t.Fatal(err)
+	}
+	if sk, err := alice.Get("report"); err != nil || !strings.Contains(sk.Source, "'alice'") {
+		t.Fatalf("alice's skill was overwritten: %+v %v", sk, err)
+	}
+	if list, _ := root.List(); len(list) != 0 {
+		t.Fatalf("the local user sees token holders' skills: %v", list)
+	}
+	if _, err := bob.Delete("report"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Get("report"); err != nil {
+		t.Fatalf("bob's delete reached alice: %v", err)
+	}
+	if root.Of(principal.Local()).Dir() != root.Dir() || alice.Of(principal.Token("bob")).Dir() != bob.Dir() {
+		t.Fatal("Of is not taken from the state directory's root")
 	}
 }

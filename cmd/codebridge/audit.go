@@ -85,6 +85,10 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 		if e.By != "" {
 			decision += " (" + e.By + ")"
 		}
+		session := e.Session
+		if e.Principal != "" && e.Principal != "local" {
+			session += " " + e.Principal // an HTTP token's holder
+		}
 		outcome := e.Outcome
 		if e.Error != "" {
 			outcome += ": " + clip(e.Error, 60)
@@ -92,7 +96,7 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 		// Every field may hold what a sandbox or an upstream chose (a
 		// tool's name, an error's text): each stays in its cell.
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"),
-			termtext.Line(e.Session), termtext.Line(what), termtext.Line(decision), termtext.Line(outcome), e.DurationMS, e.ArgBytes, e.ResultBytes)
+			termtext.Line(session), termtext.Line(what), termtext.Line(decision), termtext.Line(outcome), e.DurationMS, e.ArgBytes, e.ResultBytes)
 	}
 	return exitOf(w.Flush())
 }

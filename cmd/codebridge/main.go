@@ -13,6 +13,7 @@
 //	codebridge image build        build the sandbox image
 //	codebridge import             copy MCP servers from other clients' configs
 //	codebridge skills             list, show or delete saved skills
+//	codebridge workspace          list or remove the workspace volumes (one per project)
 //	codebridge version            print the version
 //
 // Upstream servers are read from ~/MCPs/*.json (and --config files) in the
@@ -119,6 +120,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		c.imageCommand(),
 		c.importCommand(),
 		c.skillsCommand(),
+		c.workspaceCommand(),
 		c.auditCommand(),
 		&cobra.Command{
 			Use:   "version",

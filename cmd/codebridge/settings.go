@@ -175,7 +175,7 @@ var knobs = []setting{
 		}},
 	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages, the audit log",
 		func(s *settings, v string) error { s.stateDir = v; return nil }},
-	{"workspace", []string{"CODEBRIDGE_WORKSPACE"}, DefaultWorkspace, "where", "the sandbox's /workspace: an engine volume name, a host directory (a path), or ephemeral",
+	{"workspace", []string{"CODEBRIDGE_WORKSPACE"}, DefaultWorkspace, "where", "the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral",
 		func(s *settings, v string) (err error) { s.workspace, err = parseWorkspace(v); return }},
 	{"mount", []string{"CODEBRIDGE_MOUNTS"}, "", "HOST[:CONTAINER][:ro|rw]", "a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list",
 		func(s *settings, v string) error {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/skills"
@@ -14,26 +15,46 @@ import (
 // skillsCommand lists, shows and deletes the skills agents saved.
 func (c *cli) skillsCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "skills [list|show NAME|rm NAME]",
+		Use:   "skills [list|show NAME|rm NAME|publish NAME]",
 		Short: "List, show or delete the skills saved with runtime.save_skill",
 		Long: `List, show or delete the skills saved with runtime.save_skill. Each is a
 readable .py file in the skills directory of the state directory; every new
-sandbox gets them all. "codebridge skills" alone lists them.`,
+sandbox gets them all. "codebridge skills" alone lists them.
+
+Each principal has skills of its own: yours (stdio, exec) are in skills/;
+those of each HTTP token holder in principals/<key>/skills/, which
+--principal NAME shows and changes. "publish NAME" copies one of yours (or
+of --principal's) into the team's skills (team/skills/), which every
+principal's sessions can use and none can change; --team lists, shows and
+removes those.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0 || len(args) == 1 && args[0] == "list":
 				return nil
-			case len(args) == 2 && (args[0] == "show" || args[0] == "rm"):
+			case len(args) == 2 && (args[0] == "show" || args[0] == "rm" || args[0] == "publish"):
 				return nil
 			}
-			return usageError{"give list, show NAME or rm NAME"}
+			return usageError{"give list, show NAME, rm NAME or publish NAME"}
 		},
 	}
-	var asJSON bool
+	var asJSON, team bool
+	var owner string
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&owner, "principal", "", "the skills of the HTTP token with this name (from --token-file) instead of your own")
+	cmd.Flags().BoolVar(&team, "team", false, "the team's skills (published for every principal) instead of your own")
 	names := slices.Concat([]string{"state-dir"}, logKnobs)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
-		store := skills.Open(statedir.Dir(s.stateDir))
+		root := skills.Open(statedir.Dir(s.stateDir))
+		store := root
+		if cmd.Flags().Changed("principal") {
+			store = root.Of(principal.Token(owner))
+		}
+		if len(args) > 0 && args[0] == "publish" {
+			return c.publishSkill(store, root.Team(), args[1])
+		}
+		if team {
+			store = root.Team()
+		}
 		if len(args) == 0 || args[0] == "list" {
 			return c.listSkills(store, asJSON)
 		}
@@ -88,5 +109,20 @@ func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) int {
 	// Exactly the file every new sandbox runs, with what a terminal would
 	// act on escaped: no line of it can hide another.
 	fmt.Fprint(c.stdout, termtext.Text(string(sk.File())))
+	return 0
+}
+
+// publishSkill copies a skill of from into the team's store, where every
+// principal's sessions find it and none can change it.
+func (c *cli) publishSkill(from, team *skills.Store, name string) int {
+	sk, err := from.Get(name)
+	if err == nil {
+		sk, err = team.Save(sk.Name, sk.Source, sk.Description)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge skills publish: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(c.stdout, "published skill %s for every principal (in %s); `codebridge skills rm --team %s` withdraws it\n", sk.Name, team.Dir(), sk.Name)
 	return 0
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,38 +13,48 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/sandbox"
 )
 
-// DefaultWorkspace is the engine volume that holds /workspace unless told
-// otherwise: files outlive the bridge, on local and remote engines alike.
-const DefaultWorkspace = "codebridge-workspace"
+// DefaultWorkspace keeps /workspace in an engine volume of the project the
+// bridge works in (its working directory) and of the principal: files
+// outlive the bridge, on local and remote engines alike; one project's
+// files never show in another's; two bridges of one project share it.
+const DefaultWorkspace = projectWorkspace
+
+// projectWorkspace is the --workspace value of a volume per project.
+const projectWorkspace = "project"
 
 // ephemeralNames are the --workspace values that keep /workspace in a
 // tmpfs that ends with the sandbox.
 var ephemeralNames = map[string]bool{"ephemeral": true, "none": true, "tmpfs": true}
 
-// workspaceSetting is what --workspace asked for: nothing (ephemeral), an
-// engine volume, or a host directory.
+// workspaceSetting is what --workspace asked for: nothing (ephemeral),
+// the project's volume, a named engine volume, or a host directory.
 type workspaceSetting struct {
 	ephemeral bool
+	project   bool
 	volume    string
 	dir       string
 }
 
-// parseWorkspace reads --workspace: "ephemeral", a path (a host
-// directory: it has a "/" or starts with "~" or "."), else a volume name.
+// parseWorkspace reads --workspace: "ephemeral", "project", a path (a
+// host directory: it has a "/" or starts with "~" or "."), else a volume
+// name.
 func parseWorkspace(v string) (workspaceSetting, error) {
 	v = strings.TrimSpace(v)
 	switch {
 	case ephemeralNames[strings.ToLower(v)]:
 		return workspaceSetting{ephemeral: true}, nil
+	case strings.ToLower(v) == projectWorkspace:
+		return workspaceSetting{project: true}, nil
 	case strings.ContainsRune(v, '/') || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "."):
 		return workspaceSetting{dir: v}, nil
 	case volumeName(v):
 		return workspaceSetting{volume: v}, nil
 	}
-	return workspaceSetting{}, fmt.Errorf("%q is not a workspace: give ephemeral, a volume name (letters, digits, . _ -) or a directory path", v)
+	return workspaceSetting{}, fmt.Errorf("%q is not a workspace: give project, ephemeral, a volume name (letters, digits, . _ -) or a directory path", v)
 }
 
 func volumeName(v string) bool {
@@ -205,6 +217,8 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 	switch {
 	case w.ephemeral:
 		return nil, nil
+	case w.project:
+		return projectMount(principal.Local(), s.roots)
 	case w.volume != "":
 		return &sandbox.Mount{Source: w.volume, Volume: true}, nil
 	}
@@ -263,4 +277,45 @@ func (s *settings) prepareWorkspace(getenv func(string) string) error {
 	}
 	s.sandboxWS, s.extraMounts = ws, mounts
 	return nil
+}
+
+// projectMount is the workspace volume of the project this bridge works
+// in, for principal p: the first --root when one is given (a client that
+// starts codebridge outside the project can name it so), else the
+// working directory the client started it in; symlinks resolved.
+func projectMount(p principal.Principal, roots []string) (*sandbox.Mount, error) {
+	wd, err := os.Getwd()
+	if len(roots) > 0 {
+		wd, err = filepath.Abs(roots[0])
+	}
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--workspace project: the project's directory: %w; start codebridge in the project's directory (or give --root DIR), or give --workspace NAME or ephemeral", err)
+	}
+	return &sandbox.Mount{Source: projectVolume(p, wd), Volume: true,
+		Labels: map[string]string{sandbox.LabelProject: wd, sandbox.LabelPrincipal: p.String()}}, nil
+}
+
+// projectVolume names the workspace volume of a project directory and a
+// principal: "codebridge-ws-" and the directory's name, made safe, for
+// people, then a digest of the principal's key and the whole path, which
+// tells projects (and principals) apart.
+func projectVolume(p principal.Principal, dir string) string {
+	sum := sha256.Sum256([]byte(p.Key() + "\x00" + dir))
+	var base strings.Builder
+	for _, r := range strings.ToLower(filepath.Base(dir)) {
+		if base.Len() >= 24 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			base.WriteRune(r)
+		}
+	}
+	name := "codebridge-ws-"
+	if base.Len() > 0 {
+		name += base.String() + "-"
+	}
+	return name + hex.EncodeToString(sum[:6])
 }

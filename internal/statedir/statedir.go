@@ -10,7 +10,14 @@
 //	audit.jsonl    the audit log of tool calls and run_python calls
 //	packages/      the cache of wheels for on-demand installs
 //	workspaces/    persistent sandbox workspaces kept as host directories
+//	principals/    one directory per principal other than the local user
+//	               (a token holder over HTTP), holding its own skills/
+//	team/          what the host published for every principal (skills/),
+//	               read by sessions, written only by host-side commands
 //
+// The local user's state (stdio, exec, the host-side commands) is at the
+// root; [Dir.Of] is the state directory of another principal, below
+// principals/, so that nothing one principal writes is read by another.
 // Directories are created on first use, readable by the user only.
 package statedir
 
@@ -18,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Entries of the state directory.
@@ -26,6 +34,8 @@ const (
 	Audit      = "audit.jsonl"
 	Packages   = "packages"
 	Workspaces = "workspaces"
+	Principals = "principals"
+	Team       = "team"
 )
 
 // Dir is the state directory's root.
@@ -34,6 +44,33 @@ type Dir string
 // Path is the path of an entry (and parts below it), without creating it.
 func (d Dir) Path(entry string, parts ...string) string {
 	return filepath.Join(append([]string{string(d), entry}, parts...)...)
+}
+
+// Of is the state directory of the principal whose key is given
+// (principal.Principal.Key): d itself for the local user (""), else
+// principals/KEY below it. A key that is not one plain path component
+// is a programming error and panics: keys are made by package principal,
+// never taken from a request.
+func (d Dir) Of(key string) Dir {
+	if key == "" {
+		return d
+	}
+	if key != filepath.Base(key) || key == "." || key == ".." || strings.ContainsAny(key, `/\`) || strings.HasPrefix(key, ".") {
+		panic(fmt.Sprintf("statedir: %q is not a principal's key", key))
+	}
+	if d == "" {
+		return d
+	}
+	return Dir(d.Path(Principals, key))
+}
+
+// Team is the state the host publishes for every principal, which
+// sessions read and only host-side commands write.
+func (d Dir) Team() Dir {
+	if d == "" {
+		return d
+	}
+	return Dir(d.Path(Team))
 }
 
 // Ensure creates the directory of an entry (and parts below it) when it is

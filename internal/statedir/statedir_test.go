@@ -23,3 +23,23 @@ func TestEnsure(t *testing.T) {
 		t.Fatal("an empty state directory was accepted")
 	}
 }
+
+func TestOfKeepsPrincipalsApart(t *testing.T) {
+	root := Dir(filepath.Join(t.TempDir(), "state"))
+	if root.Of("") != root {
+		t.Fatal("the local user's state moved")
+	}
+	if got := root.Of("t-alice").Path(Skills); got != filepath.Join(string(root), "principals", "t-alice", "skills") {
+		t.Fatalf("alice's skills at %s", got)
+	}
+	for _, bad := range []string{"..", ".", "../x", "a/b", ".hidden"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Of(%q) was accepted", bad)
+				}
+			}()
+			root.Of(bad)
+		}()
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/termtext"
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/spf13/cobra"
+)
+
+// workspaceCommand lists and removes the workspace volumes, and says which
+// one the working directory's project uses.
+func (c *cli) workspaceCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workspace [list|here|rm NAME...]",
+		Short: "List or remove the sandbox workspaces kept on the engine (one volume per project)",
+		Long: `List or remove the sandbox workspaces kept on the engine. By default every
+project (the directory a client starts codebridge in, or the first --root) has
+a volume of its own, named codebridge-ws-<directory>-<digest>; the bridges of
+one project share it, and another project's never see its files.
+
+  codebridge workspace        list the volumes, their project and how many sandboxes use each now
+  codebridge workspace here   the volume of the current directory's project
+  codebridge workspace rm NAME...
+                              remove volumes and their files (refused while a sandbox uses one)
+
+A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0 || len(args) == 1 && (args[0] == "list" || args[0] == "here"):
+				return nil
+			case len(args) >= 2 && args[0] == "rm":
+				return nil
+			}
+			return usageError{"give list, here, or rm NAME..."}
+		},
+	}
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	names := slices.Concat([]string{"engine", "root"}, logKnobs)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
+		if len(args) == 1 && args[0] == "here" {
+			return c.workspaceHere(s, asJSON)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m := sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: newLogger(c.stderr, s)})
+		defer m.Close()
+		eng, err := m.Engine(ctx)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "codebridge workspace: %v\n", err)
+			return 1
+		}
+		if len(args) > 0 && args[0] == "rm" {
+			return c.removeWorkspaces(ctx, eng, args[1:])
+		}
+		return c.listWorkspaces(ctx, eng, asJSON)
+	})
+}
+
+func (c *cli) workspaceHere(s *settings, asJSON bool) int {
+	m, err := projectMount(principal.Local(), s.roots)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge workspace here: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]string{"name": m.Source, "project": m.Labels[sandbox.LabelProject]}, "", "  ")
+		fmt.Fprintln(c.stdout, string(b))
+		return 0
+	}
+	fmt.Fprintf(c.stdout, "%s\t(the project %s)\n", m.Source, termtext.Line(m.Labels[sandbox.LabelProject]))
+	return 0
+}
+
+func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON bool) int {
+	list, err := eng.Workspaces(ctx)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codebridge workspace: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		out := []map[string]any{}
+		for _, w := range list {
+			out = append(out, map[string]any{"name": w.Name, "project": w.Project, "principal": w.Principal, "created": w.Created, "in_use": w.InUse})
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(c.stdout, string(b))
+		return 0
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(c.stdout, "no workspace volumes on %s yet: a bridge makes its project's on its first run_python\n", eng.Name())
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tIN USE\tPROJECT\tPRINCIPAL")
+	for _, w := range list {
+		project := termtext.Line(w.Project)
+		if w.Project == "" {
+			project = "(named with --workspace)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termtext.Line(w.Name), w.InUse, project, termtext.Line(w.Principal))
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+func (c *cli) removeWorkspaces(ctx context.Context, eng sandbox.Engine, names []string) int {
+	code := 0
+	for _, n := range names {
+		if err := eng.RemoveWorkspace(ctx, n); err != nil {
+			fmt.Fprintf(c.stderr, "codebridge workspace rm: %v\n", err)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(c.stdout, "removed workspace %s\n", termtext.Line(n))
+	}
+	return code
+}
