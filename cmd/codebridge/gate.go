@@ -32,12 +32,15 @@ const auditOff = "off"
 
 // newGate builds the gate from the settings and the servers' specs: their
 // "tools" rules, the values of their env and headers (always hidden from
-// the model), the config files' "redact" patterns, the audit log and, when
+// the model), their "redact": {"restore": false}, the config files'
+// "redact" patterns, the audit log and, when
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
 func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
 	policy := gate.Policy{Mode: s.gate.policy, Servers: map[string]gate.Rules{}}
 	var secrets []gate.Secret
+	keep := map[string]bool{}
 	for _, sp := range specs {
+		keep[sp.Name] = sp.KeepTokens
 		if !sp.Tools.Empty() {
 			policy.Servers[sp.Name] = gate.Rules{Allow: sp.Tools.Allow, Deny: sp.Tools.Deny, Ask: sp.Tools.Ask, Source: sp.Source}
 		}
@@ -56,7 +59,7 @@ func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.G
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := gate.Config{Policy: policy, Redactor: redactor, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
+	cfg := gate.Config{Policy: policy, Redactor: redactor, KeepTokens: keep, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
 	if cfg.Audit, err = openAudit(s); err != nil {
 		return nil, nil, err
 	}
