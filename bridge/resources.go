@@ -6,24 +6,50 @@ import (
 
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The runtime's requests for what an upstream offers besides tools
 // (pyruntime/PROTOCOL.md): resources, resource templates and prompts. The
-// lists go one page per request; reads and prompts pass through the gate.
+// lists go one page per request, redacted (a file's name or URI can hold
+// personal data); reads and prompts pass through the gate.
 
 func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResourcesParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListResources(ctx, p.Cursor) })
+	return h.redactJSON(onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListResources(ctx, p.Cursor) }))
 }
 
 func listResourceTemplates(ctx context.Context, h *sandboxHost, p protocol.ListResourceTemplatesParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+	return h.redactJSON(onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
 		return s.ListResourceTemplates(ctx, p.Cursor)
-	})
+	}))
 }
 
 func listPrompts(ctx context.Context, h *sandboxHost, p protocol.ListPromptsParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListPrompts(ctx, p.Cursor) })
+	return h.redactJSON(onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ListPrompts(ctx, p.Cursor) }))
+}
+
+// redactJSON hides secrets and personal data in a listing on its way to
+// the sandbox, as the gate does for what passes through it.
+func (h *sandboxHost) redactJSON(raw json.RawMessage, err error) (json.RawMessage, error) {
+	if err != nil || h.gate == nil {
+		return raw, err
+	}
+	return h.gate.RedactJSON(raw), nil
+}
+
+// redactContent hides secrets and personal data in what a run_python
+// result carries besides text: the bytes of images (exact values only,
+// unless the picture is text, such as SVG) and the names and URIs of
+// resource links.
+func (h *sandboxHost) redactContent(c mcp.Content) {
+	switch x := c.(type) {
+	case *mcp.ImageContent:
+		if red := h.gate.Redact(string(x.Data)); red != string(x.Data) {
+			x.Data = []byte(red)
+		}
+	case *mcp.ResourceLink:
+		x.URI, x.Name, x.Title = h.gate.Redact(x.URI), h.gate.Redact(x.Name), h.gate.Redact(x.Title)
+	}
 }
 
 func readResource(ctx context.Context, h *sandboxHost, p protocol.ReadResourceParams) (json.RawMessage, error) {
