@@ -375,10 +375,17 @@ const b64Chunk = 64 << 10
 
 // anyChunk calls hit on the run's bytes a piece at a time, each piece
 // starting with the last overlap bytes of the one before (so that a match
-// across the seam is seen whole), until hit says yes.
-func (r b64Run) anyChunk(text string, overlap int, hit func(string) bool) bool {
+// across the seam is seen whole), until hit says yes. A short run (a word
+// of prose, mostly) is decoded into scratch. Hit must not keep the string
+// it is given.
+func (r b64Run) anyChunk(text string, overlap int, scratch []byte, hit func(string) bool) bool {
 	enc := r.encoding()
 	chars := r.chars(text)
+	if enc.DecodedLen(len(chars)) <= cap(scratch) {
+		buf := scratch[:cap(scratch)]
+		n, _ := enc.Decode(buf, unsafe.Slice(unsafe.StringData(chars), len(chars)))
+		return n > 0 && hit(unsafe.String(&buf[0], n))
+	}
 	var carry []byte
 	out := make([]byte, 0, enc.DecodedLen(min(b64Chunk, len(chars))))
 	for len(chars) > 0 {
@@ -388,7 +395,7 @@ func (r b64Run) anyChunk(text string, overlap int, hit func(string) bool) bool {
 		out = slices.Grow(out, enc.DecodedLen(n))[:k+enc.DecodedLen(n)]
 		m, _ := enc.Decode(out[k:], unsafe.Slice(unsafe.StringData(chars), n))
 		out = out[:k+m]
-		if hit(string(out)) {
+		if len(out) > 0 && hit(unsafe.String(&out[0], len(out))) {
 			return true
 		}
 		carry = append(carry[:0], out[max(0, len(out)-overlap):]...)

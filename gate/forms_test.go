@@ -191,3 +191,26 @@ func BenchmarkRedactLargeBase64(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRedactProse is 8 MiB of prose (a result, then the same text as
+// output): every word of 8 letters or more is a base64 run to look into.
+func BenchmarkRedactProse(b *testing.B) {
+	line := "The quarterly statement for customer 4411 covers invoices, reconciliations and outstanding balances; contact accounting department representatives tomorrow.\n"
+	text := strings.Repeat(line, (8<<20)/len(line))
+	raw, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
+	for _, kinds := range [][]string{nil, {"all"}} {
+		name := "secrets"
+		if kinds != nil {
+			name = "all"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, _ := NewRedactor(kinds, nil, []Secret{{Name: "a.env.T", Value: "sekrit-value"}})
+			s := New(Config{Redactor: r}).NewSession()
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				s.RedactJSON(raw)
+				s.Redact(text)
+			}
+		})
+	}
+}

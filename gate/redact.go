@@ -215,6 +215,7 @@ const minBlob = 1024
 // is never decoded whole.
 func (s *Session) findBase64(f *finder, text string, depth, longest int) (blobs [][2]int) {
 	overlap := max(4096, longest)
+	scratch := make([]byte, 0, 768)
 	base64Runs(text, func(run b64Run) bool {
 		if run.end-run.start >= minBlob {
 			blobs = append(blobs, [2]int{run.start, run.end})
@@ -222,7 +223,7 @@ func (s *Session) findBase64(f *finder, text string, depth, longest int) (blobs 
 		if f.taken(run.start, run.end) {
 			return true
 		}
-		if !run.anyChunk(text, overlap, func(b string) bool { return len(s.find(b, depth-1, true)) > 0 }) {
+		if !run.anyChunk(text, overlap, scratch, func(b string) bool { return len(s.find(b, depth-1, true)) > 0 }) {
 			return true
 		}
 		if f.first {
