@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Redaction from the attacker's side (issue 21, defect 5): code that
@@ -166,5 +170,83 @@ print("sent", mail)`, dir))
 	b.close()
 	if out := readFile(filepath.Join(dir, "out.txt")); out != "to <email_1>" {
 		t.Fatalf("the server received %q, want the token", out)
+	}
+}
+
+// TestRedactSharedWorkspace: a server that writes into the host directory
+// the sandbox uses as its workspace lets a value in without the host (out
+// of redaction's reach, hence "restore": false); what the code then hands
+// the model besides text is still redacted: an image's bytes, a shared
+// file's link (name, URI) and its entry in resources/list, and the file
+// when the client reads it.
+func TestRedactSharedWorkspace(t *testing.T) {
+	needEnv(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.MkdirAll(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
+	email := "dana.reyes@example.org"
+	if err := os.WriteFile(filepath.Join(ws, "contacts.txt"), []byte(email+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := gateHome(t, map[string]any{"fs": fsEntry(ws, nil, nil)}, nil)
+	b := startBridge(t, h, "CODEBRIDGE_REDACT=email", "CODEBRIDGE_WORKSPACE="+ws)
+	code := fmt.Sprintf(`import os
+from mcp.display import display
+mail = (await mcp_fs.read_text_file(path=%q + "/contacts.txt"))["content"].strip()
+await mcp_fs.write_file(path=%q + "/" + mail + ".csv", content="to," + mail + "\n")
+name = [f for f in os.listdir("/workspace") if f.endswith(".csv")][0]
+display(b"\x89PNG\r\n\x1a\n" + name.encode())
+display("/workspace/" + name)
+print("shown")`, ws, ws)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := b.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_python: %v %+v", err, res)
+	}
+	var images, links int
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			mustContain(t, c.Text, "shown")
+		case *mcp.ImageContent:
+			images++
+			if strings.Contains(string(c.Data), email) {
+				t.Fatal("the image's bytes hold the email")
+			}
+		case *mcp.ResourceLink:
+			links++
+			if strings.Contains(c.Name+c.URI, "dana.reyes") {
+				t.Fatalf("the link shows the email: %s %s", c.Name, c.URI)
+			}
+		}
+	}
+	if images != 1 || links != 1 {
+		t.Fatalf("%d images and %d links, want one of each", images, links)
+	}
+	lr, err := b.cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	for _, r := range lr.Resources {
+		if strings.HasPrefix(r.URI, "codebridge://workspace/") {
+			listed++
+			if strings.Contains(r.Name+r.URI, "dana.reyes") {
+				t.Fatalf("resources/list shows the email: %s %s", r.Name, r.URI)
+			}
+		}
+	}
+	if listed != 1 {
+		t.Fatalf("%d shared files listed, want 1", listed)
+	}
+	rr, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codebridge://workspace/" + email + ".csv"})
+	if err != nil || len(rr.Contents) != 1 {
+		t.Fatalf("reading the shared file: %v", err)
+	}
+	if c := rr.Contents[0]; strings.Contains(c.Text+string(c.Blob), email) || !strings.Contains(c.Text, "to,<email_") {
+		t.Fatalf("the client read %q", c.Text+string(c.Blob))
 	}
 }
