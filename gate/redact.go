@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -268,7 +269,8 @@ func (s *Session) needles() *needles {
 	for _, sec := range s.g.redactor.secrets {
 		list = append(list, needle{value: sec.Value, secret: sec.Name})
 	}
-	for key := range s.byValue {
+	keys := slices.Sorted(maps.Keys(s.byValue)) // the same order every time
+	for _, key := range keys {
 		kind, value, _ := strings.Cut(key, "\x00")
 		if len(value) >= minSecret {
 			list = append(list, needle{value: value, kind: kind})
