@@ -214,3 +214,13 @@ func BenchmarkRedactProse(b *testing.B) {
 		})
 	}
 }
+
+// TestRedactBinaryKeepsOrder: in bytes that are not text, secrets found
+// one after the other (the longer first) are replaced in place.
+func TestRedactBinaryKeepsOrder(t *testing.T) {
+	s := newTestSession(t, nil, nil, []Secret{{Name: "a.env.SHORT", Value: "short-1"}, {Name: "a.env.LONG", Value: "longer-secret-2"}})
+	got := s.Redact("\xff short-1 \xfe longer-secret-2 \xfd")
+	if got != "\xff <secret:a.env.SHORT> \xfe <secret:a.env.LONG> \xfd" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -131,8 +131,16 @@ func (f *finder) done() bool { return f.first && len(f.spans) > 0 }
 // it stops at the first match, and positions of matches found through an
 // escape are not worked out.
 func (s *Session) find(text string, depth int, first bool) []span {
-	r := s.g.redactor
 	f := &finder{first: first}
+	s.collect(f, text, depth)
+	if len(f.spans) > 1 {
+		sort.Slice(f.spans, func(i, j int) bool { return f.spans[i].start < f.spans[j].start })
+	}
+	return f.spans
+}
+
+// collect adds the matches of find to f.
+func (s *Session) collect(f *finder, text string, depth int) {
 	nd := s.needles()
 	nd.each(text, func(st, e int, n *needle) bool {
 		return f.add(span{start: st, end: e, kind: n.kind, secret: n.secret, value: n.value})
@@ -141,42 +149,46 @@ func (s *Session) find(text string, depth int, first bool) []span {
 	// (an image) they would only find noise, so only exact values are
 	// looked for there.
 	if f.done() || !textual(text) {
-		return f.spans
+		return
 	}
 	var blobs [][2]int
 	if depth > 0 {
 		blobs = s.findBase64(f, text, depth, nd.maxLen)
 	}
-	if len(r.detectors) > 0 && !f.done() {
+	if r := s.g.redactor; len(r.detectors) > 0 && !f.done() {
 		st := statsOf(text)
 		for _, d := range r.detectors {
-			if d.needs != nil && !d.needs(st) {
-				continue
-			}
-			if !findPattern(f, text, d, blobs) {
-				break
+			if (d.needs == nil || d.needs(st)) && !findPattern(f, text, d, blobs) {
+				return
 			}
 		}
 	}
+	if depth > 0 {
+		s.findEscaped(f, text, depth)
+	}
+}
+
+// findEscaped adds what shows in text once JSON or percent escapes are
+// undone (mapped back to the escaped text, unless only the first match
+// is asked for).
+func (s *Session) findEscaped(f *finder, text string, depth int) {
 	for _, dec := range decoders {
-		if depth == 0 || f.done() {
-			break
+		if f.done() {
+			return
 		}
-		w, ok := dec(text, !first)
+		w, ok := dec(text, !f.first)
 		if !ok {
 			continue
 		}
-		for _, sp := range s.find(w.text, depth-1, first) {
-			if !first {
+		for _, sp := range s.find(w.text, depth-1, f.first) {
+			if !f.first {
 				sp.start, sp.end = w.start(sp.start), w.end(sp.end)
 			}
 			if !f.add(sp) {
-				break
+				return
 			}
 		}
 	}
-	sort.Slice(f.spans, func(i, j int) bool { return f.spans[i].start < f.spans[j].start })
-	return f.spans
 }
 
 // findPattern adds the matches of one detector, and reports whether to

@@ -23,7 +23,7 @@ func FuzzRedact(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		r, err := NewRedactor([]string{"all"}, nil, []Secret{{Name: "s.env.TOKEN", Value: "tok-abcdef123"}})
+		r, err := NewRedactor([]string{"all"}, nil, []Secret{{Name: "s.env.TOKEN", Value: "tok-abcdef123"}, {Name: "s.env.KEY", Value: "key-42"}})
 		if err != nil {
 			t.Fatal(err)
 		}
