@@ -83,6 +83,10 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 	return r, nil
 }
 
+// hides reports whether anything can be hidden: secrets, or kinds (and
+// so values with tokens).
+func (r *Redactor) hides() bool { return r != nil && len(r.secrets)+len(r.detectors) > 0 }
+
 // Active reports whether personal data is looked for (secrets are always).
 func (r *Redactor) Active() bool { return r != nil && len(r.detectors) > 0 }
 
@@ -317,7 +321,7 @@ func (s *Session) Redact(text string) string { return s.redactDepth(text, maxDep
 
 // redactDepth is Redact looking through depth layers of encoding.
 func (s *Session) redactDepth(text string, depth int) string {
-	if s.g.redactor == nil || text == "" {
+	if !s.g.redactor.hides() || text == "" {
 		return text
 	}
 	// A match that overlapped one taken before it can hide another match
@@ -439,7 +443,7 @@ func (s *Session) restoreValue(v any, changed *bool) any {
 // hide is returned as it is, unparsed.
 func (s *Session) RedactJSON(raw json.RawMessage) json.RawMessage {
 	r := s.g.redactor
-	if r == nil || len(raw) == 0 || !s.mayMatch(raw) {
+	if !r.hides() || len(raw) == 0 || !s.mayMatch(raw) {
 		return raw
 	}
 	var v any
