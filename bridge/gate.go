@@ -172,6 +172,8 @@ func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Contex
 			if t, ok := c.(*mcp.TextContent); ok {
 				t.Text = h.gate.Redact(t.Text)
 				size += len(t.Text)
+			} else {
+				h.redactContent(c)
 			}
 		}
 		run.Finish(string(status), size)

@@ -6,12 +6,14 @@ import (
 
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The runtime's requests for what an upstream offers besides tools
 // (pyruntime/PROTOCOL.md): resources, resource templates and prompts. The
-// lists go one page per request, without what the policy denies; reads
-// and prompts pass through the gate.
+// lists go one page per request, without what the policy denies and
+// redacted (a file's name or URI can hold personal data); reads and
+// prompts pass through the gate.
 
 func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResourcesParams) (json.RawMessage, error) {
 	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
@@ -19,7 +21,7 @@ func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResources
 		if err != nil {
 			return nil, err
 		}
-		return h.visiblePage(page, p.Server, "resource", "resources", "uri")
+		return h.redactJSON(h.visiblePage(page, p.Server, "resource", "resources", "uri"))
 	})
 }
 
@@ -29,7 +31,7 @@ func listResourceTemplates(ctx context.Context, h *sandboxHost, p protocol.ListR
 		if err != nil {
 			return nil, err
 		}
-		return h.visiblePage(page, p.Server, "resource", "resourceTemplates", "uriTemplate")
+		return h.redactJSON(h.visiblePage(page, p.Server, "resource", "resourceTemplates", "uriTemplate"))
 	})
 }
 
@@ -39,8 +41,32 @@ func listPrompts(ctx context.Context, h *sandboxHost, p protocol.ListPromptsPara
 		if err != nil {
 			return nil, err
 		}
-		return h.visiblePage(page, p.Server, "prompt", "prompts", "name")
+		return h.redactJSON(h.visiblePage(page, p.Server, "prompt", "prompts", "name"))
 	})
+}
+
+// redactJSON hides secrets and personal data in a listing on its way to
+// the sandbox, as the gate does for what passes through it.
+func (h *sandboxHost) redactJSON(raw json.RawMessage, err error) (json.RawMessage, error) {
+	if err != nil || h.gate == nil {
+		return raw, err
+	}
+	return h.gate.RedactJSON(raw), nil
+}
+
+// redactContent hides secrets and personal data in what a run_python
+// result carries besides text: the bytes of images (exact values only,
+// unless the picture is text, such as SVG) and the names and URIs of
+// resource links.
+func (h *sandboxHost) redactContent(c mcp.Content) {
+	switch x := c.(type) {
+	case *mcp.ImageContent:
+		if red := h.gate.Redact(string(x.Data)); red != string(x.Data) {
+			x.Data = []byte(red)
+		}
+	case *mcp.ResourceLink:
+		x.URI, x.Name, x.Title = h.gate.Redact(x.URI), h.gate.Redact(x.Name), h.gate.Redact(x.Title)
+	}
 }
 
 func readResource(ctx context.Context, h *sandboxHost, p protocol.ReadResourceParams) (json.RawMessage, error) {

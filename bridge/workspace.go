@@ -188,9 +188,14 @@ func (b *Bridge) addWorkspace(s *mcp.Server) {
 	// Shared files are listed for the single (stdio) session only: over
 	// HTTP a session reads its own files through the template, and never
 	// sees another session's in the list.
+	// A name or URI that holds a hidden value is listed redacted (and
+	// cannot be read by it), as a resource link is.
 	b.single.host.files.watch(func(sh protocol.Shared) {
-		s.AddResource(&mcp.Resource{URI: sh.URI, Name: sh.Name, MIMEType: sh.MIME, Size: sh.Size,
-			Description: "a file the code shared"}, b.readWorkspace)
+		r := &mcp.Resource{URI: sh.URI, Name: sh.Name, MIMEType: sh.MIME, Size: sh.Size, Description: "a file the code shared"}
+		if g := b.single.host.gate; g != nil {
+			r.URI, r.Name = g.Redact(r.URI), g.Redact(r.Name)
+		}
+		s.AddResource(r, b.readWorkspace)
 	})
 }
 
@@ -206,6 +211,9 @@ func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 	}
 	if err != nil {
 		return nil, err
+	}
+	if g := sess.host.gate; g != nil { // the model reads it: redacted as run_python's output is
+		data = []byte(g.Redact(string(data)))
 	}
 	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeType}
 	if isText(mimeType, data) {

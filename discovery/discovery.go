@@ -56,6 +56,10 @@ type Server struct {
 	// this server per MCP session (when codebridge serves several, over
 	// HTTP) rather than one shared by all: for per-user credentials.
 	PerSession bool
+	// KeepTokens, from the entry's "redact": {"restore": false}, sends this
+	// server the sandbox's tokens (<email_1>) as they are, never the real
+	// values they stand for.
+	KeepTokens bool
 }
 
 // Problem describes a file or an entry that Load could not use, or a second
@@ -326,6 +330,7 @@ func (e *entry) server() (Server, string) {
 	s.Sampling = e.boolean("sampling")
 	s.Policy = e.policy()
 	s.PerSession = e.boolean("per_session")
+	s.KeepTokens = e.keepTokens()
 	return s, e.str("type")
 }
 

@@ -73,6 +73,34 @@ func (e *entry) lists(field string) gate.Lists {
 	return l
 }
 
+// keepTokens reads the entry's "redact" object: {"restore": false} keeps
+// the tokens in the arguments the server receives (restore is on when
+// absent).
+func (e *entry) keepTokens() bool {
+	raw, ok := e.get("redact")
+	if !ok {
+		return false
+	}
+	var fields map[string]json.RawMessage
+	if kindOf(raw) != "an object" || json.Unmarshal(raw, &fields) != nil {
+		e.fail("redact", fmt.Errorf(`must be an object, not %s; write {"restore": false}`, kindOf(raw)))
+		return false
+	}
+	keep := false
+	for _, k := range sortedKeys(fields) {
+		var restore bool
+		switch {
+		case k != "restore":
+			e.fail("redact."+k, fmt.Errorf(`is not a setting; use "restore" (true or false)`))
+		case kindOf(fields[k]) != "a boolean" || json.Unmarshal(fields[k], &restore) != nil:
+			e.fail("redact.restore", fmt.Errorf("must be true or false, not %s; write false without quotes", kindOf(fields[k])))
+		default:
+			keep = !restore
+		}
+	}
+	return keep
+}
+
 // Patterns reads the custom redaction patterns of the same files Load
 // reads: each file's top-level "redact" object maps a name to a regular
 // expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a

@@ -45,3 +45,36 @@ func TestToolRulesAndPatterns(t *testing.T) {
 		t.Fatalf("patterns %v, problems %v", pats, probs)
 	}
 }
+
+// TestRedactRestoreSetting: a server entry's "redact": {"restore": false}
+// keeps the tokens in its arguments; absent, it is off; a wrong shape is a
+// problem that names the field.
+func TestRedactRestoreSetting(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "s.json")
+	os.WriteFile(f, []byte(`{"mcpServers": {
+	  "keep": {"command": "true", "redact": {"restore": false}},
+	  "plain": {"command": "true", "redact": {"restore": true}},
+	  "none": {"command": "true"},
+	  "bad1": {"command": "true", "redact": {"restore": "no"}},
+	  "bad2": {"command": "true", "redact": {"restor": false}},
+	  "bad3": {"command": "true", "redact": false}}}`), 0o600)
+	servers, problems := Load(Options{Home: dir, Files: []string{f}, LookupEnv: func(string) (string, bool) { return "", false }})
+	keep := map[string]bool{}
+	for _, s := range servers {
+		keep[s.Name] = s.KeepTokens
+	}
+	if len(keep) != 3 || !keep["keep"] || keep["plain"] || keep["none"] {
+		t.Fatalf("servers: %v", keep)
+	}
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`server "bad1": field "redact.restore": must be true or false`, `server "bad2": field "redact.restor": is not a setting`, `server "bad3": field "redact": must be an object`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no problem %q in:\n%s", want, all)
+		}
+	}
+}

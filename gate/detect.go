@@ -19,6 +19,9 @@ type detector struct {
 	// needs says whether text with these stats can hold a match at all,
 	// so that most text is skipped without running the pattern.
 	needs func(textStats) bool
+	// prose says that a match is never inside a long base64 run (true of
+	// the built-in kinds, not known of custom patterns).
+	prose bool
 }
 
 // textStats are counted once per text, for the detectors' needs.

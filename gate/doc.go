@@ -22,7 +22,11 @@
 //     custom patterns) into stable tokens such as <email_1>, per session,
 //     and always hides the values of upstream env and headers; the token
 //     map lives in memory only, and [Session.Restore] puts real values
-//     back into arguments before the upstream sees them.
+//     back into arguments before the upstream sees them (unless the
+//     server is in [Config.KeepTokens]). Values are found in the forms
+//     they take on the way back (forms.go: JSON-escaped, percent-encoded,
+//     base64), and every value with a token is hidden as an exact value
+//     (needles.go), so a token put back cannot return as its value.
 //   - [AuditLog] appends one JSON line when a call is decided (before it
 //     reaches the upstream) and one when it ends; [ReadAudit] reads them.
 //   - OpenTelemetry spans, one per run_python and one per call, exported

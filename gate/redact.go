@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -18,8 +20,6 @@ import (
 type Secret struct {
 	Name  string
 	Value string
-
-	escaped string // Value as JSON writes it inside a string
 }
 
 // minSecret is the shortest env or header value hidden as a secret:
@@ -57,7 +57,9 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 	}
 	for _, k := range Kinds {
 		if want[k] {
-			r.detectors = append(r.detectors, builtins()[k])
+			d := builtins()[k]
+			d.prose = true
+			r.detectors = append(r.detectors, d)
 		}
 	}
 	names := make([]string, 0, len(custom))
@@ -74,8 +76,6 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 	}
 	for _, s := range secrets {
 		if len(s.Value) >= minSecret {
-			q, _ := json.Marshal(s.Value)
-			s.escaped = string(q[1 : len(q)-1])
 			r.secrets = append(r.secrets, s)
 		}
 	}
@@ -83,58 +83,217 @@ func NewRedactor(kinds []string, custom map[string]string, secrets []Secret) (*R
 	return r, nil
 }
 
+// hides reports whether anything can be hidden: secrets, or kinds (and
+// so values with tokens).
+func (r *Redactor) hides() bool { return r != nil && len(r.secrets)+len(r.detectors) > 0 }
+
 // Active reports whether personal data is looked for (secrets are always).
 func (r *Redactor) Active() bool { return r != nil && len(r.detectors) > 0 }
 
 // span is one match to replace.
 type span struct {
 	start, end int
-	kind       string // "" for a secret
+	kind       string // a kind of personal data; "" for a secret or a made replacement
 	secret     string // the secret's name
+	value      string // the real value a token stands for
+	repl       string // a replacement made already (a base64 run redacted inside)
 }
 
-// find returns the non-overlapping matches in text, in order: secrets
-// first, then the kinds in their order.
-func (r *Redactor) find(text string) []span {
-	var spans []span
-	taken := func(s, e int) bool {
-		for _, o := range spans {
-			if s < o.end && o.start < e {
-				return true
-			}
-		}
-		return false
-	}
-	for _, sec := range r.secrets {
-		for off := 0; ; {
-			i := strings.Index(text[off:], sec.Value)
-			if i < 0 {
-				break
-			}
-			s, e := off+i, off+i+len(sec.Value)
-			if !taken(s, e) {
-				spans = append(spans, span{start: s, end: e, secret: sec.Name})
-			}
-			off = e
+// finder collects non-overlapping spans in the order they are found: an
+// earlier one wins over a later one it overlaps.
+type finder struct {
+	spans []span
+	first bool // only whether there is a match matters: stop at the first
+}
+
+func (f *finder) taken(s, e int) bool {
+	for _, o := range f.spans {
+		if s < o.end && o.start < e {
+			return true
 		}
 	}
-	var st textStats
-	if len(r.detectors) > 0 {
-		st = statsOf(text)
+	return false
+}
+
+// add keeps sp unless it overlaps a span found before, and reports
+// whether to go on looking.
+func (f *finder) add(sp span) bool {
+	if !f.taken(sp.start, sp.end) {
+		f.spans = append(f.spans, sp)
 	}
-	for _, d := range r.detectors {
-		if d.needs != nil && !d.needs(st) {
+	return !f.done()
+}
+
+func (f *finder) done() bool { return f.first && len(f.spans) > 0 }
+
+// find returns the non-overlapping matches in text, in order: the
+// secrets and the values the session has tokens for, then base64 runs
+// whose bytes hold something to hide, then the kinds in their order,
+// then what shows once JSON or percent escapes are undone (depth says
+// how many layers of encoding are still looked through). In bytes that
+// are not text only exact values are looked for. With first set
+// it stops at the first match, and positions of matches found through an
+// escape are not worked out.
+func (s *Session) find(text string, depth int, first bool) []span {
+	f := &finder{first: first}
+	s.collect(f, text, depth)
+	if len(f.spans) > 1 {
+		sort.Slice(f.spans, func(i, j int) bool { return f.spans[i].start < f.spans[j].start })
+	}
+	return f.spans
+}
+
+// collect adds the matches of find to f.
+func (s *Session) collect(f *finder, text string, depth int) {
+	nd := s.needles()
+	nd.each(text, func(st, e int, n *needle) bool {
+		return f.add(span{start: st, end: e, kind: n.kind, secret: n.secret, value: n.value})
+	})
+	// Patterns, escapes and base64 are text's: in bytes that are not text
+	// (an image) they would only find noise, so only exact values are
+	// looked for there.
+	if f.done() || !textual(text) {
+		return
+	}
+	var blobs [][2]int
+	if depth > 0 {
+		blobs = s.findBase64(f, text, depth, nd.maxLen)
+	}
+	if r := s.g.redactor; len(r.detectors) > 0 && !f.done() {
+		st := statsOf(text)
+		for _, d := range r.detectors {
+			if (d.needs == nil || d.needs(st)) && !findPattern(f, text, d, blobs) {
+				return
+			}
+		}
+	}
+	if depth > 0 {
+		s.findEscaped(f, text, depth)
+	}
+}
+
+// findEscaped adds what shows in text once JSON or percent escapes are
+// undone (mapped back to the escaped text, unless only the first match
+// is asked for).
+func (s *Session) findEscaped(f *finder, text string, depth int) {
+	for _, dec := range decoders {
+		if f.done() {
+			return
+		}
+		w, ok := dec(text, !f.first)
+		if !ok {
 			continue
 		}
-		for _, m := range d.re.FindAllStringIndex(text, -1) {
-			if taken(m[0], m[1]) || (d.valid != nil && !d.valid(text[m[0]:m[1]])) {
-				continue
+		for _, sp := range s.find(w.text, depth-1, f.first) {
+			if !f.first {
+				sp.start, sp.end = w.start(sp.start), w.end(sp.end)
 			}
-			spans = append(spans, span{start: m[0], end: m[1], kind: d.kind})
+			if !f.add(sp) {
+				return
+			}
 		}
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
-	return spans
+}
+
+// findPattern adds the matches of one detector, and reports whether to
+// go on looking. A built-in kind is not looked for inside blobs (long
+// base64 runs, looked into by findBase64 instead): a phone number or a
+// card is never written inside one, and the patterns are slow there.
+func findPattern(f *finder, text string, d detector, blobs [][2]int) bool {
+	from := 0
+	for i := 0; i <= len(blobs); i++ {
+		to := len(text)
+		if d.prose && i < len(blobs) {
+			to = blobs[i][0]
+		}
+		for _, m := range d.re.FindAllStringIndex(text[from:to], -1) {
+			a, b := from+m[0], from+m[1]
+			if d.valid != nil && !d.valid(text[a:b]) {
+				continue
+			}
+			if !f.add(span{start: a, end: b, kind: d.kind, value: text[a:b]}) {
+				return false
+			}
+		}
+		if !d.prose || i == len(blobs) {
+			break
+		}
+		from = blobs[i][1]
+	}
+	return true
+}
+
+// minBlob is the length from which a base64 run is a blob, not a word.
+const minBlob = 1024
+
+// findBase64 adds the base64 runs of text whose bytes hold something to
+// hide, each with its redacted re-encoding, and returns where the blobs
+// are. A run is first looked at a piece at a time, so a large clean one
+// is never decoded whole.
+func (s *Session) findBase64(f *finder, text string, depth, longest int) (blobs [][2]int) {
+	overlap := max(4096, longest)
+	scratch := make([]byte, 0, 768)
+	base64Runs(text, func(run b64Run) bool {
+		if run.end-run.start >= minBlob {
+			blobs = append(blobs, [2]int{run.start, run.end})
+		}
+		if f.taken(run.start, run.end) {
+			return true
+		}
+		if !run.anyChunk(text, overlap, scratch, func(b string) bool { return len(s.find(b, depth-1, true)) > 0 }) {
+			return true
+		}
+		if f.first {
+			return f.add(span{start: run.start, end: run.end})
+		}
+		data := string(run.decode(text))
+		red := s.redactDepth(data, depth-1)
+		if red == data {
+			return true
+		}
+		return f.add(span{start: run.start, end: run.end, repl: run.encode([]byte(red), text)})
+	})
+	return blobs
+}
+
+// textual reports whether s is UTF-8 text, but for a rune cut at either
+// end (a piece of a larger decoded run).
+func textual(s string) bool {
+	for i := 0; i < 3 && len(s) > 0 && s[0]&0xC0 == 0x80; i++ {
+		s = s[1:]
+	}
+	for i := 1; i <= 3 && i <= len(s); i++ {
+		if s[len(s)-i]&0xC0 != 0x80 {
+			if !utf8.FullRuneInString(s[len(s)-i:]) {
+				s = s[:len(s)-i]
+			}
+			break
+		}
+	}
+	return utf8.ValidString(s)
+}
+
+// needles are the exact values the session hides: the secrets and the
+// values it gave tokens for, made again when a token was added.
+func (s *Session) needles() *needles {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ndl != nil && s.ndlTokens == len(s.byToken) {
+		return s.ndl
+	}
+	var list []needle
+	for _, sec := range s.g.redactor.secrets {
+		list = append(list, needle{value: sec.Value, secret: sec.Name})
+	}
+	keys := slices.Sorted(maps.Keys(s.byValue)) // the same order every time
+	for _, key := range keys {
+		kind, value, _ := strings.Cut(key, "\x00")
+		if len(value) >= minSecret {
+			list = append(list, needle{value: value, kind: kind})
+		}
+	}
+	s.ndl, s.ndlTokens = newNeedles(list), len(s.byToken)
+	return s.ndl
 }
 
 // Session is the gate's state for one sandbox session: its id, the tokens
@@ -151,14 +310,21 @@ type Session struct {
 	byToken  map[string]string // token -> value
 	counts   map[string]int
 	approved map[string]bool // server + "\x00" + tool approved for the session
+
+	ndl       *needles // the exact values hidden, made for ndlTokens tokens
+	ndlTokens int
 }
 
 // Redact returns text with every secret replaced by <secret:NAME> and
 // every match of the redactor's kinds by its session token (<email_1>):
-// the same value always gets the same token within the session.
-func (s *Session) Redact(text string) string {
-	r := s.g.redactor
-	if r == nil || text == "" {
+// the same value always gets the same token within the session. Values
+// are found as written and in the forms they take on the way back (see
+// forms.go): JSON-escaped, percent-encoded, inside base64.
+func (s *Session) Redact(text string) string { return s.redactDepth(text, maxDepth) }
+
+// redactDepth is Redact looking through depth layers of encoding.
+func (s *Session) redactDepth(text string, depth int) string {
+	if !s.g.redactor.hides() || text == "" {
 		return text
 	}
 	// A match that overlapped one taken before it can hide another match
@@ -166,7 +332,7 @@ func (s *Session) Redact(text string) string {
 	// So redact again until nothing changes (a pass finds nothing new
 	// quickly, and the loop is bounded).
 	for range 4 {
-		next := s.redactOnce(r, text)
+		next := s.redactOnce(text, depth)
 		if next == text {
 			break
 		}
@@ -176,8 +342,8 @@ func (s *Session) Redact(text string) string {
 }
 
 // redactOnce replaces the matches find sees in text.
-func (s *Session) redactOnce(r *Redactor, text string) string {
-	spans := r.find(text)
+func (s *Session) redactOnce(text string, depth int) string {
+	spans := s.find(text, depth, false)
 	if len(spans) == 0 {
 		return text
 	}
@@ -186,10 +352,13 @@ func (s *Session) redactOnce(r *Redactor, text string) string {
 	last := 0
 	for _, sp := range spans {
 		b.WriteString(text[last:sp.start])
-		if sp.kind == "" {
+		switch {
+		case sp.repl != "":
+			b.WriteString(sp.repl)
+		case sp.secret != "":
 			b.WriteString("<secret:" + sp.secret + ">")
-		} else {
-			b.WriteString(s.token(sp.kind, text[sp.start:sp.end]))
+		default:
+			b.WriteString(s.token(sp.kind, sp.value))
 		}
 		last = sp.end
 	}
@@ -277,7 +446,7 @@ func (s *Session) restoreValue(v any, changed *bool) any {
 // hide is returned as it is, unparsed.
 func (s *Session) RedactJSON(raw json.RawMessage) json.RawMessage {
 	r := s.g.redactor
-	if r == nil || len(raw) == 0 || !r.mayMatch(raw) {
+	if !r.hides() || len(raw) == 0 || !s.mayMatch(raw) {
 		return raw
 	}
 	var v any
@@ -304,19 +473,12 @@ func marshal(v any) (json.RawMessage, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// mayMatch is a quick look at raw JSON: false when no secret (as written,
-// or JSON-escaped) and no pattern can be in it.
-func (r *Redactor) mayMatch(raw []byte) bool {
-	for _, sec := range r.secrets {
-		if bytes.Contains(raw, []byte(sec.Value)) || bytes.Contains(raw, []byte(sec.escaped)) {
-			return true
-		}
-	}
-	if len(r.detectors) == 0 {
-		return false
-	}
-	// Read raw in place: a 64 MiB result is not copied to be looked at.
-	return len(r.find(unsafe.String(unsafe.SliceData(raw), len(raw)))) > 0 || bytes.IndexByte(raw, '\\') >= 0
+// mayMatch is a quick look at raw JSON: false when nothing to hide can
+// be in it, in any form. The JSON's own escapes are one more layer than
+// its strings have once decoded. Raw is read in place: a 64 MiB result is
+// not copied to be looked at.
+func (s *Session) mayMatch(raw []byte) bool {
+	return len(s.find(unsafe.String(unsafe.SliceData(raw), len(raw)), maxDepth+1, true)) > 0
 }
 
 func (s *Session) redactValue(v any) any {

@@ -8,9 +8,11 @@ import (
 )
 
 // FuzzRedact: no text makes redaction panic; redacting twice changes
-// nothing more; the secret never shows; and putting the values back into a
-// tool argument that carries the redacted text gives the original text
-// (the model acts on tokens, the upstream gets the real values).
+// nothing more; the secret never shows, in no form (escaped, encoded);
+// and putting the values back into a tool argument that carries the
+// redacted text gives the original text where nothing was hidden in an
+// encoded form (the model acts on tokens, the upstream gets the real
+// values).
 func FuzzRedact(f *testing.F) {
 	for _, seed := range []string{
 		"mail ann@example.com or call +44 20 7946 0958",
@@ -21,7 +23,7 @@ func FuzzRedact(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		r, err := NewRedactor([]string{"all"}, nil, []Secret{{Name: "s.env.TOKEN", Value: "tok-abcdef123"}})
+		r, err := NewRedactor([]string{"all"}, nil, []Secret{{Name: "s.env.TOKEN", Value: "tok-abcdef123"}, {Name: "s.env.KEY", Value: "key-42"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,8 +35,16 @@ func FuzzRedact(f *testing.F) {
 		if strings.Contains(once, "tok-abcdef123") {
 			t.Fatalf("the secret shows in %q", once)
 		}
+		for _, sp := range s.find(once, maxDepth, false) {
+			if sp.secret != "" {
+				t.Fatalf("the secret shows in %q, encoded at %d", once, sp.start)
+			}
+		}
 		if strings.Contains(text, "<") || strings.Contains(text, "tok-abcdef123") || !utf8.ValidString(text) {
 			return // token-like parts, the secret itself, or bytes JSON cannot carry
+		}
+		if s.redactDepth(text, 0) != once {
+			return // a value hidden in an encoded form is not put back
 		}
 		arg, _ := json.Marshal(map[string]string{"text": once})
 		back, _ := s.Restore(arg)

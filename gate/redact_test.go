@@ -1,9 +1,12 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/codebridge/codebridge/protocol"
 )
 
 func newTestSession(t *testing.T, kinds []string, custom map[string]string, secrets []Secret) *Session {
@@ -143,6 +146,25 @@ func TestCardNeedsCardShape(t *testing.T) {
 	for _, card := range []string{"4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "3782 822463 10005"} {
 		if got := s.Redact(card); !strings.HasPrefix(got, "<card_") {
 			t.Errorf("%q not redacted: %q", card, got)
+		}
+	}
+}
+
+// TestKeepTokensServer: a server configured with "redact": {"restore":
+// false} receives the token the sandbox sent, another server the value.
+func TestKeepTokensServer(t *testing.T) {
+	r, _ := NewRedactor([]string{"email"}, nil, nil)
+	s := New(Config{Redactor: r, KeepTokens: map[string]bool{"outside": true}}).NewSession()
+	s.Redact("ann@example.org")
+	for server, want := range map[string]string{"outside": "<email_1>", "inside": "ann@example.org"} {
+		var got string
+		_, err := s.Through(context.Background(), Request{Target: protocol.Target{Kind: "tool", Server: server, Name: "send"}, Params: json.RawMessage(`{"arguments":{"to":"<email_1>"}}`)},
+			func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+				got = string(p)
+				return json.RawMessage(`{}`), nil
+			})
+		if err != nil || !strings.Contains(got, want) {
+			t.Errorf("%s received %s (%v), want %s", server, got, err, want)
 		}
 	}
 }

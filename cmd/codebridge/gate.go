@@ -31,13 +31,16 @@ var gateKnobs = []string{"policy", "audit", "audit-args", "redact", "approval-ti
 const auditOff = "off"
 
 // newGate builds the gate from the settings and the servers' specs: their
-// "tools", "resources" and "prompts" rules, the values of their env and headers (always hidden from
-// the model), the config files' "redact" patterns, the audit log and, when
+// "tools", "resources" and "prompts" rules, the values of their env and
+// headers (always hidden from the model), their "redact": {"restore":
+// false}, the config files' "redact" patterns, the audit log and, when
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
 func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
 	policy := gate.Policy{Mode: s.gate.policy, Servers: map[string]gate.Rules{}}
 	var secrets []gate.Secret
+	keep := map[string]bool{}
 	for _, sp := range specs {
+		keep[sp.Name] = sp.KeepTokens
 		if !sp.Policy.Empty() {
 			policy.Servers[sp.Name] = sp.Policy
 		}
@@ -56,7 +59,7 @@ func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.G
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := gate.Config{Policy: policy, Redactor: redactor, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
+	cfg := gate.Config{Policy: policy, Redactor: redactor, KeepTokens: keep, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
 	if cfg.Audit, err = openAudit(s); err != nil {
 		return nil, nil, err
 	}
