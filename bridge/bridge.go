@@ -84,6 +84,7 @@ type Bridge struct {
 	sessions  map[*mcp.ServerSession]*session
 	closed    bool
 	closeOnce sync.Once
+	closing   sync.WaitGroup // sessions that ended and are being removed (endSession)
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes

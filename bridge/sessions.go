@@ -91,9 +91,13 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 	b.mu.Lock()
 	s, ok := b.sessions[ss]
 	delete(b.sessions, ss)
+	if ok {
+		b.closing.Add(1) // Close waits for this close too
+	}
 	b.mu.Unlock()
 	b.trips.endSession(ss)
 	if ok {
+		defer b.closing.Done()
 		s.close()
 		b.opts.Metrics.Sandboxes(-1)
 		b.log.Debug("session sandbox removed", "session", ss.ID())
@@ -122,7 +126,8 @@ func (b *Bridge) Sandboxes() int {
 // Close removes every session's sandbox at once (a cell still running
 // ends), stops the sessions' own upstream clients and empties the warm
 // pool. Calls that arrive later are refused. Close may be called more
-// than once, and at once: every call returns when the sandboxes are gone.
+// than once, and at once: every call returns when the sandboxes are gone,
+// those of sessions that ended just before (their client said so) too.
 func (b *Bridge) Close() error {
 	b.closeOnce.Do(b.closeAll)
 	return nil
@@ -145,6 +150,7 @@ func (b *Bridge) closeAll() {
 		wg.Go(b.warm.Close)
 	}
 	wg.Wait()
+	b.closing.Wait() // sessions ended just before Close, still being removed
 }
 
 // meteredHost records each request of the sandbox it answers.
