@@ -109,9 +109,11 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
 	b.down.runOf = b.trips.of
+	b.down.notesOf = b.notesOf
 	if p, ok := b.down.picker.(*serverSessions); ok {
 		redact := b.redactLog
 		p.redact.Store(&redact)
+		p.route.Store(&logRoute{shared: opts.PerSession, current: b.trips.of})
 	}
 	if opts.PerSession && opts.Warm > 0 {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())

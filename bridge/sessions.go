@@ -21,8 +21,8 @@ type session struct {
 	upstreams *upstream.Pool
 	own       bool // upstreams is this session's view, closed with it
 	sbx       *sandbox.Session
-	// notes are the warnings of the session's own (per_session) servers
-	// for its cells' stderr; nil when it has none of its own.
+	// notes are the upstream warnings for its cells' stderr: those of its
+	// own (per_session) servers, and those tied to its calls.
 	notes *cellNotes
 }
 
@@ -41,7 +41,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool) *session {
 	if b.opts.Metrics != nil {
 		host = meteredHost{host, b.opts.Metrics}
 	}
-	s := &session{b: b, host: h, upstreams: upstreams, own: own}
+	s := &session{b: b, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
 	if b.warm != nil {
 		s.sbx = b.warm.NewSession(host)
 	} else {
@@ -105,15 +105,22 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 }
 
 // beginNotes starts collecting the upstream warnings for a cell's stderr:
-// those of the shared servers, which every running cell hears, and those
-// of the session's own servers; end returns them.
-func (s *session) beginNotes() (end func() string) {
-	shared := s.b.down.notes.begin()
-	if s.notes == nil {
-		return shared
+// those of the session's own servers, and those of shared servers that
+// came with its calls; end returns them.
+func (s *session) beginNotes() (end func() string) { return s.notes.begin() }
+
+// notesOf are the upstream warnings for the cells of ss's session: the
+// single session's when the bridge has one; nil when ss has no session.
+func (b *Bridge) notesOf(ss *mcp.ServerSession) *cellNotes {
+	if !b.opts.PerSession {
+		return b.single.notes
 	}
-	own := s.notes.begin()
-	return func() string { return shared() + own() }
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.sessions[ss]; ok {
+		return s.notes
+	}
+	return nil
 }
 
 // Sandboxes is how many MCP sessions have a sandbox now.

@@ -58,6 +58,7 @@ var rawMethods = map[string]bool{"tools/call": true, "resources/read": true}
 type rawSlot struct {
 	raw     json.RawMessage
 	release func() // forgets the request when no response came
+	token   string // the call's progress token ("" for a resource read)
 }
 
 type rawSlotKey struct{}
@@ -227,6 +228,9 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, errors.New("the server sent a line that is not JSON")
 	}
 	f := envelope(line)
+	if string(f.method) == `"notifications/message"` {
+		line = c.tieLog(line)
+	}
 	if f.method == nil && f.result != nil && f.id != nil {
 		c.mu.Lock()
 		slot := c.pending[string(f.id)]
@@ -242,6 +246,50 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, err
 	}
 	return []jsonrpc.Message{msg}, nil
+}
+
+// tieLog ties a log message to the tool call it came with. stdio has one
+// stream and no field that relates a notification to a request; but a
+// server that logs while it handles a call writes the message before its
+// answer, so a message that comes while exactly one call is in flight on
+// the connection is that call's: it gets the call's progress token (unless
+// it carries a token already). With no call, or several, in flight it is
+// left as it is, and belongs to none.
+func (c *lineConn) tieLog(line []byte) []byte {
+	c.mu.Lock()
+	token := ""
+	if len(c.pending) == 1 {
+		for _, slot := range c.pending {
+			token = slot.token
+		}
+	}
+	c.mu.Unlock()
+	if token == "" {
+		return line
+	}
+	var msg map[string]json.RawMessage
+	var params map[string]any
+	if json.Unmarshal(line, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil || params == nil {
+		return line
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if _, ok := meta["progressToken"]; ok {
+		return line
+	}
+	meta["progressToken"] = token
+	params["_meta"] = meta
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return line
+	}
+	msg["params"] = raw
+	if out, err := json.Marshal(msg); err == nil {
+		return out
+	}
+	return line
 }
 
 // decodeBatch decodes a JSON array of messages; they are all small, or

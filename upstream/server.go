@@ -52,7 +52,7 @@ type Server struct {
 	offerGen  int     // counts the lists' changes
 
 	down     *downRef // the pool's: who answers the server's requests to its client
-	watchers sync.Map // progress token -> func(*mcp.ProgressNotificationParams)
+	watchers sync.Map // progress token -> *callWatch, for each tool call in flight
 }
 
 // conn is one live session with a server process (or remote endpoint).
@@ -164,7 +164,7 @@ func (s *Server) connect(done chan struct{}) {
 		s.failures++
 		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
 		s.retryAt = time.Now().Add(backoff)
-		s.startErr = s.explain("could not start", err)
+		s.startErr = s.explain(context.Background(), "could not start", err) // for every caller waiting: none in particular
 		return
 	}
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
@@ -217,14 +217,15 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 }
 
 // explain returns an [Error] for what failed, with the tail of the
-// server's stderr, and logs its host-only detail.
-func (s *Server) explain(what string, err error) error {
+// server's stderr, and logs its host-only detail. ctx is the call that
+// failed, when one did: the bridge's client log tells that call's client.
+func (s *Server) explain(ctx context.Context, what string, err error) error {
 	e := &Error{Server: s.spec.Name, What: what, Err: safeCause(err), cause: err,
 		stderr: s.stderr.lastLines(5), source: s.spec.Source}
 	if s.spec.URL == "" {
 		e.command = strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ")
 	}
-	s.log.Warn("upstream "+what, "err", e)
+	s.log.WarnContext(ctx, "upstream "+what, "err", e)
 	return e
 }
 
@@ -304,7 +305,8 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	defer cancel()
 	cctx, slot := withRawSlot(cctx)
 	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-	forget := s.watchProgress(ctx, params)
+	token, forget := s.watchCall(ctx, params)
+	slot.token = token
 	res, err := c.cs.CallTool(cctx, params)
 	forget()
 	slot.release()
@@ -328,7 +330,7 @@ func (s *Server) callError(what string, c *conn, ctx context.Context, err error)
 	}
 	switch {
 	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading):
-		return s.explain("exited while "+what+" (it will be restarted on the next call)", err)
+		return s.explain(ctx, "exited while "+what+" (it will be restarted on the next call)", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err)
 	case errors.Is(ctx.Err(), context.Canceled):
