@@ -151,7 +151,7 @@ try:
 except MCPError as e:
     print('CRASHED', e)`, "info")
 	mustContain(t, out, "CRASHED")
-	book.waitFor(t, ctx, `warning s "from-the-call"`, `codebridge {"err":"server \"s\" exited while calling tool \"crash\"`)
+	book.waitFor(t, ctx, `warning s/stub "from-the-call"`, `codebridge {"err":"server \"s\" exited while calling tool \"crash\"`)
 	if got := book.text(); strings.Contains(got, "unasked") {
 		t.Fatalf("a call that asked for no log messages heard one:\n%s", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,11 +152,11 @@ func (s *Server) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // logMessage takes a notifications/message of the server: the host's log
 // gets it, and the Downstream the call it belongs to. A message belongs to
-// a tool call when it carries that call's progress token: the server put
-// it there, or, on stdio, the connection did because the call was the only
-// one in flight when the message came (lineconn.go). Any other message
-// belongs to no call: a server shared by several users may be logging
-// another user's request.
+// a tool call when it carries that call's progress token: on stdio, the
+// connection puts it there when the call was the only one in flight as the
+// message came (lineconn.go); a server may also put it in the message's
+// own progressToken. Any other message belongs to no call: a server shared
+// by several users may be logging another user's request.
 func (s *Server) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	p := req.Params
 	if p == nil {
@@ -166,15 +167,23 @@ func (s *Server) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest)
 		level = slog.LevelInfo // never Warn: the bridge's own warnings reach clients, this must not
 	}
 	s.log.Log(context.Background(), level, "upstream log message", "level", p.Level, "logger", p.Logger, "data", dataText(p.Data))
+	token, held := p.Meta[callKey], true
+	if token == nil {
+		token, held = p.GetProgressToken(), false
+	}
+	w := s.callOf(token)
+	if held && w != nil {
+		defer s.unhold(w)
+	}
 	d := s.down.get()
 	if d == nil {
 		return
 	}
-	w := s.callOf(p.GetProgressToken())
 	msg := *p
 	if len(p.Meta) > 0 {
 		msg.Meta = maps.Clone(p.Meta)
-		delete(msg.Meta, "progressToken") // codebridge's own token, nothing for the client
+		delete(msg.Meta, callKey) // codebridge's own token, nothing for the client
+		delete(msg.Meta, "progressToken")
 	}
 	if w != nil {
 		d.LogCall(w.ctx, s.spec.Name, &msg)
@@ -233,22 +242,52 @@ func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) 
 var progressTokens atomic.Int64
 
 // callWatch is a tool call in flight, under its progress token: what its
-// log messages and progress notifications go to.
+// log messages and progress notifications go to. It is forgotten once the
+// call ended and the log messages tied to it were handled: the go-sdk may
+// hand a message to its handler after the answer that followed it.
 type callWatch struct {
+	token    string
 	ctx      context.Context                       // the call's: the bridge finds the caller in it
 	progress func(*mcp.ProgressNotificationParams) // nil: nobody watches progress
+
+	mu    sync.Mutex
+	held  int  // log messages tied to the call, not handled yet
+	ended bool // the call returned
+}
+
+// hold keeps w for one more log message tied to it.
+func (w *callWatch) hold() {
+	w.mu.Lock()
+	w.held++
+	w.mu.Unlock()
+}
+
+// unhold lets w go for one log message handled; end, for the call's end.
+// The last of them forgets w.
+func (s *Server) unhold(w *callWatch) { s.letGo(w, func() { w.held = max(w.held-1, 0) }) }
+
+func (s *Server) endCall(w *callWatch) { s.letGo(w, func() { w.ended = true }) }
+
+func (s *Server) letGo(w *callWatch, change func()) {
+	w.mu.Lock()
+	change()
+	last := w.ended && w.held == 0
+	w.mu.Unlock()
+	if last {
+		s.watchers.Delete(w.token)
+	}
 }
 
 // watchCall gives params a progress token of its own and registers the
 // call under it, so that the server's notifications that carry the token
-// find the call; it returns the token and a function that forgets it.
-// Every call has a token: one is how a log message is tied to its call.
-func (s *Server) watchCall(ctx context.Context, params *mcp.CallToolParams) (string, func()) {
+// find the call; end forgets it. Every call has a token: it is how a log
+// message is tied to its call.
+func (s *Server) watchCall(ctx context.Context, params *mcp.CallToolParams) (w *callWatch, end func()) {
 	f, _ := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
-	token := fmt.Sprintf("codebridge-%d", progressTokens.Add(1))
-	params.SetProgressToken(token)
-	s.watchers.Store(token, &callWatch{ctx: ctx, progress: f})
-	return token, func() { s.watchers.Delete(token) }
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: f}
+	params.SetProgressToken(w.token)
+	s.watchers.Store(w.token, w)
+	return w, func() { s.endCall(w) }
 }
 
 // callOf is the call in flight with progress token token, or nil.

@@ -57,8 +57,8 @@ var rawMethods = map[string]bool{"tools/call": true, "resources/read": true}
 // puts one in the context of its call; the connection fills it.
 type rawSlot struct {
 	raw     json.RawMessage
-	release func() // forgets the request when no response came
-	token   string // the call's progress token ("" for a resource read)
+	release func()     // forgets the request when no response came
+	call    *callWatch // the tool call the request is (nil for a resource read)
 }
 
 type rawSlotKey struct{}
@@ -248,23 +248,29 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	return []jsonrpc.Message{msg}, nil
 }
 
+// callKey is the _meta key under which the connection ties a log message
+// to a call: the call's progress token. An upstream's own value under it
+// is removed.
+const callKey = "codebridge/call"
+
 // tieLog ties a log message to the tool call it came with. stdio has one
 // stream and no field that relates a notification to a request; but a
 // server that logs while it handles a call writes the message before its
 // answer, so a message that comes while exactly one call is in flight on
-// the connection is that call's: it gets the call's progress token (unless
-// it carries a token already). With no call, or several, in flight it is
-// left as it is, and belongs to none.
+// the connection is that call's: it gets the call's token under callKey,
+// and the call is held until the message is handled (see
+// [Server.logMessage]). With no call, or several, in flight it belongs to
+// none.
 func (c *lineConn) tieLog(line []byte) []byte {
 	c.mu.Lock()
-	token := ""
+	defer c.mu.Unlock()
+	var call *callWatch
 	if len(c.pending) == 1 {
 		for _, slot := range c.pending {
-			token = slot.token
+			call = slot.call
 		}
 	}
-	c.mu.Unlock()
-	if token == "" {
+	if call == nil && !bytes.Contains(line, []byte(callKey)) {
 		return line
 	}
 	var msg map[string]json.RawMessage
@@ -276,20 +282,24 @@ func (c *lineConn) tieLog(line []byte) []byte {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	if _, ok := meta["progressToken"]; ok {
-		return line
+	delete(meta, callKey)
+	if call != nil {
+		meta[callKey] = call.token
 	}
-	meta["progressToken"] = token
 	params["_meta"] = meta
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return line
 	}
 	msg["params"] = raw
-	if out, err := json.Marshal(msg); err == nil {
-		return out
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return line
 	}
-	return line
+	if call != nil {
+		call.hold()
+	}
+	return out
 }
 
 // decodeBatch decodes a JSON array of messages; they are all small, or

@@ -305,8 +305,8 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	defer cancel()
 	cctx, slot := withRawSlot(cctx)
 	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-	token, forget := s.watchCall(ctx, params)
-	slot.token = token
+	call, forget := s.watchCall(ctx, params)
+	slot.call = call
 	res, err := c.cs.CallTool(cctx, params)
 	forget()
 	slot.release()
