@@ -85,6 +85,7 @@ type Bridge struct {
 	closed    bool
 	closeOnce sync.Once
 	closing   sync.WaitGroup // sessions that ended and are being removed (endSession)
+	ending    int            // how many of them
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes

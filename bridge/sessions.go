@@ -93,11 +93,17 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 	delete(b.sessions, ss)
 	if ok {
 		b.closing.Add(1) // Close waits for this close too
+		b.ending++
 	}
 	b.mu.Unlock()
 	b.trips.endSession(ss)
 	if ok {
-		defer b.closing.Done()
+		defer func() {
+			b.mu.Lock()
+			b.ending--
+			b.mu.Unlock()
+			b.closing.Done()
+		}()
 		s.close()
 		b.opts.Metrics.Sandboxes(-1)
 		b.log.Debug("session sandbox removed", "session", ss.ID())
@@ -143,6 +149,9 @@ func (b *Bridge) Close() error {
 func (b *Bridge) closeAll() {
 	b.mu.Lock()
 	b.closed = true
+	if b.ending > 0 {
+		b.log.Debug("waiting for the sandboxes of sessions that ended just before", "sessions", b.ending)
+	}
 	all := []*session{b.single}
 	for ss, s := range b.sessions {
 		all = append(all, s)
