@@ -53,7 +53,8 @@ func TestHTTPDeleteThenSIGTERMLeavesNoContainer(t *testing.T) {
 	for waiting := false; !waiting; {
 		select {
 		case <-b.exited:
-			t.Fatalf("the bridge exited while the ended session's container was still being removed")
+			left := containersOf(t, pid)
+			t.Fatalf("the bridge exited while the ended session's container was still being removed: %d containers left", len(left))
 		case <-ctx.Done():
 			t.Fatal("the bridge neither exited nor waited for the removal")
 		case <-time.After(20 * time.Millisecond): // polling the log another process writes
