@@ -278,6 +278,9 @@ func (c *lineConn) tieLog(line []byte) []byte {
 	if json.Unmarshal(line, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil || params == nil {
 		return line
 	}
+	if call != nil && json.Unmarshal(msg["params"], new(mcp.LoggingMessageParams)) != nil {
+		call = nil // its handler may never run to let the call go
+	}
 	meta, _ := params["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
