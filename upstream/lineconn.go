@@ -248,61 +248,22 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	return []jsonrpc.Message{msg}, nil
 }
 
-// callKey is the _meta key under which the connection ties a log message
-// to a call: the call's progress token. An upstream's own value under it
-// is removed.
-const callKey = "codebridge/call"
-
 // tieLog ties a log message to the tool call it came with. stdio has one
 // stream and no field that relates a notification to a request; but a
 // server that logs while it handles a call writes the message before its
 // answer, so a message that comes while exactly one call is in flight on
-// the connection is that call's: it gets the call's token under callKey,
-// and the call is held until the message is handled (see
-// [Server.logMessage]). With no call, or several, in flight it belongs to
-// none.
+// the connection is that call's (see [tagLog]). With no call, or several,
+// in flight it belongs to none.
 func (c *lineConn) tieLog(line []byte) []byte {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	var call *callWatch
 	if len(c.pending) == 1 {
 		for _, slot := range c.pending {
 			call = slot.call
 		}
 	}
-	if call == nil && !bytes.Contains(line, []byte(callKey)) {
-		return line
-	}
-	var msg map[string]json.RawMessage
-	var params map[string]any
-	if json.Unmarshal(line, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil || params == nil {
-		return line
-	}
-	if call != nil && json.Unmarshal(msg["params"], new(mcp.LoggingMessageParams)) != nil {
-		call = nil // its handler may never run to let the call go
-	}
-	meta, _ := params["_meta"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	delete(meta, callKey)
-	if call != nil {
-		meta[callKey] = call.token
-	}
-	params["_meta"] = meta
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return line
-	}
-	msg["params"] = raw
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return line
-	}
-	if call != nil {
-		call.hold()
-	}
-	return out
+	c.mu.Unlock()
+	return tagLog(line, call)
 }
 
 // decodeBatch decodes a JSON array of messages; they are all small, or

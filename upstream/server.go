@@ -360,7 +360,8 @@ func (s *Server) close(c *conn) {
 }
 
 // headerTransport adds configured headers to each request of a remote
-// upstream.
+// upstream, and ties the log messages of a tool call's response stream to
+// the call (logtie.go).
 type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper
@@ -373,5 +374,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	tieStream(r, resp)
+	return resp, err
 }
