@@ -87,6 +87,8 @@ type Bridge struct {
 	sessions  map[*mcp.ServerSession]*session
 	closed    bool
 	closeOnce sync.Once
+	closing   sync.WaitGroup // sessions that ended and are being removed (endSession)
+	ending    int            // how many of them
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes
@@ -111,9 +113,11 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
 	b.down.runOf = b.trips.of
+	b.down.notesOf = b.notesOf
 	if p, ok := b.down.picker.(*serverSessions); ok {
 		redact := b.redactLog
 		p.redact.Store(&redact)
+		p.route.Store(&logRoute{shared: opts.PerSession, current: b.trips.of})
 	}
 	if opts.PerSession && opts.Warm > 0 {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())

@@ -34,7 +34,8 @@ type clientPicker interface {
 type serverSessions struct {
 	srv    atomic.Pointer[mcp.Server]
 	redact atomic.Pointer[func(*mcp.ServerSession, any) (any, bool)]
-	busy   inflight // which sessions have calls in flight to which server
+	route  atomic.Pointer[logRoute] // where log messages go (logging.go)
+	busy   inflight                 // which sessions have calls in flight to which server
 }
 
 func (p *serverSessions) set(s *mcp.Server) { p.srv.Store(s) }
@@ -108,7 +109,12 @@ func (o oneSession) listeners(string) []*mcp.ServerSession { return []*mcp.Serve
 type downstream struct {
 	picker clientPicker
 	roots  []*mcp.Root // from --root, for clients without roots
-	notes  *cellNotes  // upstream warnings for the running cell's stderr
+	// shared is set when the servers serve the sessions of several users
+	// (HTTP): a log message tied to no call then reaches no session.
+	shared bool
+	// notesOf are the upstream warnings for the stderr of a session's
+	// cells (nil: the session is gone).
+	notesOf func(*mcp.ServerSession) *cellNotes
 	// runOf is the run_python call of a client on the newer protocol
 	// whose cell runs now (roundtrip.go); nil when there is none.
 	runOf func(*mcp.ServerSession) *detachedRun
@@ -118,7 +124,7 @@ type downstream struct {
 // sessions it picks from are the ClientLog's, so that both reach the same
 // client.
 func newDownstream(pool *upstream.Pool, opts Options) *downstream {
-	d := &downstream{picker: &serverSessions{}, roots: rootsFromDirs(opts.Roots), notes: &cellNotes{}}
+	d := &downstream{picker: &serverSessions{}, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession}
 	if opts.ClientLog != nil {
 		d.picker = opts.ClientLog.picker
 	}
@@ -131,7 +137,8 @@ func newDownstream(pool *upstream.Pool, opts Options) *downstream {
 // alone, and their warnings to notes, for the stderr of ss's cells. No
 // other session hears of them.
 func (d *downstream) forSession(ss *mcp.ServerSession, notes *cellNotes) *downstream {
-	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, notes: notes, runOf: d.runOf}
+	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, runOf: d.runOf,
+		notesOf: func(*mcp.ServerSession) *cellNotes { return notes }}
 }
 
 // attach points the picker at the MCP server the bridge serves, when it
@@ -256,20 +263,54 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 	return nil, fmt.Errorf("%s does not support roots; %s", clientName(ss), noRootsAdvice)
 }
 
-// Log passes an upstream's log message to every listening client (each
-// session's logging/setLevel applies), with the server's name as the
-// logger, and a warning or worse to the running cell's stderr.
-func (d *downstream) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+// Log passes on an upstream's log message that is tied to no call: a
+// server shared by several users' sessions may be logging any user's
+// request, so it reaches none of them (the host's log has it); otherwise
+// it goes to the client (logging/setLevel, or the running call's level,
+// applies), with the server's name as the logger, and a warning or worse
+// to the running cell's stderr.
+func (d *downstream) Log(_ context.Context, server string, p *mcp.LoggingMessageParams) {
+	if d.shared {
+		return
+	}
+	msg := named(server, p)
+	for _, ss := range d.picker.listeners(server) {
+		d.send(nil, ss, msg)
+	}
+	d.note(nil, server, p)
+}
+
+// LogCall passes on an upstream's log message that came as part of a tool
+// call made with context call: to the client of the run_python call that
+// made it, within that call, and a warning or worse to that session's
+// running cell's stderr. No other session hears of it.
+func (d *downstream) LogCall(call context.Context, server string, p *mcp.LoggingMessageParams) {
+	ss := caller(call)
+	if ss != nil {
+		d.send(call, ss, named(server, p))
+	}
+	d.note(ss, server, p)
+}
+
+// named is p with the server's name as its logger.
+func named(server string, p *mcp.LoggingMessageParams) *mcp.LoggingMessageParams {
 	msg := *p
 	msg.Logger = server
 	if p.Logger != "" && p.Logger != server {
 		msg.Logger = server + "/" + p.Logger
 	}
-	for _, ss := range d.picker.listeners(server) {
-		d.picker.log(ctx, ss, &msg)
-	}
-	if atLeastWarning(p.Level) {
-		d.notes.add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))
+	return &msg
+}
+
+// send sends msg to ss, within call (see [sendContext]).
+func (d *downstream) send(call context.Context, ss *mcp.ServerSession, msg *mcp.LoggingMessageParams) {
+	d.picker.log(sendContext(call, ss, d.runOf), ss, msg)
+}
+
+// note keeps a warning or worse for the stderr of ss's running cell.
+func (d *downstream) note(ss *mcp.ServerSession, server string, p *mcp.LoggingMessageParams) {
+	if atLeastWarning(p.Level) && d.notesOf != nil {
+		d.notesOf(ss).add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))
 	}
 }
 

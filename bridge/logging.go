@@ -14,11 +14,15 @@ import (
 
 // ClientLog is a slog.Handler that sends the bridge's own warnings and
 // errors to the MCP client's log (notifications/message, logger
-// "codebridge"), honouring each session's logging/setLevel. A record goes
-// out as its message, the server it is about, and its errors formatted
-// with Error(): what is for the host's eyes only (an upstream error's
-// Detail, a server's stderr, commands and paths in other attributes)
-// never leaves the host.
+// "codebridge"). A record logged with the context of a run_python call's
+// request (the cell's, an upstream call's) goes to that call's client, in
+// that call; any other goes to the only client of a bridge that serves one
+// user (stdio), and to none of a bridge that serves many (HTTP), whose
+// sessions must not hear of each other's calls: the host's log has it. A
+// record goes out as its message, the server it is about, and its errors
+// formatted with Error(): what is for the host's eyes only (an upstream
+// error's Detail, a server's stderr, commands and paths in other
+// attributes) never leaves the host.
 type ClientLog struct {
 	picker *serverSessions
 	attrs  []slog.Attr
@@ -41,9 +45,24 @@ func (h *ClientLog) WithAttrs(as []slog.Attr) slog.Handler {
 // WithGroup is ignored: the few attributes sent are not grouped.
 func (h *ClientLog) WithGroup(string) slog.Handler { return h }
 
-// Handle sends r to every session of the bridge's MCP server.
+// Handle sends r to the client of the call ctx serves, or with no call,
+// to the bridge's only user's.
 func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
-	sessions := h.picker.listeners("")
+	route := h.picker.route.Load()
+	if route == nil {
+		return nil
+	}
+	ss := caller(ctx)
+	var sessions []*mcp.ServerSession
+	switch {
+	case ss != nil:
+		sessions = []*mcp.ServerSession{ss}
+	case route.shared:
+		return nil // tied to no call of a bridge many users share
+	default:
+		sessions = h.picker.listeners("")
+		ctx = nil
+	}
 	if len(sessions) == 0 {
 		return nil
 	}
@@ -63,9 +82,49 @@ func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(keep)
 	params := &mcp.LoggingMessageParams{Logger: "codebridge", Level: mcpLevel(r.Level), Data: data}
 	for _, ss := range sessions {
-		h.picker.log(ctx, ss, params)
+		h.picker.log(sendContext(ctx, ss, route.current), ss, params)
 	}
 	return nil
+}
+
+// logRoute is what the bridge tells its sessions' picker about where log
+// messages go.
+type logRoute struct {
+	// shared is set when the sessions are many users' (HTTP): a message
+	// tied to no call reaches no client.
+	shared bool
+	// current is the detached run_python call of a client on the newer
+	// protocol whose cell runs now (roundtrip.go).
+	current func(*mcp.ServerSession) *detachedRun
+}
+
+// sendContext is the context a log message for ss is sent in. call is the
+// context of the request of the run_python call it belongs to (a cell's
+// request, an upstream call made for it), or nil when it belongs to no
+// call. A client on protocol 2026-07-28 or later hears log messages within
+// a call, at the level that call asked for in its _meta: the call waiting
+// now of the run the message belongs to, or with no call, the one of ss's
+// run whose cell runs now. An older client hears them at the level it set
+// (logging/setLevel), within the call (streamable HTTP sends them on its
+// stream). With no call to send it in, a message goes apart from any, at
+// the level ss set, if it set one.
+func sendContext(call context.Context, ss *mcp.ServerSession, current func(*mcp.ServerSession) *detachedRun) context.Context {
+	var r *detachedRun
+	if call != nil {
+		r = runOf(call)
+	}
+	switch {
+	case call != nil && r == nil:
+		return context.WithoutCancel(call)
+	case r == nil && multiRoundTrip(ss) && current != nil:
+		r = current(ss)
+	}
+	if r != nil {
+		if ctx := r.waitingCall(); ctx != nil {
+			return ctx
+		}
+	}
+	return context.Background()
 }
 
 func isError(v any) bool {
@@ -122,8 +181,9 @@ const (
 	maxNoteChars = 500
 )
 
-// cellNotes collects the upstream warnings that arrive while a cell runs,
-// for its stderr.
+// cellNotes collects the upstream warnings that arrive while a session's
+// cell runs, for its stderr: those of its own servers, and those of shared
+// servers tied to its calls.
 type cellNotes struct {
 	mu      sync.Mutex
 	running int
@@ -155,8 +215,11 @@ func (n *cellNotes) begin() (end func() string) {
 }
 
 // add keeps line for the running cell; with none running it is dropped
-// (the client's log has it).
+// (the client's log has it). A nil cellNotes drops every line.
 func (n *cellNotes) add(line string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {

@@ -47,7 +47,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 	log := slog.New(cl)
 	// The client asked for warning and up: a notice-level upstream message
 	// is dropped by the session, a warning is sent.
-	d := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	d := &downstream{picker: cl.picker, notesOf: fixedNotes(&cellNotes{})}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "notice", Data: "quiet"})
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "loud", Logger: "db"})
 	log.Error("bridge error")
@@ -62,7 +62,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 
 func TestCellNotes(t *testing.T) {
 	n := &cellNotes{}
-	d := &downstream{picker: &serverSessions{}, notes: n}
+	d := &downstream{picker: &serverSessions{}, notesOf: fixedNotes(n)}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "before any cell"})
 	end := n.begin()
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "info", Data: "too low"})
@@ -85,7 +85,7 @@ func TestCellNotes(t *testing.T) {
 }
 
 func TestDownstreamWithoutClient(t *testing.T) {
-	d := &downstream{picker: &serverSessions{}, notes: &cellNotes{}}
+	d := &downstream{picker: &serverSessions{}, notesOf: fixedNotes(&cellNotes{})}
 	ctx := context.Background()
 	if _, err := d.CreateMessage(ctx, "ev", &mcp.CreateMessageParams{}); !errors.Is(err, upstream.ErrNoClient) {
 		t.Fatalf("sampling without a client: %v", err)
@@ -119,35 +119,61 @@ func TestProgressLine(t *testing.T) {
 
 // TestSessionDownstreamIsPrivate: a per_session server's log message
 // reaches its own session's client and cell notes, and not another
-// session of the same bridge.
+// session of the same bridge; a shared server's message reaches the
+// session whose call it came with, and no other; one tied to no call
+// reaches none.
 func TestSessionDownstreamIsPrivate(t *testing.T) {
 	cl, sessions, heard := sessionsOf(t, 2)
+	cl.picker.route.Store(&logRoute{shared: true})
 	ctx := context.Background()
-	shared := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	notes := []*cellNotes{{}, {}}
+	notesOf := func(ss *mcp.ServerSession) *cellNotes {
+		for i, s := range sessions {
+			if s == ss {
+				return notes[i]
+			}
+		}
+		return nil
+	}
+	shared := &downstream{picker: cl.picker, shared: true, notesOf: notesOf}
 	own := &cellNotes{}
 	mine := shared.forSession(sessions[0], own)
-	endShared, endOwn := shared.notes.begin(), own.begin()
+	end0, end1, endOwn := notes[0].begin(), notes[1].begin(), own.begin()
 	mine.Log(ctx, "own", &mcp.LoggingMessageParams{Level: "warning", Data: "only-for-0"})
-	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-all"})
+	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "whose-call-unknown"})
+	shared.LogCall(withCaller(ctx, sessions[1]), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
 	if got := endOwn(); got != "[own warning] only-for-0\n" {
 		t.Fatalf("the session's own notes: %q", got)
 	}
-	if got := endShared(); got != "[shared warning] for-all\n" {
-		t.Fatalf("the shared notes: %q", got)
+	if got := end0(); got != "" {
+		t.Fatalf("session 0's notes hold a shared server's warning: %q", got)
+	}
+	if got := end1(); got != "[shared warning] for-1\n" {
+		t.Fatalf("session 1's notes: %q", got)
 	}
 	if p := <-heard[0]; p.Data != "only-for-0" || p.Logger != "own" {
 		t.Fatalf("session 0 heard first %+v", p)
 	}
-	for i, want := range []int{0, 1} {
-		if p := <-heard[want]; p.Data != "for-all" {
-			t.Fatalf("session %d heard %+v, want the shared message", i, p)
+	if p := <-heard[1]; p.Data != "for-1" {
+		t.Fatalf("session 1 heard %+v, want its call's message", p)
+	}
+	slog.New(cl).Warn("tied to no call")
+	slog.New(cl).WarnContext(withCaller(ctx, sessions[0]), "for-0's call")
+	if p := <-heard[0]; p.Data.(map[string]any)["message"] != "for-0's call" {
+		t.Fatalf("session 0 heard %+v, want the warning of its call", p)
+	}
+	for i := range sessions {
+		select {
+		case p := <-heard[i]:
+			t.Fatalf("session %d heard %+v", i, p)
+		default:
 		}
 	}
-	select {
-	case p := <-heard[1]:
-		t.Fatalf("session 1 heard %+v", p)
-	default:
-	}
+}
+
+// fixedNotes is a notesOf that has every session's warnings go to n.
+func fixedNotes(n *cellNotes) func(*mcp.ServerSession) *cellNotes {
+	return func(*mcp.ServerSession) *cellNotes { return n }
 }
 
 // TestSharedServerWithSeveralSessions: a shared server's request goes to
@@ -157,7 +183,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 func TestSharedServerWithSeveralSessions(t *testing.T) {
 	cl, sessions, _ := sessionsOf(t, 2)
 	ctx := context.Background()
-	d := &downstream{picker: cl.picker, notes: &cellNotes{}}
+	d := &downstream{picker: cl.picker, notesOf: fixedNotes(&cellNotes{})}
 	sampling := func(c *mcp.ClientCapabilities) bool { return true }
 	if _, err := d.clientWith(ctx, "s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
 		t.Fatalf("no call in flight: %v", err)
@@ -183,6 +209,7 @@ func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *
 	cl := NewClientLog()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
 	cl.picker.set(srv)
+	cl.picker.route.Store(&logRoute{})
 	ctx := context.Background()
 	var sessions []*mcp.ServerSession
 	var heard []chan *mcp.LoggingMessageParams

@@ -61,6 +61,7 @@ type detachedRun struct {
 	waiting   map[string]*clientQuestion // asked of the client, not answered yet
 	next      int
 	watch     func(stream, text string) // the waiting call's output hook
+	waitCtx   context.Context           // the waiting call's request context, for its log messages
 	collected bool                      // a call took the result
 	abandon   *time.Timer               // drops a result no call takes
 }
@@ -101,10 +102,23 @@ func (r *detachedRun) output(stream, text string) {
 	}
 }
 
-func (r *detachedRun) setWatch(f func(stream, text string)) {
+// setWaiting records the call waiting now: its request's context (nil
+// when none waits) and its output hook.
+func (r *detachedRun) setWaiting(ctx context.Context, f func(stream, text string)) {
 	r.mu.Lock()
-	r.watch = f
+	r.waitCtx, r.watch = ctx, f
 	r.mu.Unlock()
+}
+
+// waitingCall is the request context of the call waiting now, to send the
+// run's log messages in; nil when no call waits.
+func (r *detachedRun) waitingCall() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waitCtx == nil {
+		return nil
+	}
+	return context.WithoutCancel(r.waitCtx)
 }
 
 // inputRequired ends a call with q and every other question queued now,
@@ -261,9 +275,9 @@ func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (
 // client cancels interrupts the cell, as for any run_python call.
 func (b *Bridge) waitDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, r *detachedRun) (*mcp.CallToolResult, error) {
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
-	r.setWatch(onOutput)
+	r.setWaiting(ctx, onOutput)
 	defer stop()
-	defer r.setWatch(nil)
+	defer r.setWaiting(nil, nil)
 	select {
 	case res := <-r.done:
 		r.mu.Lock()

@@ -25,8 +25,8 @@ type session struct {
 	upstreams *upstream.Pool
 	own       bool // upstreams is this session's view, closed with it
 	sbx       *sandbox.Session
-	// notes are the warnings of the session's own (per_session) servers
-	// for its cells' stderr; nil when it has none of its own.
+	// notes are the upstream warnings for its cells' stderr: those of its
+	// own (per_session) servers, and those tied to its calls.
 	notes *cellNotes
 }
 
@@ -45,7 +45,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	if b.opts.Metrics != nil {
 		host = meteredHost{host, b.opts.Metrics}
 	}
-	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own}
+	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
 	if b.warm != nil {
 		s.sbx = b.warm.NewSession(host)
 	} else {
@@ -106,9 +106,19 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 	b.mu.Lock()
 	s, ok := b.sessions[ss]
 	delete(b.sessions, ss)
+	if ok {
+		b.closing.Add(1) // Close waits for this close too
+		b.ending++
+	}
 	b.mu.Unlock()
 	b.trips.endSession(ss)
 	if ok {
+		defer func() {
+			b.mu.Lock()
+			b.ending--
+			b.mu.Unlock()
+			b.closing.Done()
+		}()
 		s.close()
 		b.opts.Metrics.Sandboxes(-1)
 		b.log.Debug("session sandbox removed", "session", ss.ID())
@@ -116,15 +126,22 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 }
 
 // beginNotes starts collecting the upstream warnings for a cell's stderr:
-// those of the shared servers, which every running cell hears, and those
-// of the session's own servers; end returns them.
-func (s *session) beginNotes() (end func() string) {
-	shared := s.b.down.notes.begin()
-	if s.notes == nil {
-		return shared
+// those of the session's own servers, and those of shared servers that
+// came with its calls; end returns them.
+func (s *session) beginNotes() (end func() string) { return s.notes.begin() }
+
+// notesOf are the upstream warnings for the cells of ss's session: the
+// single session's when the bridge has one; nil when ss has no session.
+func (b *Bridge) notesOf(ss *mcp.ServerSession) *cellNotes {
+	if !b.opts.PerSession {
+		return b.single.notes
 	}
-	own := s.notes.begin()
-	return func() string { return shared() + own() }
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.sessions[ss]; ok {
+		return s.notes
+	}
+	return nil
 }
 
 // Sandboxes is how many MCP sessions have a sandbox now.
@@ -137,7 +154,8 @@ func (b *Bridge) Sandboxes() int {
 // Close removes every session's sandbox at once (a cell still running
 // ends), stops the sessions' own upstream clients and empties the warm
 // pool. Calls that arrive later are refused. Close may be called more
-// than once, and at once: every call returns when the sandboxes are gone.
+// than once, and at once: every call returns when the sandboxes are gone,
+// those of sessions that ended just before (their client said so) too.
 func (b *Bridge) Close() error {
 	b.closeOnce.Do(b.closeAll)
 	return nil
@@ -146,6 +164,9 @@ func (b *Bridge) Close() error {
 func (b *Bridge) closeAll() {
 	b.mu.Lock()
 	b.closed = true
+	if b.ending > 0 {
+		b.log.Debug("waiting for the sandboxes of sessions that ended just before", "sessions", b.ending)
+	}
 	all := []*session{b.single}
 	for ss, s := range b.sessions {
 		all = append(all, s)
@@ -160,6 +181,7 @@ func (b *Bridge) closeAll() {
 		wg.Go(b.warm.Close)
 	}
 	wg.Wait()
+	b.closing.Wait() // sessions ended just before Close, still being removed
 }
 
 // meteredHost records each request of the sandbox it answers.

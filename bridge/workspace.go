@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/codebridge/codebridge/protocol"
@@ -26,6 +27,11 @@ const WorkspaceURI = "codebridge://workspace/"
 // MaxResourceBytes is the largest workspace file resources/read (and
 // codebridge exec --out) serves.
 const MaxResourceBytes = 32 << 20
+
+// workspaceReadTimeout bounds how long reading a workspace file waits for
+// the sandbox: a runtime that never answers (stopped, or stuck) must not
+// hold the client's request forever.
+const workspaceReadTimeout = 30 * time.Second
 
 // sharedFiles are the files the code shared, by URI, in the order they
 // were first shared; onShare sees each new one (to list it as an MCP
@@ -237,7 +243,12 @@ func (sess *session) readWorkspace(ctx context.Context, uri string) ([]byte, str
 	if err != nil {
 		return nil, "", err
 	}
-	data, err := sess.sbx.Get(ctx, p, MaxResourceBytes)
+	gctx, cancel := context.WithTimeout(ctx, workspaceReadTimeout)
+	defer cancel()
+	data, err := sess.sbx.Get(gctx, p, MaxResourceBytes)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, "", fmt.Errorf("reading %s: the sandbox did not answer within %v (its runtime is stopped or stuck, or the sandbox is slow to start): try again; if it keeps failing, run code in the session, which is interrupted at its timeout and restarts a sandbox that does not answer", uri, workspaceReadTimeout)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("reading %s: %w", uri, err)
 	}

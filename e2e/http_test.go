@@ -386,8 +386,9 @@ func TestHTTPPerSessionServers(t *testing.T) {
 
 // TestHTTPPerSessionLogsStayPrivate: what a session's own ("per_session")
 // server logs reaches that session's cell and no other session's, even
-// one whose cell runs at that moment; a shared server's warning reaches
-// every running cell.
+// one whose cell runs at that moment; a shared server's warning that
+// cannot be told to be one call's (two calls are in flight to it) reaches
+// no cell.
 func TestHTTPPerSessionLogsStayPrivate(t *testing.T) {
 	needEnv(t)
 	h := home(t, nil)
@@ -419,14 +420,14 @@ func TestHTTPPerSessionLogsStayPrivate(t *testing.T) {
 	waitFile(t, shared.Env["STUB_EVENTS"], "sleep-started")
 	ra := a.ok("await mcp_own.warn(message='only-for-a')\nawait mcp_shared.warn(message='for-everyone')\nprint(await mcp_shared.wake())")
 	rc := <-cDone
-	if !strings.Contains(ra, "[own warning] only-for-a") || !strings.Contains(ra, "[shared warning] for-everyone") {
-		t.Fatalf("session a's cell does not show the warnings:\n%s", ra)
+	if !strings.Contains(ra, "[own warning] only-for-a") {
+		t.Fatalf("session a's cell does not show its own server's warning:\n%s", ra)
 	}
-	if !strings.Contains(rc.text, "woken") || !strings.Contains(rc.text, "[shared warning] for-everyone") {
+	if !strings.Contains(rc.text, "woken") {
 		t.Fatalf("session c's cell did not run through the warnings:\n%s", rc.text)
 	}
-	if strings.Contains(rc.text, "only-for-a") {
-		t.Fatalf("session a's own server's warning reached session c:\n%s", rc.text)
+	if strings.Contains(rc.text, "only-for-a") || strings.Contains(rc.text, "for-everyone") {
+		t.Fatalf("a warning of session a's calls reached session c:\n%s", rc.text)
 	}
 }
 

@@ -2,8 +2,13 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,8 +34,13 @@ type Downstream interface {
 	// not offered roots does not ask for them, and keeps the directories
 	// its own configuration gives it (as the filesystem server does).
 	AnswersRoots(server string) bool
-	// Log passes on a notifications/message of the upstream.
+	// Log passes on a notifications/message of the upstream that could not
+	// be tied to a call in flight (see [Server.Call]); it is already in
+	// the host's log.
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams)
+	// LogCall passes on a notifications/message the upstream sent as part
+	// of a tool call: call is the context that call was made with.
+	LogCall(call context.Context, server string, p *mcp.LoggingMessageParams)
 }
 
 // ErrNoClient is the answer to an upstream's request when no client is
@@ -155,25 +165,90 @@ func (s *Server) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// logMessage takes a notifications/message of the server: the host's log
+// gets it, and the Downstream the call it belongs to. A message belongs to
+// a tool call when it carries that call's progress token: on stdio, the
+// connection puts it there when the call was the only one in flight as the
+// message came (lineconn.go); a server may also put it in the message's
+// own progressToken. Any other message belongs to no call: a server shared
+// by several users may be logging another user's request.
 func (s *Server) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	if d := s.down.get(); d != nil {
-		d.Log(ctx, s.spec.Name, req.Params)
+	p := req.Params
+	if p == nil {
+		return
 	}
+	level := slog.LevelDebug
+	if atLeastWarning(p.Level) {
+		level = slog.LevelInfo // never Warn: the bridge's own warnings reach clients, this must not
+	}
+	s.log.Log(context.Background(), level, "upstream log message", "level", p.Level, "logger", p.Logger, "data", dataText(p.Data))
+	token, held := p.Meta[callKey], true
+	if token == nil {
+		token, held = p.GetProgressToken(), false
+	}
+	w := s.callOf(token)
+	if held && w != nil {
+		defer s.unhold(w)
+	}
+	d := s.down.get()
+	if d == nil {
+		return
+	}
+	msg := *p
+	if len(p.Meta) > 0 {
+		msg.Meta = maps.Clone(p.Meta)
+		delete(msg.Meta, callKey) // codebridge's own token, nothing for the client
+		delete(msg.Meta, "progressToken")
+	}
+	if w != nil {
+		d.LogCall(w.ctx, s.spec.Name, &msg)
+		return
+	}
+	d.Log(ctx, s.spec.Name, &msg)
+}
+
+// atLeastWarning reports whether an MCP log level is warning or worse.
+func atLeastWarning(l mcp.LoggingLevel) bool {
+	switch l {
+	case "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
+}
+
+// maxLogData is how much of a log message's data the host's log keeps.
+const maxLogData = 2000
+
+// dataText is a log message's data for the host's log: a string as it
+// is, anything else as JSON, cut at maxLogData bytes.
+func dataText(data any) string {
+	text, ok := data.(string)
+	if !ok {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return fmt.Sprint(data)
+		}
+		text = string(b)
+	}
+	if len(text) > maxLogData {
+		text = strings.ToValidUTF8(text[:maxLogData], "") + "..."
+	}
+	return text
 }
 
 // progress passes a progress notification to the call that asked for it.
 func (s *Server) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if f, ok := s.watchers.Load(progressKey(req.Params.ProgressToken)); ok {
-		f.(func(*mcp.ProgressNotificationParams))(req.Params)
+	if w := s.callOf(req.Params.ProgressToken); w != nil && w.progress != nil {
+		w.progress(req.Params)
 	}
 }
 
 // progressWatcherKey carries a call's progress watcher in its context.
 type progressWatcherKey struct{}
 
-// WithProgress returns a context whose upstream tool calls ask for
-// progress notifications and pass each to f, on the upstream session's
-// goroutine (f must return quickly).
+// WithProgress returns a context whose upstream tool calls pass each
+// progress notification to f, on the upstream session's goroutine (f
+// must return quickly).
 func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) context.Context {
 	return context.WithValue(ctx, progressWatcherKey{}, f)
 }
@@ -181,17 +256,64 @@ func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) 
 // progressTokens numbers the progress tokens of all calls.
 var progressTokens atomic.Int64
 
-// watchProgress gives params a progress token when ctx has a watcher and
-// registers the watcher under it; the returned function forgets it.
-func (s *Server) watchProgress(ctx context.Context, params *mcp.CallToolParams) func() {
-	f, ok := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
-	if !ok {
-		return func() {}
+// callWatch is a tool call in flight, under its progress token: what its
+// log messages and progress notifications go to. It is forgotten once the
+// call ended and the log messages tied to it were handled: the go-sdk may
+// hand a message to its handler after the answer that followed it.
+type callWatch struct {
+	token    string
+	ctx      context.Context                       // the call's: the bridge finds the caller in it
+	progress func(*mcp.ProgressNotificationParams) // nil: nobody watches progress
+
+	mu    sync.Mutex
+	held  int  // log messages tied to the call, not handled yet
+	ended bool // the call returned
+}
+
+// hold keeps w for one more log message tied to it.
+func (w *callWatch) hold() {
+	w.mu.Lock()
+	w.held++
+	w.mu.Unlock()
+}
+
+// unhold lets w go for one log message handled; end, for the call's end.
+// The last of them forgets w.
+func (s *Server) unhold(w *callWatch) { s.letGo(w, func() { w.held = max(w.held-1, 0) }) }
+
+func (s *Server) endCall(w *callWatch) { s.letGo(w, func() { w.ended = true }) }
+
+func (s *Server) letGo(w *callWatch, change func()) {
+	w.mu.Lock()
+	change()
+	last := w.ended && w.held == 0
+	w.mu.Unlock()
+	if last {
+		s.watchers.Delete(w.token)
 	}
-	token := fmt.Sprintf("codebridge-%d", progressTokens.Add(1))
-	params.SetProgressToken(token)
-	s.watchers.Store(token, f)
-	return func() { s.watchers.Delete(token) }
+}
+
+// watchCall gives params a progress token of its own and registers the
+// call under it, so that the server's notifications that carry the token
+// find the call; end forgets it. Every call has a token: it is how a log
+// message is tied to its call.
+func (s *Server) watchCall(ctx context.Context, params *mcp.CallToolParams) (w *callWatch, end func()) {
+	f, _ := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: f}
+	params.SetProgressToken(w.token)
+	s.watchers.Store(w.token, w)
+	return w, func() { s.endCall(w) }
+}
+
+// callOf is the call in flight with progress token token, or nil.
+func (s *Server) callOf(token any) *callWatch {
+	if token == nil {
+		return nil
+	}
+	if w, ok := s.watchers.Load(progressKey(token)); ok {
+		return w.(*callWatch)
+	}
+	return nil
 }
 
 // progressKey is the map key of a progress token as it comes back in a

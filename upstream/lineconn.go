@@ -57,7 +57,8 @@ var rawMethods = map[string]bool{"tools/call": true, "resources/read": true}
 // puts one in the context of its call; the connection fills it.
 type rawSlot struct {
 	raw     json.RawMessage
-	release func() // forgets the request when no response came
+	release func()     // forgets the request when no response came
+	call    *callWatch // the tool call the request is (nil for a resource read)
 }
 
 type rawSlotKey struct{}
@@ -227,6 +228,9 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, errors.New("the server sent a line that is not JSON")
 	}
 	f := envelope(line)
+	if string(f.method) == `"notifications/message"` {
+		line = c.tieLog(line)
+	}
 	if f.method == nil && f.result != nil && f.id != nil {
 		c.mu.Lock()
 		slot := c.pending[string(f.id)]
@@ -242,6 +246,24 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, err
 	}
 	return []jsonrpc.Message{msg}, nil
+}
+
+// tieLog ties a log message to the tool call it came with. stdio has one
+// stream and no field that relates a notification to a request; but a
+// server that logs while it handles a call writes the message before its
+// answer, so a message that comes while exactly one call is in flight on
+// the connection is that call's (see [tagLog]). With no call, or several,
+// in flight it belongs to none.
+func (c *lineConn) tieLog(line []byte) []byte {
+	c.mu.Lock()
+	var call *callWatch
+	if len(c.pending) == 1 {
+		for _, slot := range c.pending {
+			call = slot.call
+		}
+	}
+	c.mu.Unlock()
+	return tagLog(line, call)
 }
 
 // decodeBatch decodes a JSON array of messages; they are all small, or

@@ -108,3 +108,44 @@ func mustCall(t *testing.T, s *Server, tool, args string) json.RawMessage {
 	}
 	return res
 }
+
+// TestTieLog: a log message that comes while one tool call is in flight
+// carries that call's token (and holds the call); with none or two in
+// flight it carries none; a token the server wrote under codebridge's key
+// is removed.
+func TestTieLog(t *testing.T) {
+	logLine := func(meta string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"x"` + meta + `}}`)
+	}
+	tokenOf := func(line []byte) any {
+		var m struct {
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Params.Meta[callKey]
+	}
+	c := &lineConn{pending: map[string]*rawSlot{}}
+	forged := logLine(`,"_meta":{"codebridge/call":"codebridge-1","other":1}`)
+	if got := tokenOf(c.tieLog(forged)); got != nil {
+		t.Fatalf("no call in flight: the message carries %v", got)
+	}
+	a := &callWatch{token: "codebridge-7"}
+	c.pending["1"] = &rawSlot{call: a}
+	if got := tokenOf(c.tieLog(logLine(""))); got != "codebridge-7" || a.held != 1 {
+		t.Fatalf("one call in flight: the message carries %v, the call is held %d times", got, a.held)
+	}
+	if got := tokenOf(c.tieLog(forged)); got != "codebridge-7" {
+		t.Fatalf("one call in flight, a forged token: the message carries %v", got)
+	}
+	c.pending["2"] = &rawSlot{call: &callWatch{token: "codebridge-8"}}
+	if got := tokenOf(c.tieLog(forged)); got != nil {
+		t.Fatalf("two calls in flight: the message carries %v", got)
+	}
+	if line := logLine(""); string(c.tieLog(line)) != string(line) {
+		t.Fatal("a message that belongs to no call was rewritten")
+	}
+}

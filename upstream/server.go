@@ -52,7 +52,7 @@ type Server struct {
 	offerGen  int     // counts the lists' changes
 
 	down     *downRef // the pool's: who answers the server's requests to its client
-	watchers sync.Map // progress token -> func(*mcp.ProgressNotificationParams)
+	watchers sync.Map // progress token -> *callWatch, for each tool call in flight
 }
 
 // conn is one live session with a server process (or remote endpoint).
@@ -167,7 +167,7 @@ func (s *Server) connect(done chan struct{}) {
 		s.failures++
 		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
 		s.retryAt = time.Now().Add(backoff)
-		s.startErr = s.explain("could not start", err)
+		s.startErr = s.explain(context.Background(), "could not start", err) // for every caller waiting: none in particular
 		return
 	}
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
@@ -220,14 +220,15 @@ func (s *Server) dial(ctx context.Context) (*conn, error) {
 }
 
 // explain returns an [Error] for what failed, with the tail of the
-// server's stderr, and logs its host-only detail.
-func (s *Server) explain(what string, err error) error {
+// server's stderr, and logs its host-only detail. ctx is the call that
+// failed, when one did: the bridge's client log tells that call's client.
+func (s *Server) explain(ctx context.Context, what string, err error) error {
 	e := &Error{Server: s.spec.Name, What: what, Err: safeCause(err), cause: err,
 		stderr: s.stderr.lastLines(5), source: s.spec.Source}
 	if s.spec.URL == "" {
 		e.command = strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ")
 	}
-	s.log.Warn("upstream "+what, "err", e)
+	s.log.WarnContext(ctx, "upstream "+what, "err", e)
 	return e
 }
 
@@ -334,7 +335,8 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	defer cancel()
 	cctx, slot := withRawSlot(cctx)
 	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-	forget := s.watchProgress(ctx, params)
+	call, forget := s.watchCall(ctx, params)
+	slot.call = call
 	res, err := c.cs.CallTool(cctx, params)
 	forget()
 	slot.release()
@@ -358,7 +360,7 @@ func (s *Server) callError(what string, c *conn, ctx context.Context, err error)
 	}
 	switch {
 	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading):
-		return s.explain("exited while "+what+" (it will be restarted on the next call)", err)
+		return s.explain(ctx, "exited while "+what+" (it will be restarted on the next call)", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err)
 	case errors.Is(ctx.Err(), context.Canceled):
@@ -388,7 +390,8 @@ func (s *Server) close(c *conn) {
 }
 
 // headerTransport adds configured headers to each request of a remote
-// upstream.
+// upstream, and ties the log messages of a tool call's response stream to
+// the call (logtie.go).
 type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper
@@ -401,5 +404,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	tieStream(r, resp)
+	return resp, err
 }

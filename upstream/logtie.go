@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callKey is the _meta key under which a connection ties a log message to
+// the tool call it came with: the call's progress token. A value the
+// server wrote under it is removed.
+const callKey = "codebridge/call"
+
+// tagLog returns the JSON-RPC message line with callKey set to call's
+// token (call nil: removed), and holds call until the message is handled
+// (see [Server.logMessage]). A line that is not a log message the go-sdk
+// will decode is returned as it is, or without callKey.
+func tagLog(line []byte, call *callWatch) []byte {
+	if call == nil && !bytes.Contains(line, []byte(callKey)) {
+		return line
+	}
+	var msg map[string]json.RawMessage
+	var params map[string]any
+	if json.Unmarshal(line, &msg) != nil || string(msg["method"]) != `"notifications/message"` ||
+		json.Unmarshal(msg["params"], &params) != nil || params == nil {
+		return line
+	}
+	if call != nil && json.Unmarshal(msg["params"], new(mcp.LoggingMessageParams)) != nil {
+		call = nil // its handler may never run to let the call go
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	delete(meta, callKey)
+	if call != nil {
+		meta[callKey] = call.token
+	}
+	params["_meta"] = meta
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return line
+	}
+	msg["params"] = raw
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return line
+	}
+	if call != nil {
+		call.hold()
+	}
+	return out
+}
+
+// callOfRequest is the tool call an HTTP request to a remote server is
+// made for, or nil.
+func callOfRequest(ctx context.Context) *callWatch {
+	if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
+		return slot.call
+	}
+	return nil
+}
+
+// tieStream ties the log messages a remote server sends in the response
+// to a request to the tool call that request is: streamable HTTP sends
+// the messages related to a request on that request's event stream. Any
+// other stream (the standalone one, another request's) ties none.
+func tieStream(req *http.Request, resp *http.Response) {
+	if resp == nil || resp.Body == nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return
+	}
+	resp.Body = &sseTagger{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, call: callOfRequest(req.Context())}
+}
+
+// sseTagger passes an event stream through, line by line, with the log
+// messages in its data lines tagged by [tagLog]. A line longer than its
+// buffer passes through untouched.
+type sseTagger struct {
+	src     *bufio.Reader
+	body    io.Closer
+	call    *callWatch
+	out     []byte // the rest of the line being read out
+	long    bool   // within a line longer than the buffer
+	readErr error
+}
+
+func (t *sseTagger) Read(p []byte) (int, error) {
+	for len(t.out) == 0 {
+		if t.readErr != nil {
+			return 0, t.readErr
+		}
+		t.out, t.readErr = t.line()
+	}
+	n := copy(p, t.out)
+	t.out = t.out[n:]
+	return n, nil
+}
+
+// line reads the next line (or the next piece of a long one); the slice is
+// valid until the next read, which comes only once it was read out.
+func (t *sseTagger) line() ([]byte, error) {
+	chunk, err := t.src.ReadSlice('\n')
+	long := errors.Is(err, bufio.ErrBufferFull)
+	if long {
+		err = nil
+	}
+	if t.long || long {
+		t.long = long
+		return chunk, err
+	}
+	data, ok := bytes.CutPrefix(chunk, []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`notifications/message`)) {
+		return chunk, err
+	}
+	tagged := tagLog(bytes.TrimSpace(data), t.call)
+	return append(append([]byte("data: "), tagged...), '\n'), err
+}
+
+func (t *sseTagger) Close() error { return t.body.Close() }

@@ -1,0 +1,162 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logSink is a Downstream that records the log messages it is given,
+// with the call each was tied to.
+type logSink struct {
+	mu     sync.Mutex
+	untied []string
+	tied   map[string]string // data -> the call's mark
+	got    chan struct{}     // one per message
+}
+
+func newLogSink() *logSink { return &logSink{tied: map[string]string{}, got: make(chan struct{}, 100)} }
+
+// wait waits for n messages (the go-sdk may hand one to its handler after
+// the answer of the call it came with).
+func (l *logSink) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-l.got:
+		case <-time.After(time.Minute): // a failure guard
+			t.Fatal("a log message never reached the downstream")
+		}
+	}
+}
+
+type markKey struct{}
+
+func (l *logSink) CreateMessage(context.Context, string, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	return nil, ErrNoClient
+}
+func (l *logSink) Elicit(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return nil, ErrNoClient
+}
+func (l *logSink) ListRoots(context.Context, string) (*mcp.ListRootsResult, error) {
+	return nil, ErrNoClient
+}
+func (l *logSink) AnswersRoots(string) bool { return false }
+func (l *logSink) Log(_ context.Context, _ string, p *mcp.LoggingMessageParams) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.untied = append(l.untied, p.Data.(string))
+	l.got <- struct{}{}
+}
+func (l *logSink) LogCall(call context.Context, _ string, p *mcp.LoggingMessageParams) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := p.Meta["progressToken"]; ok {
+		panic("the call's progress token reached the downstream")
+	}
+	l.tied[p.Data.(string)], _ = call.Value(markKey{}).(string)
+	l.got <- struct{}{}
+}
+
+// TestLogTiedToItsCall: a stdio server's log message written while one
+// call is in flight is that call's; one written while two are is no
+// call's.
+func TestLogTiedToItsCall(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	spec := stubSpec("stub")
+	spec.Env = map[string]string{"STUB_EVENTS": events}
+	p := newTestPool(t, Options{}, spec)
+	sink := newLogSink()
+	p.SetDownstream(sink)
+	s, _ := p.Get("stub")
+	ctx := context.WithValue(context.Background(), markKey{}, "first")
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"alone"}`)); err != nil {
+		t.Fatal(err)
+	}
+	sleeping := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":60}`))
+		sleeping <- err
+	}()
+	for { // wait until the stub has the sleep (polling a file it writes)
+		if b, _ := os.ReadFile(events); strings.Contains(string(b), "sleep-started") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx = context.WithValue(context.Background(), markKey{}, "second")
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"crowded"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Call(context.Background(), "wake", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sleeping; err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 2)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.tied["alone"] != "first" {
+		t.Fatalf("the message of the only call in flight: tied %v, untied %v", sink.tied, sink.untied)
+	}
+	if _, ok := sink.tied["crowded"]; ok || len(sink.untied) != 1 || sink.untied[0] != "crowded" {
+		t.Fatalf("the message with two calls in flight: tied %v, untied %v", sink.tied, sink.untied)
+	}
+}
+
+// TestRemoteLogTiedToItsCall: a remote server's log message sent on the
+// event stream of a tool call's request is that call's, even with another
+// call in flight; the server's own value under codebridge's key is
+// removed.
+func TestRemoteLogTiedToItsCall(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "remote"}, nil)
+	release, holding := make(chan struct{}), make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "warn"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Message string }) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: in.Message, Meta: mcp.Meta{callKey: "codebridge-999"}})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "warned"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		close(holding)
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil, nil
+	})
+	// Stateless: such a server sends log messages at level info without
+	// logging/setLevel, which codebridge does not send.
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer hs.Close()
+	p := newTestPool(t, Options{}, discovery.Server{Name: "remote", URL: hs.URL, Source: "test"})
+	sink := newLogSink()
+	p.SetDownstream(sink)
+	s, _ := p.Get("remote")
+	holdDone := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), "hold", nil)
+		holdDone <- err
+	}()
+	<-holding
+	ctx := context.WithValue(context.Background(), markKey{}, "second")
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"Message":"crowded"}`)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-holdDone; err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, 1)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.tied["crowded"] != "second" || len(sink.untied) != 0 {
+		t.Fatalf("the message of the second call: tied %v, untied %v", sink.tied, sink.untied)
+	}
+}
