@@ -339,7 +339,8 @@ def call_tool(server, tool, args=None, /, *, raw=False, **kwargs):
     Returns structuredContent if the tool gives one, else the text of a single
     text block, else a list of items (str, Image, dicts); ``raw=True`` returns
     the CallToolResult dict. A tool error raises ToolError; a failure of the
-    bridge (unknown server, upstream down, time limit) raises BridgeError.
+    bridge raises the BridgeError of its kind (UnknownTool, ServerUnavailable,
+    ToolTimeout, PermissionDenied, ...).
     Pass a tool argument that is itself named ``raw`` inside ``args``.
     """
     server, tool, arguments = _call_params(server, tool, args, kwargs)
