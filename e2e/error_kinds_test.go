@@ -18,7 +18,7 @@ import (
 func TestErrorKindsFromTheModelsSide(t *testing.T) {
 	needEnv(t)
 	slow := entry(stub(), nil)
-	slow["timeout"] = 5 // seconds; the call below asks for 600
+	slow["timeout"] = 10 // seconds; the call below asks for 600
 	b, _ := policyBridge(t, map[string]any{
 		"locked": entry(stub(), map[string]any{"tools": map[string][]string{"deny": {"echo"}, "ask": {"add"}}}),
 		"slow":   slow,
