@@ -67,16 +67,18 @@ func (h *sandboxHost) Stale() []string {
 	return stale
 }
 
-// Answer handles one request of the runtime (rpc.go).
+// Answer handles one request of the runtime (rpc.go). Its error carries
+// its kind (errkind.go), mapped here, once, for every method.
 func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
 	m, ok := methods[rpc.Method]
 	if !ok {
-		return nil, unknownMethod(rpc.Method)
+		return nil, withKind(unknownMethod(rpc.Method))
 	}
 	if r := runOf(ctx); r != nil && h.trips != nil {
 		h.trips.touch(r) // an upstream's question during this request is this call's
 	}
-	return m(ctx, h, rpc.Params)
+	val, err := m(ctx, h, rpc.Params)
+	return val, withKind(err)
 }
 
 // through is the one path every request that acts on something (a tool

@@ -32,7 +32,7 @@ func (b *Bridge) Packages() *Packages { return b.opts.Packages }
 // write the wheels into the sandbox that asked, say where they are.
 func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (json.RawMessage, error) {
 	if h.packages == nil || h.packages.Installer == nil {
-		return nil, errors.New("this bridge does not install packages (no state directory is set up); start codebridge serve with --state-dir")
+		return nil, &packages.Error{Kind: packages.Refused, Msg: "this bridge does not install packages (no state directory is set up); start codebridge serve with --state-dir"}
 	}
 	sess := sandbox.Current(ctx)
 	if sess == nil {
@@ -53,10 +53,10 @@ func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (jso
 func installError(h *sandboxHost, err error) error {
 	var pe *packages.Error
 	if errors.As(err, &pe) {
-		return errors.New(pe.Msg)
+		return pe
 	}
 	h.log.Warn("packages: an install failed on the host", "err", err)
-	return errors.New("the host could not install the packages, because of a fault on the host and not in the request (codebridge's log says what): try again; if it lasts, ask the user to look at the log")
+	return &packages.Error{Kind: packages.Failed, Msg: "the host could not install the packages, because of a fault on the host and not in the request (codebridge's log says what): try again; if it lasts, ask the user to look at the log"}
 }
 
 // sendWheels resolves the request on the host and writes the wheels into

@@ -102,8 +102,8 @@ for tool in ["delete_entities", "create_entities"]:
 		t.Fatalf("a denied tool was listed or found:\n%s", got)
 	}
 	mustContain(t, got, "read_graph", "help mentions delete: False", "read_graph: dict",
-		`delete_entities raised BridgeError - tool memory.delete_entities was denied`, `rule tools.deny "delete_*" of server "memory" in `+filepath.Join(h, "MCPs", "gate.json"),
-		`create_entities raised BridgeError`, "policy read-only (the tool is not marked read-only)")
+		`delete_entities raised PermissionDenied - tool memory.delete_entities was denied`, `rule tools.deny "delete_*" of server "memory" in `+filepath.Join(h, "MCPs", "gate.json"),
+		`create_entities raised PermissionDenied`, "policy read-only (the tool is not marked read-only)")
 	var denied []string
 	for _, r := range auditLines(t, audit) {
 		if r["outcome"] == "denied" {

@@ -62,7 +62,7 @@ except Exception as e:
 		"PROMPT", "Paris", "Texas",
 		"PAGES ['item-0', 'item-1', 'item-2', 'item-3', 'item-4'] ['prompt-0', 'prompt-1', 'prompt-2', 'prompt-3', 'prompt-4']",
 		"ITEM item 3", "LIMIT ['item-0', 'item-1', 'item-2']", "FOUND True True",
-		"ERR BridgeError", "Resource not found: nope://x")
+		"ERR UpstreamError", "Resource not found: nope://x")
 }
 
 // samplingClient answers sampling with a fixed message and records the

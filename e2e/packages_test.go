@@ -167,7 +167,7 @@ func TestInstallErrors(t *testing.T) {
 		if !r.isError {
 			t.Fatalf("install(%s) succeeded:\n%s", c.reqs, r.text)
 		}
-		mustContain(t, r.text, "BridgeError", c.want)
+		mustContain(t, r.text, "PackageError", c.want)
 		mustContain(t, b.ok("print(6 * 7)"), "42")
 	}
 	b.close()

@@ -59,7 +59,7 @@ for how, call in [("call_tool", lambda: call_tool("loose", "fs/delete", {"path":
 		t.Fatalf("a tool with a slash in its name ran under deny [\"*\"]:\n%s", got)
 	}
 	mustContain(t, got, "listed: []",
-		`call_tool refused: BridgeError - tool loose.fs/delete was denied: the policy does not allow it`,
+		`call_tool refused: PermissionDenied - tool loose.fs/delete was denied: the policy does not allow it`,
 		`attribute refused: ToolDenied - tool loose.fs/delete was denied`,
 		`(rule tools.deny "*" of server "loose" in `+cfg+`)`)
 }
@@ -260,6 +260,6 @@ finally:
 	if strings.Contains(got, "ran:") || q != "" {
 		t.Fatalf("a call with \"path\" twice ran or was put to the user (asked %q):\n%s", q, got)
 	}
-	mustContain(t, got, `refused: BridgeError - tool loose.rm was denied: a name appears twice in one object`,
+	mustContain(t, got, `refused: InvalidArguments - tool loose.rm was denied: a name appears twice in one object`,
 		`duplicate object member name "path" within "/arguments"`)
 }

@@ -122,16 +122,61 @@ type Request struct {
 }
 
 // DeniedError is the error of a request the gate did not let through. Its
-// message names the rule, and what to change to allow it.
+// message names the rule, and what to change to allow it; errors.Is finds
+// which of ErrPolicy, ErrNotApproved, ErrUnlisted or ErrBadParams denied it.
 type DeniedError struct {
 	Target protocol.Target
 	Rule   string
 	Why    string
+	// Cause is what denied it: ErrPolicy, ErrNotApproved, ErrUnlisted or
+	// ErrBadParams.
+	Cause error
 }
 
 func (e *DeniedError) Error() string {
 	return fmt.Sprintf("%s %s.%s was denied: %s (%s)", e.Target.Kind, e.Target.Server, e.Target.Name, e.Why, e.Rule)
 }
+
+// Unwrap returns what denied the request.
+func (e *DeniedError) Unwrap() error { return e.Cause }
+
+// What denied a request ([DeniedError.Cause]).
+var (
+	// ErrPolicy: a rule of the policy.
+	ErrPolicy = errors.New("the policy does not allow it")
+	// ErrNotApproved: the request needed the user's approval and did not
+	// get it (declined, no answer in time, or a client that cannot ask).
+	ErrNotApproved = errors.New("the user did not approve it")
+	// ErrUnlisted: the request names a tool its server does not list.
+	ErrUnlisted = errors.New("its server lists no such tool")
+	// ErrBadParams: its parameters are not one unambiguous JSON value.
+	ErrBadParams = errors.New("its parameters are not one unambiguous JSON value")
+)
+
+// deniedBy is what denied a request, from who decided ([Gate.decide],
+// [Session.approve]).
+func deniedBy(by string) error {
+	switch by {
+	case "parameters":
+		return ErrBadParams
+	case "listing":
+		return ErrUnlisted
+	case "policy":
+		return ErrPolicy
+	}
+	return ErrNotApproved
+}
+
+// redactedError is an error whose message was redacted; errors.Is and As
+// still find its cause (the kind of failure, for the host's boundary), but
+// its message is the only text of it that is shown.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // Through takes req through the gate: policy, approval, tokens put back,
 // do (the upstream), audit, redaction of what do returns.
@@ -163,7 +208,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	}
 	span.SetAttributes(attribute.String("codebridge.decision", string(d.Verdict)), attribute.String("codebridge.decided_by", rec.By))
 	if d.Verdict == Deny {
-		err := &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy(rec.By, d)}
+		err := &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy(rec.By, d), Cause: deniedBy(rec.By)}
 		rec.Outcome, rec.Error = "denied", s.Redact(err.Why)
 		s.audit(rec)
 		endSpan(span, "denied", err.Error())
@@ -179,7 +224,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	done := Record{Event: "done", ID: id, Session: s.ID, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ResultBytes: len(res), Outcome: "ok"}
 	switch {
 	case err != nil:
-		err = errors.New(s.Redact(err.Error()))
+		err = &redactedError{msg: s.Redact(err.Error()), err: err}
 		done.Outcome, done.Error = "error", err.Error()
 	case isToolError(res):
 		done.Outcome = "tool_error"

@@ -135,7 +135,7 @@ func (p *Policy) Hidden(server string, tool *mcp.Tool) bool {
 func (p *Policy) Denied(server string, tool *mcp.Tool) error {
 	t := protocol.Target{Kind: "tool", Server: server, Name: tool.Name}
 	if d := p.Decide(t, tool.Annotations); d.Verdict == Deny {
-		return &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy("policy", d)}
+		return &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy("policy", d), Cause: ErrPolicy}
 	}
 	return nil
 }

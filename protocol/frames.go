@@ -93,10 +93,12 @@ type Result struct {
 	Error *RPCError       `json:"error,omitempty"`
 }
 
-// RPCError is why an RPC failed.
+// RPCError is why an RPC failed: its message, and its kind (see
+// [ErrorKind]; an older host sends none, and an older runtime ignores it).
 type RPCError struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string    `json:"type"`
+	Message string    `json:"message"`
+	Kind    ErrorKind `json:"kind,omitempty"`
 }
 
 // Ready is the runtime's answer to [Hello].

@@ -207,12 +207,12 @@ func (cl *cell) reply(id int64, val []byte, err error) {
 		}
 	}
 	if err != nil {
-		cl.c.out.send(protocol.Result{ID: id, Error: &protocol.RPCError{Type: "BridgeError", Message: err.Error()}}, cl.id, false, done)
+		cl.c.out.send(protocol.Result{ID: id, Error: protocol.ErrorOf(err)}, cl.id, false, done)
 		return
 	}
 	parts, perr := protocol.ResultParts(id, val)
 	if perr != nil {
-		cl.c.out.send(protocol.Result{ID: id, Error: &protocol.RPCError{Type: "BridgeError", Message: perr.Error()}}, cl.id, false, done)
+		cl.c.out.send(protocol.Result{ID: id, Error: protocol.ErrorOf(perr)}, cl.id, false, done)
 		return
 	}
 	cl.c.out.post(&outItem{parts: parts, cell: cl.id, done: done}, false)

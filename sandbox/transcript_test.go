@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,6 +60,9 @@ var scenarios = []scenario{
 		{code: "await mcp_demo.echo(message='hi')"},
 		{code: "try:\n    await mcp_demo.fail(message='no')\nexcept ToolError as e:\n    print('refused:', e)"},
 	}},
+	{"errors", "A call the host refuses: the result's error carries its kind, and the runtime raises its class.", []step{
+		{code: "try:\n    await call_tool('demo', 'locked', {})\nexcept PermissionDenied as e:\n    print(type(e).__name__, e.kind, '-', e)"},
+	}},
 	{"put", "Files put between cells.", []step{
 		{put: []protocol.File{{Path: "/tmp/codebridge-transcript/a.txt", Data: []byte("from the host")}}},
 		{code: "open('/tmp/codebridge-transcript/a.txt').read()"},
@@ -86,6 +90,9 @@ func (cannedHost) Answer(_ context.Context, rpc protocol.RPC) (json.RawMessage, 
 		_ = json.Unmarshal(rpc.Params, &p)
 		var a struct{ Message string }
 		_ = json.Unmarshal(p.Arguments, &a)
+		if p.Tool == "locked" {
+			return nil, &protocol.KindError{Kind: protocol.KindDenied, Err: errors.New("tool demo.locked was denied: the policy does not allow it")}
+		}
 		res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": a.Message}}, "isError": p.Tool == "fail"})
 		return res, nil
 	}

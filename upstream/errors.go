@@ -71,6 +71,29 @@ func HostDetail(err error) string {
 	return err.Error()
 }
 
+// What else a request to an upstream can fail with, besides an [Error]
+// (the server did not start, or exited): errors.Is finds these in what
+// [Pool.Get], [Server.Call] and the other requests return, whose messages
+// they leave as they are.
+var (
+	// ErrUnknownServer: no server of that name is configured.
+	ErrUnknownServer = errors.New("no such MCP server")
+	// ErrTimedOut: the request ran past the server's call time limit.
+	ErrTimedOut = errors.New("timed out")
+	// ErrFailed: the server answered the request with an error, or the
+	// exchange failed (not a crash: that is an [Error]).
+	ErrFailed = errors.New("the server failed the request")
+)
+
+// marked is err, with err's message, that errors.Is also finds to be mark.
+type marked struct{ err, mark error }
+
+func (m *marked) Error() string   { return m.err.Error() }
+func (m *marked) Unwrap() []error { return []error{m.err, m.mark} }
+
+// mark returns err marked as mark (one of the errors above).
+func mark(err, mark error) error { return &marked{err: err, mark: mark} }
+
 // errStartCommand marks an error starting a stdio server's command; its
 // message names the command (and may name its path or cwd).
 var errStartCommand = errors.New("starting the command")

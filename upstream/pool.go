@@ -86,9 +86,9 @@ func (p *Pool) Get(name string) (*Server, error) {
 	}
 	sort.Strings(names)
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no MCP server %q is configured, and none is: add servers to ~/MCPs/*.json", name)
+		return nil, mark(fmt.Errorf("no MCP server %q is configured, and none is: add servers to ~/MCPs/*.json", name), ErrUnknownServer)
 	}
-	return nil, fmt.Errorf("no MCP server %q is configured; configured servers: %s", name, strings.Join(names, ", "))
+	return nil, mark(fmt.Errorf("no MCP server %q is configured; configured servers: %s", name, strings.Join(names, ", ")), ErrUnknownServer)
 }
 
 // Start starts the named servers in parallel and waits for them. The

@@ -362,11 +362,11 @@ func (s *Server) callError(what string, c *conn, ctx context.Context, err error)
 	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading):
 		return s.explain(ctx, "exited while "+what+" (it will be restarted on the next call)", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err)
+		return mark(fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err), ErrTimedOut)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("server %q: %s was cancelled", s.spec.Name, what)
 	}
-	return fmt.Errorf("server %q: %s: %w", s.spec.Name, what, err)
+	return mark(fmt.Errorf("server %q: %s: %w", s.spec.Name, what, err), ErrFailed)
 }
 
 // Stop ends the server's session and its whole process group. A stopped

@@ -11,6 +11,10 @@ In a cell:
 runtime's entry point is ``mcp._main.main()`` (see pyruntime/PROTOCOL.md).
 """
 
-from mcp._results import BridgeError, MCPError, ToolError
+from mcp._results import (BridgeError, InvalidArguments, MCPError, PackageError,
+                          PermissionDenied, ServerUnavailable, ToolError, ToolTimeout,
+                          UnknownTool, UpstreamError)
 
-__all__ = ["BridgeError", "MCPError", "ToolError"]
+__all__ = ["BridgeError", "MCPError", "ToolError", "PermissionDenied", "ToolTimeout",
+           "UnknownTool", "InvalidArguments", "UpstreamError", "ServerUnavailable",
+           "PackageError"]

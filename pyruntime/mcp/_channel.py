@@ -32,7 +32,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterable
 
-from mcp._results import BridgeError
+from mcp._results import BridgeError, bridge_error
 
 __all__ = ["Channel", "get"]
 
@@ -335,9 +335,7 @@ class Channel:
         if frame.get("ok"):
             outcome, value = future.set_result, frame.get("value")
         else:
-            err = frame.get("error") or {}
-            value = BridgeError(err.get("message") or "the host reported an error")
-            value.type = err.get("type")
+            value = bridge_error(frame.get("error"))  # the class of its kind
             outcome = future.set_exception
         try:
             outcome(value)

@@ -67,6 +67,9 @@ def build_namespace(hello_servers, channel):
     ns.update(runtime=runtime, call_tool=runtime.call_tool, display=display,
               ToolError=ToolError, BridgeError=BridgeError, MCPError=MCPError,
               mcp=sys.modules["mcp"])
+    # BridgeError's kinds (PermissionDenied, ToolTimeout, ...), as mcp exports them.
+    package = sys.modules["mcp"]
+    ns.update({name: getattr(package, name) for name in package.__all__})
     ns.update(_proxy.install(hello_servers))
     # The Python peer's names: mcp_servers["original name"] is the proxy.
     ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}

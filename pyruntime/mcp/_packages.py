@@ -266,8 +266,8 @@ def install(*requirements, upgrade=False):
     newest matching versions.
 
     Returns ``{"installed": ["numpy 2.1.3", ...], "cached": bool,
-    "downloaded": bytes, "sent": bytes}``. Raises BridgeError when the host
-    refuses or pip fails (its message says why), InstallError when the
+    "downloaded": bytes, "sent": bytes}``. Raises PackageError (a BridgeError)
+    when the host refuses or pip fails (its message says why), InstallError when the
     workspace is too small."""
     reqs = []
     for r in requirements:

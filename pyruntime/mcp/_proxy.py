@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 
 from mcp._naming import assign, is_dunder
-from mcp._results import BridgeError, MCPError, convert
+from mcp._results import BridgeError, MCPError, PermissionDenied, convert
 from mcp._twin import Plan, twin
 
 __all__ = ["Server", "ServerProxy", "PendingTool", "ToolDenied", "install", "servers",
@@ -65,7 +65,7 @@ def _in_event_loop() -> bool:
     return asyncio is not None and asyncio._get_running_loop() is not None
 
 
-class ToolDenied(BridgeError):
+class ToolDenied(PermissionDenied):
     """Code named a tool the policy denies (``mcp_x.delete_all``): the
     message is the host's, the one a ``call_tool`` of it fails with, and
     names the rule and its file. It is not an AttributeError, on purpose:

@@ -11,11 +11,20 @@ A ``call_tool`` RPC answers with the upstream's ``CallToolResult`` as JSON:
   for embedded resources and resource links.
 
 ``isError: true`` raises :class:`ToolError`.
+
+A request the host could not complete raises a :class:`BridgeError`: the
+subclass of its kind, which the host sends beside the message (see
+PROTOCOL.md), so code can ``except PermissionDenied`` (policy, approval),
+``ToolTimeout``, ``UnknownTool``, ``InvalidArguments``, ``UpstreamError``
+(``ServerUnavailable``: the server did not start, or exited) or
+``PackageError``; any other kind, or none, is a plain BridgeError.
 """
 
 import base64
 
-__all__ = ["MCPError", "BridgeError", "ToolError", "Image", "Audio", "convert"]
+__all__ = ["MCPError", "BridgeError", "ToolError", "PermissionDenied", "ToolTimeout", "UnknownTool",
+           "InvalidArguments", "UpstreamError", "ServerUnavailable", "PackageError",
+           "ERROR_KINDS", "bridge_error", "Image", "Audio", "convert"]
 
 
 class MCPError(RuntimeError):
@@ -25,7 +34,87 @@ class MCPError(RuntimeError):
 class BridgeError(MCPError):
     """The host could not complete a request: unknown server or tool, upstream
     down or crashed, time limit reached, or a call made outside a cell.
-    The message says what happened and what to do."""
+    The message says what happened and what to do; ``err.kind`` says what
+    kind of failure it is (one subclass per kind, below; "internal" for
+    any other)."""
+
+    kind = "internal"
+
+
+class PermissionDenied(BridgeError):
+    """The policy does not allow the request (``kind == "denied"``), or it
+    needed the user's approval and did not get it (``"declined"``): the
+    message names the rule and what to change."""
+
+    kind = "denied"
+
+
+class ToolTimeout(BridgeError):
+    """The request ran past its time limit (the server entry's
+    ``timeout``, or the bridge's ``--call-timeout``)."""
+
+    kind = "timeout"
+
+
+class UnknownTool(BridgeError):
+    """The request names no configured server, or a tool its server does
+    not list under exactly that name."""
+
+    kind = "unknown_tool"
+
+
+class InvalidArguments(BridgeError):
+    """The upstream (or the gate) refused the request's arguments."""
+
+    kind = "invalid_arguments"
+
+
+class UpstreamError(BridgeError):
+    """The upstream server failed the request: it answered with a protocol
+    error, or the exchange broke. (A tool that ran and reported an error
+    raises :class:`ToolError` instead.)"""
+
+    kind = "upstream"
+
+
+class ServerUnavailable(UpstreamError):
+    """The upstream server could not start, or exited (it is restarted on
+    the next call)."""
+
+    kind = "unavailable"
+
+
+class PackageError(BridgeError):
+    """An on-demand install was refused or failed."""
+
+    kind = "package"
+
+
+# The kinds the host sends (protocol.ErrorKind), each with its class.
+ERROR_KINDS = {
+    "denied": PermissionDenied,
+    "declined": PermissionDenied,
+    "timeout": ToolTimeout,
+    "unknown_tool": UnknownTool,
+    "invalid_arguments": InvalidArguments,
+    "upstream": UpstreamError,
+    "unavailable": ServerUnavailable,
+    "package": PackageError,
+    "internal": BridgeError,
+}
+
+
+def bridge_error(error) -> BridgeError:
+    """The exception for a result frame's ``error`` ``{type, message,
+    kind?}``: the class of its kind, a plain BridgeError for a kind this
+    runtime does not know or none (an older host)."""
+    error = error if isinstance(error, dict) else {}
+    kind = error.get("kind")
+    kind = kind if isinstance(kind, str) and kind in ERROR_KINDS else "internal"
+    err = ERROR_KINDS[kind](error.get("message") or "the host reported an error")
+    err.kind = kind
+    err.type = error.get("type")
+    return err
 
 
 class ToolError(MCPError):
@@ -44,7 +133,8 @@ class ToolError(MCPError):
         self.result = result
 
 
-for _cls in (MCPError, BridgeError, ToolError):
+for _cls in (MCPError, BridgeError, ToolError, PermissionDenied, ToolTimeout, UnknownTool,
+             InvalidArguments, UpstreamError, ServerUnavailable, PackageError):
     _cls.__module__ = "mcp"  # tracebacks say "mcp.ToolError: ..."
 
 

@@ -18,14 +18,18 @@ from collections.abc import Mapping
 from mcp import _proxy
 from mcp._resources import (get_prompt, list_prompts, list_resource_templates,  # by server name
                             list_resources, read_resource)
-from mcp._results import Audio, BridgeError, Image, MCPError, ToolError, convert
+from mcp._results import (Audio, BridgeError, Image, InvalidArguments, MCPError,  # noqa: F401
+                          PackageError, PermissionDenied, ServerUnavailable, ToolError,
+                          ToolTimeout, UnknownTool, UpstreamError, convert)
 from mcp._twin import run_sync, twin
 from mcp.display import display
 from mcp._share import share
 from mcp._skills import delete_skill, list_skills, save_skill, save_tool
 
 # The functions only, so that help(runtime) is about them; the classes
-# (MCPError, BridgeError, ToolError, Image, Audio) are attributes too.
+# (MCPError, BridgeError and its kinds: PermissionDenied, ToolTimeout,
+# UnknownTool, InvalidArguments, UpstreamError, ServerUnavailable,
+# PackageError; ToolError, Image, Audio) are attributes too.
 __all__ = [
     "discovered_servers", "list_servers", "list_servers_sync", "list_tools",
     "list_tools_sync", "describe_server", "list_loaded_server_metadata", "query_tool_docs",
@@ -335,7 +339,8 @@ def call_tool(server, tool, args=None, /, *, raw=False, **kwargs):
     Returns structuredContent if the tool gives one, else the text of a single
     text block, else a list of items (str, Image, dicts); ``raw=True`` returns
     the CallToolResult dict. A tool error raises ToolError; a failure of the
-    bridge (unknown server, upstream down, time limit) raises BridgeError.
+    bridge raises the BridgeError of its kind (UnknownTool, ServerUnavailable,
+    ToolTimeout, PermissionDenied, ...).
     Pass a tool argument that is itself named ``raw`` inside ``args``.
     """
     server, tool, arguments = _call_params(server, tool, args, kwargs)
