@@ -10,4 +10,8 @@
 // nothing): the request body is the OTLP TracesData message, which is
 // ExportTraceServiceRequest on the wire, so the gRPC service package is
 // not needed either.
+//
+// An export that fails is not retried: the SDK drops that batch and
+// reports the error through its error handler (stderr). Tracing never
+// holds up a call.
 package otlphttp
