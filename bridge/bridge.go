@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -76,6 +75,7 @@ type Bridge struct {
 	cfg       sandbox.Config
 	pool      *upstream.Pool
 	opts      Options
+	timeouts  runTimeouts // every run's time limit is decided here (timeout.go)
 	log       *slog.Logger
 	warm      *sandbox.WarmPool // nil without Options.Warm
 	single    *session          // the one session of stdio and exec
@@ -94,22 +94,14 @@ type Bridge struct {
 // New returns a bridge whose code runs in sessions made by sandboxes
 // with cfg, and whose calls go to pool.
 func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, opts Options) *Bridge {
-	if opts.DefaultTimeout == 0 {
-		opts.DefaultTimeout = DefaultTimeout
-	}
-	if opts.MaxTimeout == 0 {
-		opts.MaxTimeout = DefaultMaxTimeout
-	}
-	if opts.DefaultTimeout > opts.MaxTimeout {
-		opts.DefaultTimeout = opts.MaxTimeout
-	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{}}
+	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{},
+		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout)}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.down = newDownstream(pool, opts)
 	b.down.runOf = b.trips.of
@@ -181,13 +173,9 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return errorResult("the arguments are not valid: %v; pass {\"code\": \"print(1)\"}", err), nil
 		}
 	}
-	timeout := time.Duration(0)
-	if a.Timeout != nil {
-		t := *a.Timeout
-		if math.IsNaN(t) || t <= 0 {
-			return errorResult("`timeout` must be a positive number of seconds (at most %d)", int(b.opts.MaxTimeout.Seconds())), nil
-		}
-		timeout = time.Duration(math.Min(t, b.opts.MaxTimeout.Seconds()) * float64(time.Second))
+	timeout, err := b.timeouts.ofSeconds(a.Timeout)
+	if err != nil {
+		return errorResult("%v", err), nil
 	}
 	sess, err := b.sessionOf(req.Session, req.Extra)
 	if err != nil {
@@ -207,10 +195,11 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // and returns what the model would read. A zero timeout means the
 // default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
-	return b.single.run(ctx, code, timeout, servers, nil)
+	return b.single.run(ctx, code, b.timeouts.of(timeout), servers, nil)
 }
 
-// run is RunPython with a hook that sees the output as it arrives.
+// run is RunPython with a hook that sees the output as it arrives; its
+// timeout is already decided (runTimeouts).
 func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
 	b := sess.b
 	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
@@ -221,10 +210,6 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 	if code == "" {
 		return errorResult("`code` is empty: pass the Python to run, for example {\"code\": \"print(1)\"}")
 	}
-	if timeout <= 0 {
-		timeout = b.opts.DefaultTimeout
-	}
-	timeout = min(timeout, b.opts.MaxTimeout)
 	if len(servers) > 0 {
 		if res := startNamed(ctx, sess.upstreams, servers); res != nil {
 			return res

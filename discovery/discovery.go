@@ -123,6 +123,9 @@ var (
 	// ErrUnsetVariable marks a ${VAR} reference, without a default, to an
 	// environment variable that is not set; the entry is skipped.
 	ErrUnsetVariable = errors.New("environment variable not set")
+	// ErrRedactPatterns marks a file's "redact" patterns that cannot be
+	// used: the data they were to hide would reach the model.
+	ErrRedactPatterns = errors.New("redaction patterns unusable")
 )
 
 // kindError is a message of its own that still matches a sentinel error.
@@ -153,6 +156,62 @@ type Options struct {
 	// PATH for resolving commands when an entry does not set its own. Nil
 	// means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// ReadFile reads a definition file. Nil means os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
+}
+
+// Config is everything the definition files hold, each file read and
+// parsed once: the servers, the custom redaction patterns, the package
+// settings, and every problem found on the way, in one list.
+type Config struct {
+	// Servers are the servers loaded, as [Load] returns them.
+	Servers []Server
+	// Patterns are the files' custom redaction patterns, as [Patterns]
+	// returns them.
+	Patterns map[string]string
+	// Packages are the files' package settings, as [LoadPackages] returns
+	// them.
+	Packages Packages
+	// Problems are the problems of every kind, file by file.
+	Problems []Problem
+}
+
+// Read reads the definition files once, in the order [Load] describes,
+// and returns everything they hold. Every problem is reported with the
+// path of its file, and whatever else can be used is still loaded: an
+// unreadable or invalid file is skipped whole, an invalid entry alone, an
+// invalid top-level setting ("redact", "packages", ...) alone. A file's
+// "redact" patterns that cannot be used are marked [ErrRedactPatterns],
+// so that the commands that run code can refuse to start.
+func Read(opts Options) Config {
+	l := &loader{
+		home:     opts.Home,
+		lookup:   opts.LookupEnv,
+		readFile: opts.ReadFile,
+		self:     newSelfFile(opts.Self),
+		seen:     map[string]string{},
+		patterns: map[string]string{},
+	}
+	if l.home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			l.home = h
+		}
+	}
+	if l.lookup == nil {
+		l.lookup = os.LookupEnv
+	}
+	if l.readFile == nil {
+		l.readFile = os.ReadFile
+	}
+	if l.home != "" {
+		for _, f := range l.listDir(filepath.Join(l.home, "MCPs")) {
+			l.loadFile(f)
+		}
+	}
+	for _, f := range opts.Files {
+		l.loadFile(f)
+	}
+	return Config{Servers: l.servers, Patterns: l.patterns, Packages: l.packages, Problems: l.problems}
 }
 
 // Load reads the server definitions in opts.Home/MCPs/*.json, in sorted file
@@ -167,39 +226,21 @@ type Options struct {
 // duplicate. An unreadable or invalid file, or an invalid entry, is reported
 // and skipped while the rest still load.
 func Load(opts Options) (servers []Server, problems []Problem) {
-	l := &loader{
-		home:   opts.Home,
-		lookup: opts.LookupEnv,
-		self:   newSelfFile(opts.Self),
-		seen:   map[string]string{},
-	}
-	if l.home == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			l.home = h
-		}
-	}
-	if l.lookup == nil {
-		l.lookup = os.LookupEnv
-	}
-	if l.home != "" {
-		for _, f := range l.listDir(filepath.Join(l.home, "MCPs")) {
-			l.loadFile(f)
-		}
-	}
-	for _, f := range opts.Files {
-		l.loadFile(f)
-	}
-	return l.servers, l.problems
+	c := Read(opts)
+	return c.Servers, c.Problems
 }
 
-// loader holds the state of one Load call.
+// loader holds the state of one Read call.
 type loader struct {
 	home     string
 	lookup   func(string) (string, bool)
+	readFile func(string) ([]byte, error)
 	self     selfFile
 	seen     map[string]string // loaded server name -> its file
 	read     []fs.FileInfo     // files read so far, to read each only once
 	servers  []Server
+	patterns map[string]string // custom redaction patterns; the first definition of a name wins
+	packages Packages
 	problems []Problem
 }
 
@@ -250,7 +291,7 @@ func (l *loader) loadFile(path string) {
 		}
 		l.read = append(l.read, info)
 	}
-	data, err := os.ReadFile(path)
+	data, err := l.readFile(path)
 	if err != nil {
 		l.problem(path, "", "", fmt.Errorf("cannot read the file: %w; check that it exists and is readable", unwrapPath(err)))
 		return
@@ -271,6 +312,8 @@ func (l *loader) loadFile(path string) {
 		l.problem(path, "", "", fmt.Errorf(`the file holds %s, not a JSON object; write {"mcpServers": {...}}`, kindOf(data)))
 		return
 	}
+	l.patternsOf(path, top)
+	l.packagesOf(path, top)
 	raw, ok := top["mcpServers"]
 	if !ok {
 		if _, vs := top["servers"]; vs {

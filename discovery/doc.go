@@ -22,6 +22,11 @@
 // skip, and each Problem says which file, server and field is wrong and what
 // to do about it.
 //
+// [Read] reads the same files once and returns everything they hold: the
+// servers Load returns, the files' custom redaction patterns ([Patterns])
+// and package settings ([LoadPackages]), and the problems of all of them
+// in one list. A command reads its configuration with Read, once.
+//
 // Within an entry, ${VAR} and ${VAR:-default} are replaced from the
 // environment in args, env values, header values, url and cwd. A bare $VAR is
 // left as written. A cwd that starts with ~ is taken relative to the home

@@ -3,7 +3,6 @@ package discovery
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 
 	"github.com/codebridge/codebridge/gate"
@@ -104,37 +103,22 @@ func (e *entry) keepTokens() bool {
 // Patterns reads the custom redaction patterns of the same files Load
 // reads: each file's top-level "redact" object maps a name to a regular
 // expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a
-// name wins. Matches are shown to the model as <employee_id_1>.
+// name wins. Matches are shown to the model as <employee_id_1>. The
+// problems are those of the "redact" objects only; [Read] gives all.
 func Patterns(opts Options) (map[string]string, []Problem) {
-	l, files := configFiles(opts)
-	out := map[string]string{}
-	seen := map[string]bool{}
-	for _, f := range files {
-		if info, err := os.Stat(f); err == nil {
-			dup := false
-			for _, prev := range l.read {
-				dup = dup || os.SameFile(prev, info)
-			}
-			if dup {
-				continue
-			}
-			l.read = append(l.read, info)
-		}
-		l.patternsOf(f, out, seen)
-	}
-	return out, l.problems
+	c := Read(opts)
+	return c.Patterns, topLevelProblems(c.Problems, "redact")
 }
 
-// patternsOf adds the "redact" patterns of one file; a file Load cannot
-// read is Load's to report.
-func (l *loader) patternsOf(file string, out map[string]string, seen map[string]bool) {
-	raw, ok := topLevel(file)["redact"]
+// patternsOf adds the "redact" patterns of one file's top-level object.
+func (l *loader) patternsOf(file string, top map[string]json.RawMessage) {
+	raw, ok := top["redact"]
 	if !ok {
 		return
 	}
 	var pats map[string]string
 	if kindOf(raw) != "an object" || json.Unmarshal(raw, &pats) != nil {
-		l.problem(file, "", "redact", fmt.Errorf(`must be an object of name -> regular expression, such as {"employee_id": "EMP-[0-9]{6}"}`))
+		l.problem(file, "", "redact", &kindError{`must be an object of name -> regular expression, such as {"employee_id": "EMP-[0-9]{6}"}`, ErrRedactPatterns})
 		return
 	}
 	names := make([]string, 0, len(pats))
@@ -143,8 +127,8 @@ func (l *loader) patternsOf(file string, out map[string]string, seen map[string]
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if !seen[n] {
-			seen[n], out[n] = true, pats[n]
+		if _, ok := l.patterns[n]; !ok {
+			l.patterns[n] = pats[n]
 		}
 	}
 }

@@ -1,11 +1,9 @@
 package discovery
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 )
 
 // Packages are the package settings of the config files: top-level keys
@@ -26,24 +24,20 @@ type Packages struct {
 	Index string
 }
 
+// packageKeys are the top-level keys of the package settings.
+var packageKeys = []string{"packages", "allow_packages", "package_index"}
+
 // LoadPackages reads the package settings of the files Load reads, in the
-// same order. A file that cannot be read is Load's to report; a key of the
-// wrong type is a Problem here.
+// same order. The problems are those of the package settings only; [Read]
+// gives all.
 func LoadPackages(opts Options) (Packages, []Problem) {
-	l, files := configFiles(opts)
-	var p Packages
-	for _, f := range files {
-		l.packagesOf(f, &p)
-	}
-	return p, l.problems
+	c := Read(opts)
+	return c.Packages, topLevelProblems(c.Problems, packageKeys...)
 }
 
-// packagesOf adds one file's package settings to p.
-func (l *loader) packagesOf(path string, p *Packages) {
-	top := topLevel(path)
-	if top == nil {
-		return
-	}
+// packagesOf adds one file's package settings.
+func (l *loader) packagesOf(path string, top map[string]json.RawMessage) {
+	p := &l.packages
 	list := func(key string) ([]string, bool) {
 		raw, ok := top[key]
 		if !ok {
@@ -69,30 +63,14 @@ func (l *loader) packagesOf(path string, p *Packages) {
 	}
 }
 
-// configFiles lists the files Load reads, in its order (~/MCPs/*.json,
-// then opts.Files), for the readers of other top-level keys.
-func configFiles(opts Options) (*loader, []string) {
-	l := &loader{home: opts.Home}
-	if l.home == "" {
-		l.home, _ = os.UserHomeDir()
+// topLevelProblems are the problems of the given top-level keys of the
+// files.
+func topLevelProblems(all []Problem, keys ...string) []Problem {
+	var out []Problem
+	for _, p := range all {
+		if p.Server == "" && slices.Contains(keys, p.Field) {
+			out = append(out, p)
+		}
 	}
-	var files []string
-	if l.home != "" {
-		files = l.listDir(filepath.Join(l.home, "MCPs"))
-	}
-	return l, append(files, opts.Files...)
-}
-
-// topLevel is a config file's top-level object, or nil when the file
-// cannot be read or is not one (Load reports that).
-func topLevel(path string) map[string]json.RawMessage {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimPrefix(data, utf8BOM), &top) != nil {
-		return nil
-	}
-	return top
+	return out
 }

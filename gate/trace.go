@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/otlphttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -21,8 +22,8 @@ type Tracing struct {
 	provider *sdktrace.TracerProvider // nil when off
 }
 
-// otlpVars are the variables that turn export on (the exporter reads the
-// rest of OTEL_EXPORTER_OTLP_* itself: headers, timeout, TLS).
+// otlpVars are the variables that turn export on (internal/otlphttp reads
+// the rest of OTEL_EXPORTER_OTLP_*: headers, timeout, compression, TLS).
 var otlpVars = []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
 
 // NewTracing starts OTLP export (HTTP/protobuf) when getenv sets
@@ -41,7 +42,11 @@ func NewTracing(ctx context.Context, getenv func(string) string, version string)
 			return nil, fmt.Errorf("%s=%s: codebridge exports traces over http/protobuf only; set it to http/protobuf and point the endpoint at the collector's HTTP port (4318)", v, p)
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	client, err := otlphttp.New(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("setting up OpenTelemetry export: %w", err)
+	}
+	exp, err := otlptrace.New(ctx, client)
 	if err != nil {
 		return nil, fmt.Errorf("setting up OpenTelemetry export: %w; check the OTEL_EXPORTER_OTLP_* variables", err)
 	}

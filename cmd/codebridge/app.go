@@ -38,12 +38,14 @@ func newApp(s *settings, stderr io.Writer) *app {
 	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), clientLog))
 	slog.SetDefault(log)
 	self, _ := os.Executable()
-	specs, problems := discovery.Load(discovery.Options{Home: s.home, Files: s.configs, Self: self})
-	a := &app{settings: s, log: log, specs: specs, problems: problems}
+	// The one reading of the config files: servers, redaction patterns
+	// and package settings, and their problems, all from it.
+	cfg := discovery.Read(discovery.Options{Home: s.home, Files: s.configs, Self: self})
+	a := &app{settings: s, log: log, specs: cfg.Servers, problems: cfg.Problems}
 	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
-	a.pool = upstream.NewPool(specs, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
+	a.pool = upstream.NewPool(cfg.Servers, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
 	if s.gate.on {
-		a.gate, a.gateClose, a.gateErr = newGate(s, specs, log)
+		a.gate, a.gateClose, a.gateErr = newGate(s, cfg, log)
 	}
 	if s.httpAddr != "" {
 		a.metrics = metrics.New()
@@ -64,7 +66,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 		Output:         s.output,
 		Version:        version(),
 		Log:            log,
-		Packages:       a.packagesFor(s),
+		Packages:       a.packagesFor(s, cfg.Packages),
 		Skills:         skills.Open(statedir.Dir(s.stateDir)),
 		ClientLog:      clientLog,
 		Roots:          s.roots,

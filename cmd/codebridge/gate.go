@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,16 +31,23 @@ var gateKnobs = []string{"policy", "audit", "audit-args", "redact", "approval-ti
 // auditOff is the --audit value that turns the audit log off.
 const auditOff = "off"
 
-// newGate builds the gate from the settings and the servers' specs: their
+// newGate builds the gate from the settings and the config: the servers'
 // "tools", "resources" and "prompts" rules, the values of their env and
 // headers (always hidden from the model), their "redact": {"restore":
 // false}, the config files' "redact" patterns, the audit log and, when
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
-func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
+// A file's "redact" patterns that cannot be used are an error: running
+// code without them would show the model what they were to hide.
+func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
+	for _, p := range cfg.Problems {
+		if errors.Is(p, discovery.ErrRedactPatterns) {
+			return nil, nil, p
+		}
+	}
 	policy := gate.Policy{Mode: s.gate.policy, Servers: map[string]gate.Rules{}}
 	var secrets []gate.Secret
 	keep := map[string]bool{}
-	for _, sp := range specs {
+	for _, sp := range cfg.Servers {
 		keep[sp.Name] = sp.KeepTokens
 		if !sp.Policy.Empty() {
 			policy.Servers[sp.Name] = sp.Policy
@@ -51,29 +59,25 @@ func newGate(s *settings, specs []discovery.Server, log *slog.Logger) (g *gate.G
 			secrets = append(secrets, gate.Secret{Name: sp.Name + ".headers." + k, Value: v})
 		}
 	}
-	patterns, problems := discovery.Patterns(discovery.Options{Home: s.home, Files: s.configs})
-	if len(problems) > 0 {
-		return nil, nil, problems[0]
-	}
-	redactor, err := gate.NewRedactor(s.gate.redact, patterns, secrets)
+	redactor, err := gate.NewRedactor(s.gate.redact, cfg.Patterns, secrets)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := gate.Config{Policy: policy, Redactor: redactor, KeepTokens: keep, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
-	if cfg.Audit, err = openAudit(s); err != nil {
+	gcfg := gate.Config{Policy: policy, Redactor: redactor, KeepTokens: keep, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
+	if gcfg.Audit, err = openAudit(s); err != nil {
 		return nil, nil, err
 	}
-	if cfg.Tracing, err = gate.NewTracing(context.Background(), os.Getenv, version()); err != nil {
+	if gcfg.Tracing, err = gate.NewTracing(context.Background(), os.Getenv, version()); err != nil {
 		return nil, nil, err
 	}
-	return gate.New(cfg), func() {
+	return gate.New(gcfg), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := cfg.Tracing.Shutdown(ctx); err != nil {
+		if err := gcfg.Tracing.Shutdown(ctx); err != nil {
 			log.Warn("sending the last spans failed", "err", err)
 		}
-		if cfg.Audit != nil {
-			_ = cfg.Audit.Close()
+		if gcfg.Audit != nil {
+			_ = gcfg.Audit.Close()
 		}
 	}, nil
 }

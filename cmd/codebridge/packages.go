@@ -14,9 +14,7 @@ import (
 
 // packagesFor sets up on-demand installs from the config files' package
 // settings. The configured packages are always allowed.
-func (a *app) packagesFor(s *settings) *bridge.Packages {
-	cfg, problems := discovery.LoadPackages(discovery.Options{Home: s.home, Files: s.configs})
-	a.problems = append(a.problems, problems...)
+func (a *app) packagesFor(s *settings, cfg discovery.Packages) *bridge.Packages {
 	allow := cfg.Allow
 	if allow != nil {
 		for _, r := range cfg.Start {
