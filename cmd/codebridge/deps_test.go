@@ -10,9 +10,11 @@ import (
 // TestLinksNoIdleWeight: the bridge does not link packages that would
 // only cost memory in a bridge that does not use them: gRPC (and what it
 // brings: grpc-gateway, x/net/trace, html/template) came with the SDK's
-// OTLP/HTTP exporter, which internal/otlphttp replaces; a Kubernetes
-// client library would weigh on every bridge, Kubernetes or not. Every
-// linked package's code is mapped and its init runs at start, used or not.
+// OTLP/HTTP exporter, which internal/otlphttp replaces. Every linked
+// package's code is mapped and its init runs at start, used or not. (The
+// Kubernetes engine will be linked into every bridge, as DESIGN.md's
+// idle target says "with every engine compiled in": its weight is
+// measured by make bench, not refused here.)
 func TestLinksNoIdleWeight(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -24,7 +26,7 @@ func TestLinksNoIdleWeight(t *testing.T) {
 	}
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, heavy := range []string{"google.golang.org/grpc", "github.com/grpc-ecosystem/", "golang.org/x/net/trace", "html/template",
-			"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "go.opentelemetry.io/proto/otlp/collector/", "k8s.io/"} {
+			"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "go.opentelemetry.io/proto/otlp/collector/"} {
 			if strings.HasPrefix(pkg, heavy) {
 				t.Errorf("codebridge links %s", pkg)
 			}
