@@ -13,72 +13,72 @@ const (
 	KindPrompt   = "prompt"
 )
 
-// offers returns the server's resources, resource templates and prompts
-// as search entries (names and descriptions only, never contents), listed
-// once per session and again after the server says a list changed. A list
-// that cannot be fetched is left out: the tools are still searched.
-func (s *Server) offers(ctx context.Context) []Entry {
-	c, err := s.session(ctx)
-	if err != nil {
-		return nil
-	}
-	s.mu.Lock()
-	if s.offerConn == c && s.offerList != nil {
-		list := s.offerList
-		s.mu.Unlock()
-		return list
-	}
-	gen := s.offerGen
-	s.mu.Unlock()
+// offerCache keeps what a server offers besides tools (its resources,
+// resource templates and prompts) as search entries: names and
+// descriptions only, never contents. They are listed once per session and
+// again after the server says a list changed.
+type offerCache struct {
+	sup  *supervisor
+	list sessionList[Entry]
+}
 
-	lctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
-	defer cancel()
-	list := []Entry{}
-	caps := &mcp.ServerCapabilities{}
-	if r := c.cs.InitializeResult(); r != nil && r.Capabilities != nil {
-		caps = r.Capabilities
-	}
-	if caps.Resources != nil {
-		for r, err := range c.cs.Resources(lctx, nil) {
-			if err != nil {
-				break
-			}
-			list = append(list, s.entry(KindResource, r.URI, r.Name, r.Title, r.Description))
+// entries returns the server's offers, starting it when needed. A list
+// that cannot be fetched is left out: the tools are still searched; a
+// server that does not start offers nothing.
+func (o *offerCache) entries(ctx context.Context) []Entry {
+	var list []Entry
+	_ = o.sup.run(ctx, "listing resources and prompts", func(ctx context.Context, c *conn) error {
+		cached, gen, ok := o.list.cached(c)
+		if ok {
+			list = cached
+			return nil
 		}
-		for r, err := range c.cs.ResourceTemplates(lctx, nil) {
-			if err != nil {
-				break
-			}
-			list = append(list, s.entry(KindTemplate, r.URITemplate, r.Name, r.Title, r.Description))
-		}
-	}
-	if caps.Prompts != nil {
-		for p, err := range c.cs.Prompts(lctx, nil) {
-			if err != nil {
-				break
-			}
-			list = append(list, s.entry(KindPrompt, "", p.Name, p.Title, p.Description))
-		}
-	}
-	s.mu.Lock()
-	if s.conn == c && s.offerGen == gen {
-		s.offerConn, s.offerList = c, list
-	}
-	s.mu.Unlock()
+		list = listOffers(ctx, o.sup.spec.Name, c.cs)
+		o.list.put(c, gen, list)
+		return nil
+	})
 	return list
 }
 
-// entry is one resource, template or prompt as a search entry; its name
-// is matched like a tool's.
-func (s *Server) entry(kind, uri, name, title, description string) Entry {
-	t := &mcp.Tool{Name: name, Title: title, Description: description}
-	return Entry{Server: s.spec.Name, Tool: t, Kind: kind, URI: uri, words: newToolWords(s.spec.Name, t)}
+// changed forgets the offers (the server said a list changed).
+func (o *offerCache) changed() { o.list.changed() }
+
+// listOffers lists the resources, resource templates and prompts of
+// session cs, of server, as far as the server declares them and answers.
+func listOffers(ctx context.Context, server string, cs *mcp.ClientSession) []Entry {
+	list := []Entry{}
+	caps := &mcp.ServerCapabilities{}
+	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil {
+		caps = r.Capabilities
+	}
+	if caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				break
+			}
+			list = append(list, offerEntry(server, KindResource, r.URI, r.Name, r.Title, r.Description))
+		}
+		for r, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				break
+			}
+			list = append(list, offerEntry(server, KindTemplate, r.URITemplate, r.Name, r.Title, r.Description))
+		}
+	}
+	if caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				break
+			}
+			list = append(list, offerEntry(server, KindPrompt, "", p.Name, p.Title, p.Description))
+		}
+	}
+	return list
 }
 
-// dropOffers forgets the listed resources and prompts (they changed).
-func (s *Server) dropOffers() {
-	s.mu.Lock()
-	s.offerList = nil
-	s.offerGen++
-	s.mu.Unlock()
+// offerEntry is one resource, template or prompt as a search entry; its
+// name is matched like a tool's.
+func offerEntry(server, kind, uri, name, title, description string) Entry {
+	t := &mcp.Tool{Name: name, Title: title, Description: description}
+	return Entry{Server: server, Tool: t, Kind: kind, URI: uri, words: newToolWords(server, t)}
 }

@@ -68,15 +68,13 @@ func (s *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage,
 // request runs one request of the server's session under the call time
 // limit and returns its result as JSON; what names it in errors.
 func (s *Server) request(ctx context.Context, what string, do func(context.Context, *mcp.ClientSession) (any, error)) (json.RawMessage, error) {
-	c, err := s.session(ctx)
+	var res any
+	err := s.sup.run(ctx, what, func(ctx context.Context, c *conn) (err error) {
+		res, err = do(ctx, c.cs)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	rctx, cancel := ctxWithTimeout(ctx, s.opts.CallTimeout)
-	defer cancel()
-	res, err := do(rctx, c.cs)
-	if err != nil {
-		return nil, s.callError(what, c, rctx, err)
 	}
 	return json.Marshal(res)
 }

@@ -31,6 +31,30 @@ func newToolWords(server string, t *mcp.Tool) *toolWords {
 	return &toolWords{name: words(t.Name + " " + t.Title), desc: words(t.Description), server: words(server)}
 }
 
+// wordIndex keeps the search words of a server's tool list, computed on
+// the first search of each list.
+type wordIndex struct {
+	mu    sync.Mutex
+	words []*toolWords
+	first *mcp.Tool // the first tool of the list words was computed for
+}
+
+// of returns the search words of tools, listed by server, one per tool.
+func (x *wordIndex) of(server string, tools []*mcp.Tool) []*toolWords {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.words) != len(tools) || (len(tools) > 0 && x.first != tools[0]) {
+		x.words, x.first = make([]*toolWords, len(tools)), nil
+		if len(tools) > 0 {
+			x.first = tools[0]
+		}
+		for i, t := range tools {
+			x.words[i] = newToolWords(server, t)
+		}
+	}
+	return x.words
+}
+
 // Hit is one search result.
 type Hit struct {
 	Entry
@@ -60,9 +84,10 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			parts[i].tools, parts[i].words, parts[i].err = s.searchIndex(sctx)
+			parts[i].tools, parts[i].err = s.catalogue.tools(sctx)
 			if parts[i].err == nil {
-				parts[i].offers = s.offers(sctx)
+				parts[i].words = s.words.of(s.Name(), parts[i].tools)
+				parts[i].offers = s.offers.entries(sctx)
 			}
 		})
 	}

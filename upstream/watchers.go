@@ -1,0 +1,176 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callWatchers ties a server's notifications to the tool calls in
+// flight: each call is registered under a progress token of its own, and
+// the server's progress notifications and log messages that carry the
+// token go to that call (the log messages through the Downstream, with
+// the call's context). The transports put the token on the log messages
+// that belong to a call (lineconn.go, logtie.go).
+type callWatchers struct {
+	server string
+	log    *slog.Logger
+	down   *downRef
+	calls  sync.Map // progress token -> *callWatch, for each tool call in flight
+}
+
+// progressTokens numbers the progress tokens of all calls.
+var progressTokens atomic.Int64
+
+// callWatch is a tool call in flight, under its progress token: what its
+// log messages and progress notifications go to. It is forgotten once the
+// call ended and the log messages tied to it were handled: the go-sdk may
+// hand a message to its handler after the answer that followed it.
+type callWatch struct {
+	token    string
+	ctx      context.Context                       // the call's: the bridge finds the caller in it
+	progress func(*mcp.ProgressNotificationParams) // nil: nobody watches progress
+
+	mu    sync.Mutex
+	held  int  // log messages tied to the call, not handled yet
+	ended bool // the call returned
+}
+
+// hold keeps w for one more log message tied to it.
+func (w *callWatch) hold() {
+	w.mu.Lock()
+	w.held++
+	w.mu.Unlock()
+}
+
+// watch gives params a progress token of its own and registers the call
+// under it, so that the server's notifications that carry the token find
+// the call; end forgets it. Every call has a token: it is how a log
+// message is tied to its call.
+func (ws *callWatchers) watch(ctx context.Context, params *mcp.CallToolParams) (w *callWatch, end func()) {
+	f, _ := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: f}
+	params.SetProgressToken(w.token)
+	ws.calls.Store(w.token, w)
+	return w, func() { ws.letGo(w, func() { w.ended = true }) }
+}
+
+// unhold lets w go for one log message handled.
+func (ws *callWatchers) unhold(w *callWatch) { ws.letGo(w, func() { w.held = max(w.held-1, 0) }) }
+
+// letGo applies change to w; once w's call ended and its last log message
+// was handled, w is forgotten.
+func (ws *callWatchers) letGo(w *callWatch, change func()) {
+	w.mu.Lock()
+	change()
+	last := w.ended && w.held == 0
+	w.mu.Unlock()
+	if last {
+		ws.calls.Delete(w.token)
+	}
+}
+
+// callOf is the call in flight with progress token token, or nil.
+func (ws *callWatchers) callOf(token any) *callWatch {
+	if token == nil {
+		return nil
+	}
+	if w, ok := ws.calls.Load(progressKey(token)); ok {
+		return w.(*callWatch)
+	}
+	return nil
+}
+
+// progressKey is the map key of a progress token as it comes back in a
+// notification (a string, or a JSON number as float64).
+func progressKey(token any) any {
+	if f, ok := token.(float64); ok {
+		return fmt.Sprint(f)
+	}
+	return token
+}
+
+// progress passes a progress notification to the call that asked for it.
+func (ws *callWatchers) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if w := ws.callOf(req.Params.ProgressToken); w != nil && w.progress != nil {
+		w.progress(req.Params)
+	}
+}
+
+// logMessage takes a notifications/message of the server: the host's log
+// gets it, and the Downstream the call it belongs to. A message belongs to
+// a tool call when it carries that call's progress token: on stdio, the
+// connection puts it there when the call was the only one in flight as the
+// message came (lineconn.go); a server may also put it in the message's
+// own progressToken. Any other message belongs to no call: a server shared
+// by several users may be logging another user's request.
+func (ws *callWatchers) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	p := req.Params
+	if p == nil {
+		return
+	}
+	level := slog.LevelDebug
+	if atLeastWarning(p.Level) {
+		level = slog.LevelInfo // never Warn: the bridge's own warnings reach clients, this must not
+	}
+	ws.log.Log(context.Background(), level, "upstream log message", "level", p.Level, "logger", p.Logger, "data", dataText(p.Data))
+	token, held := p.Meta[callKey], true
+	if token == nil {
+		token, held = p.GetProgressToken(), false
+	}
+	w := ws.callOf(token)
+	if held && w != nil {
+		defer ws.unhold(w)
+	}
+	d := ws.down.get()
+	if d == nil {
+		return
+	}
+	msg := *p
+	if len(p.Meta) > 0 {
+		msg.Meta = maps.Clone(p.Meta)
+		delete(msg.Meta, callKey) // codebridge's own token, nothing for the client
+		delete(msg.Meta, "progressToken")
+	}
+	if w != nil {
+		d.LogCall(w.ctx, ws.server, &msg)
+		return
+	}
+	d.Log(ctx, ws.server, &msg)
+}
+
+// atLeastWarning reports whether an MCP log level is warning or worse.
+func atLeastWarning(l mcp.LoggingLevel) bool {
+	switch l {
+	case "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
+}
+
+// maxLogData is how much of a log message's data the host's log keeps.
+const maxLogData = 2000
+
+// dataText is a log message's data for the host's log: a string as it
+// is, anything else as JSON, cut at maxLogData bytes.
+func dataText(data any) string {
+	text, ok := data.(string)
+	if !ok {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return fmt.Sprint(data)
+		}
+		text = string(b)
+	}
+	if len(text) > maxLogData {
+		text = strings.ToValidUTF8(text[:maxLogData], "") + "..."
+	}
+	return text
+}
