@@ -16,4 +16,12 @@
 // minimal set of the bridge's environment variables (see inheritedEnv)
 // plus its configured env, and that environment stays on the host: nothing
 // here is ever sent into the sandbox except tool results.
+//
+// A Server is composed of parts with one job each: the supervisor keeps
+// its session (start, restart, backoff, stop) and runs requests on it;
+// the tool catalogue keeps its tools with their generation and exact
+// lookup; the word index keeps their search words; the offers cache keeps
+// its resources and prompts for search; the call watchers tie progress
+// and log messages to the call they belong to; the downlink answers what
+// the server asks of its client.
 package upstream

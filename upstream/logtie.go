@@ -20,7 +20,7 @@ const callKey = "codebridge/call"
 
 // tagLog returns the JSON-RPC message line with callKey set to call's
 // token (call nil: removed), and holds call until the message is handled
-// (see [Server.logMessage]). A line that is not a log message the go-sdk
+// (see [callWatchers.logMessage]). A line that is not a log message the go-sdk
 // will decode is returned as it is, or without callKey.
 func tagLog(line []byte, call *callWatch) []byte {
 	if call == nil && !bytes.Contains(line, []byte(callKey)) {
