@@ -30,6 +30,7 @@ type conn struct {
 	exited chan struct{} // closed when the session ends
 }
 
+// alive reports whether the session has not ended yet.
 func (c *conn) alive() bool {
 	select {
 	case <-c.exited:
@@ -271,6 +272,8 @@ type headerTransport struct {
 	base    http.RoundTripper
 }
 
+// RoundTrip sends r with the configured headers and wraps an event-stream
+// response so that its log messages are tied to r's tool call.
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if len(h.headers) > 0 {
 		r = r.Clone(r.Context())
