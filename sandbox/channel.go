@@ -318,8 +318,9 @@ func nextChannelFrame(fr *frameReader, into *protocol.Channel, log *slog.Logger)
 
 // drainStdout reads the attach stream's stdout for the container's life
 // once frames travel over the socket: nothing in the sandbox writes to it
-// then (the runtime closed its copy), but an unread stdout would hold up
-// the stderr that shares the stream.
+// then (the runtime keeps its descriptor, unused, so that its end does not
+// race the socket's accept), but an unread stdout would hold up the stderr
+// that shares the stream.
 func drainStdout(fr *frameReader, answer <-chan error, log *slog.Logger) {
 	<-answer // the pending read ends with the stream
 	n, _ := io.Copy(io.Discard, fr.r)

@@ -77,6 +77,7 @@ class Channel:
     def __init__(self, in_fd: int, out_fd: int):
         self._in = open(in_fd, "rb", buffering=1 << 16)
         self._out_fd = out_fd
+        self._held_fd = -1  # stdout's descriptor, kept once frames use the socket
         self._write_lock = threading.Lock()
         self._main_ident = threading.main_thread().ident
         self._pid = os.getpid()
@@ -175,8 +176,8 @@ class Channel:
     def connect(self, offer: dict) -> None:
         """Take the direct channel the host offers (its first frame, ``channel``:
         ``path`` of its Unix socket, ``secret``): connect, send the secret as
-        the socket's first line, and move both directions to the socket,
-        closing the descriptors of stdin and stdout. When that fails, say why
+        the socket's first line, and move both directions to the socket
+        (stdin's descriptor is closed; stdout's is kept, unused). When that fails, say why
         in a ``channel`` frame on the current channel, and keep it."""
         import socket
         try:
@@ -191,11 +192,13 @@ class Channel:
             self.send({"t": "channel", "error": f"{type(exc).__name__}: {exc}"})
             return
         fd = sock.detach()  # blocking, non-inheritable
-        old_in, old_out = self._in, self._out_fd
+        old_in = self._in
+        # stdout stays open, unused: its end would tell the host that the
+        # runtime is gone, possibly before the host took the socket.
+        self._held_fd = self._out_fd
         self._in = open(fd, "rb", buffering=1 << 16)
         self._out_fd = os.dup(fd)
         old_in.close()
-        os.close(old_out)
 
     # ---- interrupts ----------------------------------------------------
 
@@ -387,7 +390,7 @@ class Channel:
         the child's output goes through fd 1 / fd 2 like a subprocess's."""
         global _channel
         _channel = None
-        for fd in (self._out_fd, self._in.fileno()):
+        for fd in (self._out_fd, self._in.fileno(), self._held_fd):
             try:
                 os.close(fd)
             except OSError:
