@@ -39,11 +39,14 @@ var update = flag.Bool("update", false, "record testdata/protocol/*.txtar from t
 // files it puts, and the answers of a canned upstream.
 type scenario struct {
 	name, about string
-	// channel is how the frames travel: "" the attach stream (configured),
-	// "direct" the bridge's socket, "refused" the attach stream after the
-	// runtime could not connect.
-	channel string
-	steps   []step
+	steps       []step
+}
+
+// channelOf says how a scenario's frames travel: "" the attach stream
+// (configured), "direct" the bridge's socket, "refused" the attach stream
+// after the runtime could not connect.
+func channelOf(sc scenario) string {
+	return map[string]string{"channel": "direct", "channel-refused": "refused"}[sc.name]
 }
 
 // step is one cell (code, with TOON or not) or one Put.
@@ -54,26 +57,26 @@ type step struct {
 }
 
 var scenarios = []scenario{
-	{"cells", "Cells that print, end in a value, raise, and ask for TOON.", "", []step{
+	{"cells", "Cells that print, end in a value, raise, and ask for TOON.", []step{
 		{code: "print('hello')"},
 		{code: "x = 6\nx * 7"},
 		{code: "1 / 0"},
 		{code: "[{'id': 1, 'name': 'a'}, {'id': 2, 'name': 'b'}]", toon: true},
 	}},
-	{"rpc", "A cell that lists servers, calls a tool and gets a tool error.", "", []step{
+	{"rpc", "A cell that lists servers, calls a tool and gets a tool error.", []step{
 		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
 		{code: "await mcp_demo.echo(message='hi')"},
 		{code: "try:\n    await mcp_demo.fail(message='no')\nexcept ToolError as e:\n    print('refused:', e)"},
 	}},
-	{"put", "Files put between cells.", "", []step{
+	{"put", "Files put between cells.", []step{
 		{put: []protocol.File{{Path: "/tmp/codebridge-transcript/a.txt", Data: []byte("from the host")}}},
 		{code: "open('/tmp/codebridge-transcript/a.txt').read()"},
 	}},
-	{"channel", "The direct channel's start-up: the host offers its socket over stdin, the runtime connects and proves itself with the secret, and every later frame travels over the socket.", "direct", []step{
+	{"channel", "The direct channel's start-up: the host offers its socket over stdin, the runtime connects and proves itself with the secret, and every later frame travels over the socket.", []step{
 		{code: "print('over the socket')"},
 		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
 	}},
-	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", "refused", []step{
+	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", []step{
 		{code: "print('over the attach stream')"},
 	}},
 }
@@ -134,7 +137,7 @@ func play(t *testing.T, sc scenario, eng Engine, why func() error) {
 	}
 	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return eng, nil }}
 	cfg := Config{OutputLimit: 1000, Channel: ChannelAuto}
-	if sc.channel == "" {
+	if channelOf(sc) == "" {
 		cfg.Channel = ChannelAttach
 	}
 	s := m.NewSession(cfg, cannedHost{})
@@ -164,7 +167,7 @@ func record(t *testing.T, sc scenario) {
 		t.Skip("recording needs python3")
 	}
 	rec := &recorder{}
-	play(t, sc, recordingEngine{rec: rec, channel: sc.channel, t: t}, nil)
+	play(t, sc, recordingEngine{rec: rec, channel: channelOf(sc), t: t}, nil)
 	ar := &txtar.Archive{
 		Comment: []byte(sc.about + "\nRecorded from the real runtime: go test ./sandbox -run TestTranscripts -update\n"),
 		Files:   []txtar.File{{Name: "exchange", Data: rec.bytes()}},
@@ -190,7 +193,7 @@ func replay(t *testing.T, sc scenario) {
 	if len(lines) == 0 {
 		t.Fatal("the transcript has no exchange")
 	}
-	eng := &scriptEngine{t: t, lines: lines, channel: sc.channel}
+	eng := &scriptEngine{t: t, lines: lines, channel: channelOf(sc)}
 	play(t, sc, eng, func() error { return eng.ctr.wait() })
 	if eng.ctr != nil {
 		if err := eng.ctr.wait(); err != nil {
