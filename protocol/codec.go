@@ -120,6 +120,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TImage: decodeAs[Image], TRPC: decodeAs[RPC], TDone: decodeAs[Done], TLog: decodeAs[Log],
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 	TGet: decodeAs[Get], TGot: decodeAs[Got],
+	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

@@ -146,7 +146,7 @@ func dial(ctx context.Context, kind, host string, log *slog.Logger) (*mobyEngine
 		return nil, err
 	}
 	name := kind + " at " + host
-	return &mobyEngine{name: name, cli: cli, log: log.With("engine", name), owner: currentOwner()}, nil
+	return &mobyEngine{name: name, host: host, cli: cli, log: log.With("engine", name), owner: currentOwner()}, nil
 }
 
 // startPodmanService starts `podman system service` on a private socket and

@@ -104,6 +104,10 @@ type ContainerSpec struct {
 	Workspace *Mount
 	// Mounts are more host directories or volumes for the code.
 	Mounts []Mount
+	// Channel, when set, is the host directory that holds only the
+	// bridge's socket for the direct channel; engines that can carry it
+	// mount it, read-only, at [ChannelDir].
+	Channel string
 }
 
 // Engine is a container engine that can run the sandbox.

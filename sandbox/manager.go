@@ -18,6 +18,8 @@ type Manager struct {
 
 	mu  sync.Mutex
 	eng Engine
+
+	notes channelNotes
 }
 
 // NewManager returns a manager for the engine opts describe; nothing
@@ -39,7 +41,7 @@ func (m *Manager) NewSession(cfg Config, host Host) *Session {
 	if host == nil {
 		host = noHost{}
 	}
-	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1)}
+	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1), notes: &m.notes}
 }
 
 // Engine returns the engine, connecting (and sweeping stale containers)

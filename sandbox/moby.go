@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 // the Docker Engine API.
 type mobyEngine struct {
 	name  string
+	host  string // the address it was reached at
 	cli   *client.Client
 	log   *slog.Logger
 	owner owner
@@ -47,6 +49,20 @@ type mobyEngine struct {
 }
 
 func (e *mobyEngine) Name() string { return e.name }
+
+// channelPath says where a container sees the direct channel's directory:
+// at [ChannelDir], when the engine runs on this machine (a Unix socket
+// address on Linux). An engine reached over tcp:// or ssh://, or one in a
+// virtual machine (Docker Desktop, Podman machine) cannot mount it.
+func (e *mobyEngine) channelPath(string) (string, error) {
+	if !strings.HasPrefix(e.host, "unix://") {
+		return "", fmt.Errorf("the engine at %s is not on this machine", e.host)
+	}
+	if runtime.GOOS != "linux" {
+		return "", fmt.Errorf("the engine runs in a virtual machine on %s", runtime.GOOS)
+	}
+	return ChannelDir, nil
+}
 
 func (e *mobyEngine) Close() error {
 	err := e.cli.Close()
@@ -124,6 +140,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	hc := hostConfig(spec.Limits)
 	if err := e.applyMounts(ctx, spec, cfg, hc); err != nil {
 		return nil, err
+	}
+	if spec.Channel != "" {
+		hc.Mounts = append(hc.Mounts, toMount(Mount{Source: spec.Channel, Target: ChannelDir, ReadOnly: true}))
 	}
 	seccompOpt, err := e.seccompOption(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +90,8 @@ type Config struct {
 	Workspace *Mount
 	// Mounts are more host directories or volumes for the code.
 	Mounts []Mount
+	// Channel says how frames travel; empty means [DefaultChannel].
+	Channel ChannelMode
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
 }
@@ -108,6 +111,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Channel == "" {
+		cfg.Channel = DefaultChannel
 	}
 	return cfg
 }
@@ -169,6 +175,7 @@ type Session struct {
 	log    *slog.Logger
 	turn   chan struct{} // holds a token while a cell runs
 	warm   *WarmPool     // where new containers come from first, or nil
+	notes  *channelNotes // the manager's: which channel sandboxes use
 
 	closeOnce sync.Once  // every Close returns once the container is gone
 	mu        sync.Mutex // guards cur, closed and nextID
@@ -242,6 +249,10 @@ type live struct {
 	python  string
 	gone    sync.Once
 
+	direct  net.Conn // the direct channel's socket, or nil on the attach stream
+	channel string   // channelDirect or channelAttach
+	why     string   // why not direct, on the attach stream
+
 	puts asks[protocol.Stored]
 	gets asks[protocol.Got]
 }
@@ -261,19 +272,42 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 			return nil, err
 		}
 	}
-	ctr, err := eng.Start(ctx, s.spec(image))
+	l, inside, why := s.direct(eng)
+	spec := s.spec(image)
+	if l != nil {
+		spec.Channel = l.dir
+	}
+	ctr, err := eng.Start(ctx, spec)
+	if err != nil && l != nil && mountFailed(err, l) {
+		l.close()
+		l, why = nil, "the engine could not mount the socket's directory: "+err.Error()
+		spec.Channel = ""
+		ctr, err = eng.Start(ctx, spec)
+	}
 	if err != nil {
+		if l != nil {
+			l.close()
+		}
 		return nil, err
 	}
-	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{})}
-	go c.read(s.log)
-	if err := c.greet(ctx, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
+	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
+		channel: channelAttach, why: why}
+	if err := c.greet(ctx, l, inside, s.log, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
 		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
 	}
-	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python)
+	s.notes.say(s.log, c.channel, c.why)
+	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python, "channel", c.channel)
 	return c, nil
+}
+
+// mountFailed reports whether a container could not start because of the
+// direct channel's mount (a bind source an engine in a virtual machine
+// cannot see, say).
+func mountFailed(err error, l *directListener) bool {
+	msg := err.Error()
+	return strings.Contains(msg, l.root) || strings.Contains(strings.ToLower(msg), "mount")
 }
 
 // spec is the container every new runtime gets.
@@ -294,11 +328,20 @@ func (s *Session) spec(image string) ContainerSpec {
 	}
 }
 
-// greet delivers the runtime, says hello and waits for ready.
-func (c *live) greet(ctx context.Context, h protocol.Hello) error {
+// greet delivers the runtime, opens the direct channel when l is not nil,
+// says hello and waits for ready.
+func (c *live) greet(ctx context.Context, l *directListener, inside string, log *slog.Logger, h protocol.Hello) error {
 	archive := pyruntime.Archive()
 	if err := c.out.write(ctx, []byte(fmt.Sprintf("%16d", len(archive))), archive); err != nil {
+		if l != nil {
+			l.close()
+		}
 		return fmt.Errorf("loading the runtime: %w", err)
+	}
+	if l == nil {
+		go c.read(log, newFrameReader(c.ctr.Stdout()))
+	} else if err := c.openDirect(ctx, l, inside, log); err != nil {
+		return err
 	}
 	if h.Servers == nil {
 		h.Servers = []protocol.ServerInfo{}
@@ -329,11 +372,11 @@ func (c *live) greet(ctx context.Context, h protocol.Hello) error {
 	}
 }
 
-// read forwards the runtime's frames to c.frames until the stream ends.
-func (c *live) read(log *slog.Logger) {
+// read forwards the runtime's frames from fr to c.frames until the stream
+// ends.
+func (c *live) read(log *slog.Logger, fr *frameReader) {
 	defer close(c.dead)
 	defer close(c.frames)
-	fr := newFrameReader(c.ctr.Stdout())
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -394,6 +437,9 @@ func (c *live) discard(log *slog.Logger) {
 	c.gone.Do(func() {
 		close(c.quit)
 		c.out.close()
+		if c.direct != nil {
+			c.direct.Close() // ends a write stuck on the socket
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), RemoveTimeout)
 		defer cancel()
 		if err := c.ctr.Remove(ctx); err != nil {
@@ -421,6 +467,20 @@ func (s *Session) Python() string {
 		return ""
 	}
 	return s.cur.python
+}
+
+// Channel says what the current sandbox's frames travel over: "direct (a
+// Unix socket ...)", or "attach" and why; "" before the first Run.
+func (s *Session) Channel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.cur == nil:
+		return ""
+	case s.cur.channel == channelDirect:
+		return "direct (a Unix socket the bridge owns, mounted at " + ChannelDir + ")"
+	}
+	return "attach (the engine's attach stream: " + s.cur.why + ")"
 }
 
 // Close removes the container. A cell still running ends as crashed.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,6 +42,13 @@ type scenario struct {
 	steps       []step
 }
 
+// channelOf says how a scenario's frames travel: "" the attach stream
+// (configured), "direct" the bridge's socket, "refused" the attach stream
+// after the runtime could not connect.
+func channelOf(sc scenario) string {
+	return map[string]string{"channel": "direct", "channel-refused": "refused"}[sc.name]
+}
+
 // step is one cell (code, with TOON or not) or one Put.
 type step struct {
 	code string
@@ -66,6 +74,13 @@ var scenarios = []scenario{
 	{"put", "Files put between cells.", []step{
 		{put: []protocol.File{{Path: "/tmp/codebridge-transcript/a.txt", Data: []byte("from the host")}}},
 		{code: "open('/tmp/codebridge-transcript/a.txt').read()"},
+	}},
+	{"channel", "The direct channel's start-up: the host offers its socket over stdin, the runtime connects and proves itself with the secret, and every later frame travels over the socket.", []step{
+		{code: "print('over the socket')"},
+		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
+	}},
+	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", []step{
+		{code: "print('over the attach stream')"},
 	}},
 }
 
@@ -127,7 +142,11 @@ func play(t *testing.T, sc scenario, eng Engine, why func() error) {
 		t.Fatalf(format, a...)
 	}
 	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return eng, nil }}
-	s := m.NewSession(Config{OutputLimit: 1000}, cannedHost{})
+	cfg := Config{OutputLimit: 1000, Channel: ChannelAuto}
+	if channelOf(sc) == "" {
+		cfg.Channel = ChannelAttach
+	}
+	s := m.NewSession(cfg, cannedHost{})
 	defer s.Close()
 	ctx := context.Background()
 	for _, st := range sc.steps {
@@ -154,7 +173,7 @@ func record(t *testing.T, sc scenario) {
 		t.Skip("recording needs python3")
 	}
 	rec := &recorder{}
-	play(t, sc, recordingEngine{rec: rec}, nil)
+	play(t, sc, recordingEngine{rec: rec, channel: channelOf(sc), t: t}, nil)
 	ar := &txtar.Archive{
 		Comment: []byte(sc.about + "\nRecorded from the real runtime: go test ./sandbox -run TestTranscripts -update\n"),
 		Files:   []txtar.File{{Name: "exchange", Data: rec.bytes()}},
@@ -180,7 +199,7 @@ func replay(t *testing.T, sc scenario) {
 	if len(lines) == 0 {
 		t.Fatal("the transcript has no exchange")
 	}
-	eng := &scriptEngine{t: t, lines: lines}
+	eng := &scriptEngine{t: t, lines: lines, channel: channelOf(sc)}
 	play(t, sc, eng, func() error { return eng.ctr.wait() })
 	if eng.ctr != nil {
 		if err := eng.ctr.wait(); err != nil {
@@ -198,13 +217,33 @@ type recorder struct {
 func (r *recorder) add(side string, line []byte) {
 	line = bytes.TrimSpace(line)
 	if f, err := protocol.Decode(line); err == nil {
-		if ready, ok := f.(protocol.Ready); ok { // the one field that differs by machine
-			line = bytes.Replace(line, []byte(`"python":"`+ready.Python+`"`), []byte(`"python":"*"`), 1)
+		switch f := f.(type) { // the fields that differ by machine and run
+		case protocol.Ready:
+			line = bytes.Replace(line, []byte(`"python":"`+f.Python+`"`), []byte(`"python":"*"`), 1)
+		case protocol.Channel:
+			line = bytes.TrimSpace(must(protocol.Encode(protocol.Channel{Path: star(f.Path), Secret: star(f.Secret), Error: star(f.Error)})))
+		case protocol.Connect:
+			line = bytes.TrimSpace(must(protocol.Encode(protocol.Connect{Secret: "*"})))
 		}
 	}
 	r.mu.Lock()
 	r.lines = append(r.lines, side+": "+string(line))
 	r.mu.Unlock()
+}
+
+// star is "*" for a value that is set.
+func star(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "*"
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func (r *recorder) bytes() []byte {
@@ -217,7 +256,59 @@ func (r *recorder) bytes() []byte {
 // both directions of its frame channel.
 type recordingEngine struct {
 	procEngine
-	rec *recorder
+	rec     *recorder
+	channel string
+	t       *testing.T
+}
+
+// channelPath gives the runtime a socket of the recorder's, which relays
+// each line to the bridge's socket in dir and back, recording it.
+func (e recordingEngine) channelPath(dir string) (string, error) {
+	switch e.channel {
+	case "":
+		return "", errors.New("the transcript has no direct channel")
+	case "refused":
+		return filepath.Join(e.t.TempDir(), "nothing-here"), nil
+	}
+	relay := e.t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(relay, channelSocket))
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		defer ln.Close()
+		rt, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		bridge, err := net.Dial("unix", filepath.Join(dir, channelSocket))
+		if err != nil {
+			rt.Close()
+			return
+		}
+		go recordLines(e.rec, "host", bridge, rt)
+		recordLines(e.rec, "runtime", rt, bridge)
+	}()
+	return relay, nil
+}
+
+// recordLines copies lines from r to w, recording each before it goes on.
+func recordLines(rec *recorder, side string, r io.ReadCloser, w io.WriteCloser) {
+	defer w.Close()
+	defer r.Close()
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			rec.add(side, line)
+			if _, werr := w.Write(line); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (e recordingEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
@@ -266,7 +357,7 @@ type hostTee struct {
 func (h *hostTee) Write(p []byte) (int, error) {
 	n, err := h.w.Write(p)
 	if !h.started {
-		if bytes.HasPrefix(p, []byte(`{"t":"hello"`)) {
+		if bytes.HasPrefix(p, []byte(`{"t":"hello"`)) || bytes.HasPrefix(p, []byte(`{"t":"channel"`)) {
 			h.started = true
 		} else {
 			return n, err
@@ -289,9 +380,19 @@ func (h *hostTee) Close() error { return h.w.Close() }
 // scriptEngine starts a scripted runtime that plays the transcript.
 type scriptEngine struct {
 	procEngine
-	t     *testing.T
-	lines []string
-	ctr   *scriptContainer
+	t       *testing.T
+	lines   []string
+	channel string
+	ctr     *scriptContainer
+}
+
+// channelPath lets the scripted runtime reach the bridge's socket where
+// the host has it, in the transcripts that use the direct channel.
+func (e *scriptEngine) channelPath(dir string) (string, error) {
+	if e.channel == "" {
+		return "", errors.New("the transcript has no direct channel")
+	}
+	return dir, nil
 }
 
 func (e *scriptEngine) Start(context.Context, ContainerSpec) (Container, error) {
@@ -304,7 +405,9 @@ func (e *scriptEngine) Start(context.Context, ContainerSpec) (Container, error) 
 }
 
 // script plays the runtime's side: it skips the bootstrap, checks each
-// host frame against its line, and writes each runtime line.
+// host frame against its line, and writes each runtime line. A channel
+// frame from the host gives the socket and the secret; the runtime's
+// connect line then opens the socket, which carries every later frame.
 func script(lines []string, in io.Reader, out io.WriteCloser) error {
 	defer out.Close()
 	r := bufio.NewReaderSize(in, 1<<20)
@@ -317,13 +420,24 @@ func script(lines []string, in io.Reader, out io.WriteCloser) error {
 	if _, err := io.CopyN(io.Discard, r, n); err != nil {
 		return err
 	}
+	var offer protocol.Channel
+	var w io.Writer = out
 	for i, line := range lines {
 		side, frame, _ := strings.Cut(line, ": ")
 		if side == "runtime" {
 			if err := roundTrips(frame); err != nil {
 				return fmt.Errorf("line %d: %v", i+1, err)
 			}
-			if _, err := io.WriteString(out, frame+"\n"); err != nil {
+			if strings.HasPrefix(frame, `{"t":"connect"`) {
+				conn, err := net.Dial("unix", offer.Path)
+				if err != nil {
+					return fmt.Errorf("line %d: %v", i+1, err)
+				}
+				defer conn.Close()
+				r, w = bufio.NewReaderSize(conn, 1<<20), conn
+				frame = string(bytes.TrimSpace(must(protocol.Encode(protocol.Connect{Secret: offer.Secret}))))
+			}
+			if _, err := io.WriteString(w, frame+"\n"); err != nil {
 				return err
 			}
 			continue
@@ -334,6 +448,11 @@ func script(lines []string, in io.Reader, out io.WriteCloser) error {
 		}
 		if !matches(frame, got) {
 			return fmt.Errorf("line %d: the host sent\n  %s\nwant\n  %s", i+1, bytes.TrimSpace(got), frame)
+		}
+		if f, err := protocol.Decode(got); err == nil {
+			if ch, ok := f.(protocol.Channel); ok {
+				offer = ch
+			}
 		}
 	}
 	return nil

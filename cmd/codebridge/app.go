@@ -58,6 +58,7 @@ func newApp(s *settings, stderr io.Writer) *app {
 		OutputLimit: s.outputLimit,
 		Workspace:   s.sandboxWS,
 		Mounts:      s.extraMounts,
+		Channel:     s.channel,
 		Log:         log,
 	}
 	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, bridge.Options{

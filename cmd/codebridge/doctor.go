@@ -167,6 +167,8 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	out = append(out, check{Name: "sandbox", OK: true, TookMS: took,
 		Detail: fmt.Sprintf("python runs as uid %d; first cell took %dms (container start included)", probe.UID, took)})
 
+	out = append(out, channelCheck(a.bridge.Session().Channel(), a.settings.channel))
+
 	rootless := !strings.HasPrefix(strings.Join(strings.Fields(probe.UIDMap), " "), "0 0 4294967295")
 	mode := "rootful"
 	if rootless {
@@ -190,6 +192,18 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	}
 	out = append(out, limitCheck("pids", probe.Pids, pids, "the engine could not set a pids limit; use cgroup v2 or rootful Podman"))
 	return out
+}
+
+// channelCheck says what the sandbox's frames travel over; the attach
+// stream where the direct channel was wanted is a warning (slower), not a
+// problem.
+func channelCheck(got string, mode sandbox.ChannelMode) check {
+	slow := strings.HasPrefix(got, "attach") && mode != sandbox.ChannelAttach
+	ch := check{Name: "channel", OK: true, Warn: slow, Detail: got}
+	if slow {
+		ch.Fix = "frames take the engine's attach stream, which is slower; the log says why at start-up (a remote engine or one in a virtual machine cannot mount the bridge's socket)"
+	}
+	return ch
 }
 
 func limitCheck(name, raw string, want int64, fix string) check {

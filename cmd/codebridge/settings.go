@@ -35,6 +35,7 @@ type settings struct {
 	maxTimeout  time.Duration
 	callTimeout time.Duration
 	limits      sandbox.Limits
+	channel     sandbox.ChannelMode
 	user        string
 	output      string
 	outputLimit int
@@ -87,7 +88,7 @@ type setting struct {
 // The knob groups commands pick from.
 var (
 	serverKnobs  = []string{"config", "call-timeout", "root"}
-	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "tmp-size", "user", "oci-runtime", "pip"}
+	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "tmp-size", "user", "oci-runtime", "channel", "pip"}
 	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
 	logKnobs     = []string{"log-level", "log-format"}
 	// workspaceKnobs are taken by the commands that run code.
@@ -154,6 +155,11 @@ var knobs = []setting{
 			}
 			s.limits.Runtime = v
 			return nil
+		}},
+	{"channel", []string{"CODEBRIDGE_CHANNEL"}, string(sandbox.DefaultChannel), "mode", "how the sandbox's frames travel: auto (a Unix socket the bridge owns, mounted into that sandbox alone, where the engine runs on this machine; else the engine's attach stream) or attach (always the attach stream)",
+		func(s *settings, v string) (err error) {
+			s.channel, err = sandbox.ParseChannelMode(strings.ToLower(v))
+			return
 		}},
 	{"output", []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, "text", "mode", "how results are rendered: text, or toon (structured values as TOON)",
 		func(s *settings, v string) error {

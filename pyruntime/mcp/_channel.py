@@ -3,6 +3,8 @@
 Frames are JSON objects, one per line (see pyruntime/PROTOCOL.md). The channel
 owns two private, non-inheritable descriptors: ``in_fd`` (frames from the
 host) and ``out_fd`` (frames to the host). Nothing else writes to ``out_fd``.
+They start as copies of stdin and stdout; when the host offers the direct
+channel (:meth:`Channel.connect`) both become the bridge's Unix socket.
 
 Threads:
 
@@ -75,6 +77,7 @@ class Channel:
     def __init__(self, in_fd: int, out_fd: int):
         self._in = open(in_fd, "rb", buffering=1 << 16)
         self._out_fd = out_fd
+        self._held_fd = -1  # stdout's descriptor, kept once frames use the socket
         self._write_lock = threading.Lock()
         self._main_ident = threading.main_thread().ident
         self._pid = os.getpid()
@@ -167,6 +170,35 @@ class Channel:
             self.send({"t": "log", "level": level, "msg": str(msg)})
         except Exception:
             pass
+
+    # ---- the direct channel --------------------------------------------
+
+    def connect(self, offer: dict) -> None:
+        """Take the direct channel the host offers (its first frame, ``channel``:
+        ``path`` of its Unix socket, ``secret``): connect, send the secret as
+        the socket's first line, and move both directions to the socket
+        (stdin's descriptor is closed; stdout's is kept, unused). When that fails, say why
+        in a ``channel`` frame on the current channel, and keep it."""
+        import socket
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(offer["path"])
+                sock.sendall(encode({"t": "connect", "secret": offer["secret"]}))
+            except BaseException:
+                sock.close()
+                raise
+        except Exception as exc:  # no socket there, refused, a malformed offer
+            self.send({"t": "channel", "error": f"{type(exc).__name__}: {exc}"})
+            return
+        fd = sock.detach()  # blocking, non-inheritable
+        old_in = self._in
+        # stdout stays open, unused: its end would tell the host that the
+        # runtime is gone, possibly before the host took the socket.
+        self._held_fd = self._out_fd
+        self._in = open(fd, "rb", buffering=1 << 16)
+        self._out_fd = os.dup(fd)
+        old_in.close()
 
     # ---- interrupts ----------------------------------------------------
 
@@ -356,7 +388,7 @@ class Channel:
         the child's output goes through fd 1 / fd 2 like a subprocess's."""
         global _channel
         _channel = None
-        for fd in (self._out_fd, self._in.fileno()):
+        for fd in (self._out_fd, self._in.fileno(), self._held_fd):
             try:
                 os.close(fd)
             except OSError:

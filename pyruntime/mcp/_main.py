@@ -5,7 +5,9 @@ Startup (see pyruntime/PROTOCOL.md):
 1. move the frame descriptors (fd 0 in, fd 1 out) to private,
    non-inheritable fds; point fd 0 at /dev/null and fd 1 / fd 2 at pipes
    read by pump threads; replace sys.stdout/sys.stderr;
-2. read the ``hello`` frame, build the user namespace (``runtime``,
+2. take the direct channel when the host offers it (a ``channel`` frame
+   first: frames then travel over the bridge's Unix socket), read the
+   ``hello`` frame, build the user namespace (``runtime``,
    ``call_tool``, ``display``, ``ToolError``, ``mcp_<alias>``...);
 3. start the reader thread, send ``ready``;
 4. run ``exec`` frames one at a time on the main thread, each ended by a
@@ -154,6 +156,9 @@ def main():
         channel.on_exit = _zip_cleanup
         output = Output(channel)                       # fd 0 -> /dev/null, fd 1/2 -> pipes
         first = channel.read_frame()
+        if first is not None and first.get("t") == "channel":
+            channel.connect(first)                     # the direct channel, or why not
+            first = channel.read_frame()
         if first is None:
             channel.shutdown()
         hello = first if first.get("t") == "hello" else {}

@@ -61,3 +61,53 @@ class InFlightBoundTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DirectChannelTest(unittest.TestCase):
+    """Channel.connect: the runtime's side of the direct channel's start-up."""
+
+    def setUp(self):
+        host_in, runtime_out = os.pipe()
+        runtime_in, self.host_out = os.pipe()
+        self.ch = Channel(runtime_in, runtime_out)
+        self.stdout = open(host_in, "rb")
+        self.addCleanup(self.stdout.close)
+        self.addCleanup(os.close, self.host_out)
+
+    def tearDown(self):
+        for fd in (self.ch._out_fd, self.ch._held_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.ch._in.close()
+
+    def test_an_offer_that_cannot_be_taken_is_answered_on_stdout(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            for offer in ({"path": os.path.join(folder, "none.sock"), "secret": "00"},
+                          {"secret": "00"}, {"path": 3, "secret": "00"}):
+                self.ch.connect(offer)
+                answer = json.loads(self.stdout.readline())
+                self.assertEqual(answer["t"], "channel")
+                self.assertTrue(answer["error"])
+        self.assertEqual(self.ch._held_fd, -1)  # the frames stay on stdin and stdout
+
+    def test_the_socket_carries_the_secret_then_every_frame(self):
+        import socket
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "frames.sock")
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(path)
+            listener.listen(1)
+            self.addCleanup(listener.close)
+            self.ch.connect({"path": path, "secret": "ab" * 32})
+            conn, _ = listener.accept()
+            self.addCleanup(conn.close)
+            lines = conn.makefile("rb")
+            self.assertEqual(lines.readline(), b'{"t":"connect","secret":"' + b"ab" * 32 + b'"}\n')
+            self.ch.send({"t": "log", "level": "info", "msg": "over the socket"})
+            self.assertEqual(json.loads(lines.readline())["msg"], "over the socket")
+            conn.sendall(b'{"t":"hello","v":2,"servers":[]}\n')
+            self.assertEqual(self.ch.read_frame()["t"], "hello")

@@ -7,9 +7,14 @@ fails a unit test on that side.
 """
 
 import json
+import os
 import queue
+import secrets
 import shlex
+import shutil
+import socket
 import subprocess
+import tempfile
 import threading
 import unittest
 from pathlib import Path
@@ -60,14 +65,49 @@ class Replay:
         archive = harness.build_zip()
         self.proc.stdin.write(b"%16d" % len(archive) + archive)
 
-    def _read(self):
-        for line in self.proc.stdout:
+        self.folder = None     # where the offered socket is
+        self.conn = None       # the direct channel, once the runtime connected
+        self.listener = None
+        self.secret = None
+
+    def _read(self, stream=None):
+        for line in stream or self.proc.stdout:
             frame = json.loads(line)
             if frame.get("t") != "log":  # diagnostics are not part of the exchange
                 self.frames.put(frame)
+        if stream is None and self.conn is not None:
+            return  # stdout ends, unused, after the runtime took the socket
         self.frames.put(None)
 
+    def offer(self, direct):
+        """Play the host's channel frame: a real socket (and secret) when the
+        transcript's runtime connects, else a path where nothing listens."""
+        folder = self.folder = tempfile.mkdtemp(prefix="codebridge-replay-")
+        path = os.path.join(folder, "frames.sock")
+        self.secret = secrets.token_hex(32)
+        if direct:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(path)
+            self.listener.listen(1)
+            self.listener.settimeout(30)
+        self.send(json.dumps({"t": "channel", "path": path, "secret": self.secret}))
+
+    def accept(self):
+        """The runtime's connect line, read from the socket it opened; every
+        later frame travels over that socket."""
+        conn, _ = self.listener.accept()
+        conn.settimeout(None)
+        self.listener.close()
+        reader = conn.makefile("rb")
+        first = json.loads(reader.readline())
+        self.conn = conn
+        threading.Thread(target=self._read, args=(reader,), daemon=True).start()
+        return first
+
     def send(self, line):
+        if self.conn is not None:
+            self.conn.sendall(line.encode() + b"\n")
+            return
         self.proc.stdin.write(line.encode() + b"\n")
 
     def next(self):
@@ -78,10 +118,15 @@ class Replay:
                                  + b"".join(self.stderr).decode(errors="replace")) from None
 
     def close(self):
+        if self.conn is not None:  # its reader holds the descriptor: shut it down
+            self.conn.shutdown(socket.SHUT_RDWR)
+            self.conn.close()
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
         self.proc.stdout.close()
         self.proc.stderr.close()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class TranscriptTest(unittest.TestCase):
@@ -94,13 +139,22 @@ class TranscriptTest(unittest.TestCase):
 
     def replay(self, exchange):
         rt = Replay()
+        lines = exchange.strip().splitlines()
         try:
-            for n, line in enumerate(exchange.strip().splitlines(), 1):
+            for n, line in enumerate(lines, 1):
                 side, _, frame = line.partition(": ")
+                want = json.loads(frame)
+                if side == "host" and want.get("t") == "channel":
+                    rt.offer(direct='"t":"connect"' in lines[n])  # the runtime's answer
+                    continue
                 if side == "host":
                     rt.send(frame)
                     continue
-                want, got = json.loads(frame), rt.next()
+                if want.get("t") == "connect":
+                    got = rt.accept()
+                    self.assertEqual(got, {"t": "connect", "secret": rt.secret})
+                else:
+                    got = rt.next()
                 self.assertTrue(matches(want, got),
                                 f"line {n}: the runtime sent\n  {json.dumps(got)}\nwant\n  {frame}")
         finally:

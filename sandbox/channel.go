@@ -1,0 +1,330 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/codebridge/codebridge/protocol"
+)
+
+// ChannelMode says how a sandbox's frames travel between the bridge and
+// the runtime.
+type ChannelMode string
+
+// The channel modes. [DefaultChannel] is the default.
+const (
+	// ChannelAuto uses the direct channel where the engine runs on this
+	// machine and the runtime can connect, and the attach stream
+	// otherwise.
+	ChannelAuto ChannelMode = "auto"
+	// ChannelAttach always uses the engine's attach stream (the
+	// container's stdin and stdout).
+	ChannelAttach ChannelMode = "attach"
+
+	DefaultChannel = ChannelAuto
+)
+
+// ParseChannelMode reads a [ChannelMode] setting.
+func ParseChannelMode(s string) (ChannelMode, error) {
+	switch m := ChannelMode(s); m {
+	case ChannelAuto, ChannelAttach:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not a channel: use auto (a Unix socket where the engine runs on this machine, else attach) or attach", s)
+}
+
+// ChannelDir is where the sandbox sees the directory that holds the
+// bridge's socket. /run is the sandbox's own small tmpfs (owned by root,
+// which the sandbox's user cannot write to); the engine creates the mount
+// point in it.
+const ChannelDir = "/run/codebridge"
+
+// channelSocket is the socket's name in its directory.
+const channelSocket = "frames.sock"
+
+// What a live sandbox's frames travel over, for logs and doctor.
+const (
+	channelDirect = "direct"
+	channelAttach = "attach"
+)
+
+// channelEngine is an engine that can carry the direct channel: it makes
+// the host directory dir, which holds only the bridge's socket, visible in
+// the container ([ContainerSpec.Channel]) and says where the sandbox finds
+// it, or why it cannot.
+type channelEngine interface {
+	channelPath(dir string) (string, error)
+}
+
+// directListener is the bridge's end of one sandbox's direct channel: a
+// Unix socket in a directory of its own, inside a private directory (mode
+// 0700) of the bridge's, so that only the sandbox it is mounted into (and
+// the bridge's own user) can reach it. It accepts one connection: the
+// first whose opening line carries the secret; then the listener closes
+// and the socket and its directories are removed.
+type directListener struct {
+	root   string // the private directory, removed on close
+	dir    string // the directory mounted into the sandbox
+	ln     *net.UnixListener
+	secret string // hex, sent to the runtime over stdin
+	want   []byte // the connect line that proves the runtime
+	once   sync.Once
+}
+
+// listenDirect makes the directory and the listening socket.
+func listenDirect() (*directListener, error) {
+	root, err := os.MkdirTemp("", "codebridge-channel-") // mode 0700
+	if err != nil {
+		return nil, fmt.Errorf("making a private directory for the socket: %w", err)
+	}
+	l := &directListener{root: root, dir: filepath.Join(root, "s")}
+	fail := func(err error) (*directListener, error) {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	// 0711: the sandbox's user, an "other" on the host (a mapped uid under
+	// rootless Podman), may pass through to the socket but not list.
+	if err := os.Mkdir(l.dir, 0o711); err != nil {
+		return fail(err)
+	}
+	if err := os.Chmod(l.dir, 0o711); err != nil { // past the umask
+		return fail(err)
+	}
+	path := filepath.Join(l.dir, channelSocket)
+	if l.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"}); err != nil {
+		return fail(fmt.Errorf("listening on %s: %w", path, err))
+	}
+	l.ln.SetUnlinkOnClose(false) // close removes the whole directory
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.ln.Close()
+		return fail(err)
+	}
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		l.ln.Close()
+		return fail(err)
+	}
+	l.secret = hex.EncodeToString(secret[:])
+	if l.want, err = protocol.Encode(protocol.Connect{Secret: l.secret}); err != nil {
+		l.ln.Close()
+		return fail(err)
+	}
+	return l, nil
+}
+
+// offer is the channel frame that tells the runtime where to connect.
+func (l *directListener) offer(inside string) protocol.Channel {
+	return protocol.Channel{Path: inside + "/" + channelSocket, Secret: l.secret}
+}
+
+// accept returns the one connection that proves itself with the secret,
+// and then closes the listener and removes the socket, so that nothing
+// can connect later. A connection that sends anything else is closed and
+// the wait goes on, until ctx ends.
+func (l *directListener) accept(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, l.close) // ends a blocked Accept
+	defer stop()
+	won := make(chan net.Conn, 1)
+	broke := make(chan error, 1)
+	go func() {
+		for {
+			conn, err := l.ln.Accept()
+			if err != nil {
+				broke <- err
+				return
+			}
+			go l.check(ctx, conn, won, cancel)
+		}
+	}()
+	select {
+	case conn := <-won:
+		l.close()
+		return conn, nil
+	case err := <-broke:
+		l.close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		select { // a winner may have come in as the listener closed
+		case conn := <-won:
+			l.close()
+			return conn, nil
+		default:
+		}
+		return nil, err
+	}
+}
+
+// check reads conn's opening line and offers conn as the winner when it
+// carries the secret (compared in constant time); otherwise, or when
+// another won first, it closes conn.
+func (l *directListener) check(ctx context.Context, conn net.Conn, won chan<- net.Conn, done func()) {
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(d)
+	}
+	unblock := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	line := make([]byte, len(l.want))
+	_, err := io.ReadFull(conn, line)
+	if !unblock() || err != nil || subtle.ConstantTimeCompare(line, l.want) != 1 {
+		conn.Close()
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	select {
+	case won <- conn:
+		done()
+	default:
+		conn.Close()
+	}
+}
+
+// close stops listening and removes the socket and its directories.
+func (l *directListener) close() {
+	l.once.Do(func() {
+		l.ln.Close()
+		os.RemoveAll(l.root)
+	})
+}
+
+// channelNotes logs which channel sandboxes use, once for each change (a
+// manager's sandboxes usually all use the same one, for the same reason).
+type channelNotes struct {
+	mu   sync.Mutex
+	last string
+}
+
+func (n *channelNotes) say(log *slog.Logger, channel, why string) {
+	n.mu.Lock()
+	changed := n.last != channel+why
+	n.last = channel + why
+	n.mu.Unlock()
+	if !changed {
+		return
+	}
+	if channel == channelDirect {
+		log.Info("sandbox frames travel over the direct channel: a Unix socket the bridge owns, mounted at " + ChannelDir + " in each sandbox")
+		return
+	}
+	log.Info("sandbox frames travel over the engine's attach stream", "why", why)
+}
+
+// direct prepares the direct channel for a new container on eng: the
+// listener and the socket's path in the sandbox, or nil and why not.
+func (s *Session) direct(eng Engine) (*directListener, string, string) {
+	if s.cfg.Channel == ChannelAttach {
+		return nil, "", "the attach channel is configured (--channel attach)"
+	}
+	ce, ok := eng.(channelEngine)
+	if !ok {
+		return nil, "", eng.Name() + " cannot mount the bridge's socket"
+	}
+	l, err := listenDirect()
+	if err != nil {
+		return nil, "", err.Error()
+	}
+	inside, err := ce.channelPath(l.dir)
+	if err != nil {
+		l.close()
+		return nil, "", err.Error()
+	}
+	return l, inside, ""
+}
+
+// openDirect offers the runtime the direct channel, after the bootstrap,
+// and waits for it to connect (then frames travel over the socket) or to
+// answer on its stdout that it cannot (then they stay on the attach
+// stream). It starts the reader of whichever carries the frames.
+func (c *live) openDirect(ctx context.Context, l *directListener, inside string, log *slog.Logger) error {
+	defer l.close()
+	offer, err := protocol.Encode(l.offer(inside))
+	if err != nil {
+		return err
+	}
+	if err := c.out.write(ctx, offer); err != nil {
+		return fmt.Errorf("offering the direct channel: %w", err)
+	}
+	stdout := newFrameReader(c.ctr.Stdout())
+	answer := make(chan error, 1) // the runtime's answer on stdout
+	var refused protocol.Channel
+	go func() { answer <- nextChannelFrame(stdout, &refused, log) }()
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type accepted struct {
+		conn net.Conn
+		err  error
+	}
+	conns := make(chan accepted, 1)
+	go func() {
+		conn, err := l.accept(actx)
+		conns <- accepted{conn, err}
+	}()
+	select {
+	case a := <-conns:
+		if a.err != nil {
+			return fmt.Errorf("waiting for the runtime to connect: %w", a.err)
+		}
+		c.direct = a.conn
+		c.out.close() // the attach stream's stdin stays open, unused
+		c.out = newOutbox(a.conn)
+		c.channel = channelDirect
+		go drainStdout(stdout, answer, log)
+		go c.read(log, newFrameReader(a.conn))
+		return nil
+	case err := <-answer:
+		cancel()
+		if a := <-conns; a.conn != nil {
+			a.conn.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("the runtime stopped before it was ready: %v", err)
+		}
+		c.channel, c.why = channelAttach, "the runtime could not connect: "+clipText(refused.Error, 500)
+		go c.read(log, stdout)
+		return nil
+	}
+}
+
+// nextChannelFrame reads the runtime's stdout up to its channel frame,
+// logging the log frames before it; any other frame is an error.
+func nextChannelFrame(fr *frameReader, into *protocol.Channel, log *slog.Logger) error {
+	for {
+		f, err := fr.next()
+		if err != nil {
+			return err
+		}
+		switch f := f.(type) {
+		case protocol.Log:
+			log.Info("sandbox runtime: "+clipText(f.Msg, 2000), "level", clipText(f.Level, 20))
+		case protocol.Channel:
+			*into = f
+			return nil
+		default:
+			return protocolErrorf("sandbox: the runtime sent a %s frame before answering the channel offer", f.Type())
+		}
+	}
+}
+
+// drainStdout reads the attach stream's stdout for the container's life
+// once frames travel over the socket: nothing in the sandbox writes to it
+// then (the runtime keeps its descriptor, unused, so that its end does not
+// race the socket's accept), but an unread stdout would hold up the stderr
+// that shares the stream.
+func drainStdout(fr *frameReader, answer <-chan error, log *slog.Logger) {
+	<-answer // the pending read ends with the stream
+	n, _ := io.Copy(io.Discard, fr.r)
+	if n > 0 {
+		log.Warn("the sandbox wrote to its stdout, which the direct channel does not use; ignored", "bytes", n)
+	}
+}

@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/protocol"
+)
+
+// directEngine is procEngine with the direct channel: a local process
+// sees the socket's directory where the host has it, or at path when set.
+type directEngine struct {
+	procEngine
+	path string
+}
+
+func (e directEngine) channelPath(dir string) (string, error) {
+	if e.path != "" {
+		return e.path, nil
+	}
+	return dir, nil
+}
+
+func connectLine(t *testing.T, secret string) []byte {
+	t.Helper()
+	b, err := protocol.Encode(protocol.Connect{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDirectListenerAcceptsOnlyTheSecret: a connection with another
+// secret is closed unanswered, the one with the secret is accepted, and
+// then the socket and its directories are gone, so nothing can connect
+// again.
+func TestDirectListenerAcceptsOnlyTheSecret(t *testing.T) {
+	l, err := listenDirect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	path := filepath.Join(l.dir, channelSocket)
+	st, err := os.Stat(l.root)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("private directory: %v %v", st.Mode(), err)
+	}
+	type accepted struct {
+		conn net.Conn
+		err  error
+	}
+	got := make(chan accepted, 1)
+	go func() {
+		conn, err := l.accept(context.Background())
+		got <- accepted{conn, err}
+	}()
+
+	wrong, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Repeat("0", len(l.secret))
+	if _, err := wrong.Write(connectLine(t, other)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := wrong.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("a wrong secret: read %d, %v; want the connection closed", n, err)
+	}
+	wrong.Close()
+
+	right, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("the runtime's connection after a refused one: %v", err)
+	}
+	defer right.Close()
+	if _, err := right.Write(connectLine(t, l.secret)); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	defer a.conn.Close()
+	if _, err := right.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(a.conn, buf); err != nil || string(buf) != "ping\n" {
+		t.Fatalf("the accepted connection read %q, %v", buf, err)
+	}
+
+	if _, err := os.Stat(l.root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the accept the socket's directory is still there (%v)", err)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		t.Fatal("a second connection was possible after the accept")
+	}
+}
+
+// TestDirectListenerEndsWithItsContext: no runtime connects, the start
+// times out, and nothing is left on the host.
+func TestDirectListenerEndsWithItsContext(t *testing.T) {
+	l, err := listenDirect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := l.accept(ctx); done <- err }()
+	silent, err := net.Dial("unix", filepath.Join(l.dir, channelSocket)) // connects, says nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("accept: %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(l.root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the socket's directory is still there (%v)", err)
+	}
+}
+
+func directSession(t *testing.T, eng Engine, cfg Config) *Session {
+	t.Helper()
+	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) { return eng, nil }}
+	s := m.NewSession(cfg, &testHost{})
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func (s *Session) channelNow() (string, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.channel, s.cur.why
+}
+
+// TestSessionUsesTheDirectChannel: the real runtime takes the socket, and
+// cells with output and RPCs work over it.
+func TestSessionUsesTheDirectChannel(t *testing.T) {
+	s := directSession(t, directEngine{}, Config{})
+	res := run(t, s, Request{Code: "print('over the socket')\nawait runtime.list_servers()"})
+	if ch, why := s.channelNow(); ch != channelDirect {
+		t.Fatalf("channel %s (%s), want direct", ch, why)
+	}
+	if res.Stdout.Text != "over the socket\n" || !res.HasValue {
+		t.Fatalf("result %+v", res)
+	}
+	if got := s.Channel(); !strings.HasPrefix(got, "direct") {
+		t.Fatalf("Channel() = %q", got)
+	}
+}
+
+// TestSessionFallsBackToAttach: where the runtime cannot reach the
+// socket it says why and the frames stay on stdin and stdout; with the
+// attach channel configured, no socket is offered at all.
+func TestSessionFallsBackToAttach(t *testing.T) {
+	s := directSession(t, directEngine{path: filepath.Join(t.TempDir(), "nothing-here")}, Config{})
+	run(t, s, Request{Code: "print(1)"})
+	if ch, why := s.channelNow(); ch != channelAttach || !strings.Contains(why, "could not connect") {
+		t.Fatalf("channel %s (%s), want attach because the runtime could not connect", ch, why)
+	}
+
+	s = directSession(t, directEngine{}, Config{Channel: ChannelAttach})
+	run(t, s, Request{Code: "print(1)"})
+	if ch, why := s.channelNow(); ch != channelAttach || !strings.Contains(why, "configured") {
+		t.Fatalf("channel %s (%s), want attach as configured", ch, why)
+	}
+}
+
+// TestDirectChannelBreakEndsTheContainer: a runtime killed under a cell
+// closes the socket, and the cell ends as crashed as it does on the
+// attach stream.
+func TestDirectChannelBreakEndsTheContainer(t *testing.T) {
+	s := directSession(t, directEngine{}, Config{})
+	run(t, s, Request{Code: "x = 1"})
+	res, err := s.Run(context.Background(), Request{Code: "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusCrashed || res.StateKept {
+		t.Fatalf("status %s, state kept %v", res.Status, res.StateKept)
+	}
+}
