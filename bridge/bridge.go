@@ -182,26 +182,28 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return errorResult("%v", err), nil
 	}
 	if req.Session != nil && multiRoundTrip(req.Session) {
-		return b.runDetached(ctx, req, sess, func(ctx context.Context, onOutput func(stream, text string)) *mcp.CallToolResult {
-			return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput)
+		return b.runDetached(ctx, req, sess, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
+			return sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers)
 		})
 	}
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
+	return sess.run(ctx, &call{client: req.Session, output: onOutput}, a.Code, timeout, a.Servers), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,
 // and returns what the model would read. A zero timeout means the
 // default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
-	return b.single.run(ctx, code, b.timeouts.of(timeout), servers, nil)
+	return b.single.run(ctx, &call{}, code, b.timeouts.of(timeout), servers)
 }
 
-// run is RunPython with a hook that sees the output as it arrives; its
-// timeout is already decided (runTimeouts).
-func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
+// run is RunPython for call c, which names who made it and what watches
+// it (run fills in the rest); its timeout is already decided
+// (runTimeouts).
+func (sess *session) run(ctx context.Context, c *call, code string, timeout time.Duration, servers []string) (out *mcp.CallToolResult) {
 	b := sess.b
+	c.sandboxHost, c.sbx = sess.host, sess.sbx
 	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	// The audited outcome: the cell's status once it ended; a run whose
 	// code never ran failed.
@@ -215,12 +217,8 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 			return res
 		}
 	}
-	if onOutput != nil {
-		ctx = withOutput(ctx, onOutput)
-	}
-	ctx, shared := withShares(ctx)
 	notes := sess.beginNotes()
-	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
+	res, err := sess.sbx.Run(withCall(ctx, c), sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon", Caller: c})
 	if err != nil {
 		notes()
 		return errorResult("%v", err)
@@ -230,7 +228,7 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	out = render(res, timeout)
-	out.Content = append(out.Content, shared.links()...)
+	out.Content = append(out.Content, c.shared.links()...)
 	return out
 }
 

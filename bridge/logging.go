@@ -233,14 +233,13 @@ func (n *cellNotes) add(line string) {
 
 // withUpstreamProgress makes the upstream tool calls made under ctx ask
 // for progress, and shows each notification as the latest line of the
-// run_python call's progress (when that call watches its output).
-func withUpstreamProgress(ctx context.Context, server string) context.Context {
-	watch, ok := ctx.Value(outputKey{}).(func(stream, text string))
-	if !ok {
+// run_python call c's progress (when c watches its output).
+func withUpstreamProgress(ctx context.Context, c *call, server string) context.Context {
+	if c.output == nil {
 		return ctx
 	}
 	return upstream.WithProgress(ctx, func(p *mcp.ProgressNotificationParams) {
-		watch("upstream", progressLine(server, p)+"\n")
+		c.output("upstream", progressLine(server, p)+"\n")
 	})
 }
 

@@ -141,7 +141,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 	end0, end1, endOwn := notes[0].begin(), notes[1].begin(), own.begin()
 	mine.Log(ctx, "own", &mcp.LoggingMessageParams{Level: "warning", Data: "only-for-0"})
 	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "whose-call-unknown"})
-	shared.LogCall(withCaller(ctx, sessions[1]), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
+	shared.LogCall(withCall(ctx, &call{client: sessions[1]}), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
 	if got := endOwn(); got != "[own warning] only-for-0\n" {
 		t.Fatalf("the session's own notes: %q", got)
 	}
@@ -158,7 +158,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		t.Fatalf("session 1 heard %+v, want its call's message", p)
 	}
 	slog.New(cl).Warn("tied to no call")
-	slog.New(cl).WarnContext(withCaller(ctx, sessions[0]), "for-0's call")
+	slog.New(cl).WarnContext(withCall(ctx, &call{client: sessions[0]}), "for-0's call")
 	if p := <-heard[0]; p.Data.(map[string]any)["message"] != "for-0's call" {
 		t.Fatalf("session 0 heard %+v, want the warning of its call", p)
 	}
