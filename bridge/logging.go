@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -231,16 +230,16 @@ func (n *cellNotes) add(line string) {
 	}
 }
 
-// withUpstreamProgress makes the upstream tool calls made under ctx ask
-// for progress, and shows each notification as the latest line of the
-// run_python call c's progress (when c watches its output).
-func withUpstreamProgress(ctx context.Context, c *call, server string) context.Context {
+// upstreamProgress is the progress watcher of an upstream tool call made
+// for c: it shows each notification as the latest line of c's progress,
+// when c watches its output (nil otherwise).
+func upstreamProgress(c *call, server string) func(*mcp.ProgressNotificationParams) {
 	if c.output == nil {
-		return ctx
+		return nil
 	}
-	return upstream.WithProgress(ctx, func(p *mcp.ProgressNotificationParams) {
+	return func(p *mcp.ProgressNotificationParams) {
 		c.output("upstream", progressLine(server, p)+"\n")
-	})
+	}
 }
 
 // progressLine says what an upstream's progress notification says:

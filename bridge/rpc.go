@@ -76,7 +76,7 @@ func callTool(ctx context.Context, h *call, p protocol.CallToolParams) (json.Raw
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
 	defer h.busy.begin(p.Server, h.client)()
-	return s.Call(withUpstreamProgress(ctx, h, p.Server), p.Tool, p.Arguments)
+	return s.Call(ctx, p.Tool, p.Arguments, upstreamProgress(h, p.Server))
 }
 
 func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.RawMessage, error) {

@@ -243,16 +243,6 @@ func (s *Server) progress(_ context.Context, req *mcp.ProgressNotificationClient
 	}
 }
 
-// progressWatcherKey carries a call's progress watcher in its context.
-type progressWatcherKey struct{}
-
-// WithProgress returns a context whose upstream tool calls pass each
-// progress notification to f, on the upstream session's goroutine (f
-// must return quickly).
-func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) context.Context {
-	return context.WithValue(ctx, progressWatcherKey{}, f)
-}
-
 // progressTokens numbers the progress tokens of all calls.
 var progressTokens atomic.Int64
 
@@ -297,9 +287,8 @@ func (s *Server) letGo(w *callWatch, change func()) {
 // call under it, so that the server's notifications that carry the token
 // find the call; end forgets it. Every call has a token: it is how a log
 // message is tied to its call.
-func (s *Server) watchCall(ctx context.Context, params *mcp.CallToolParams) (w *callWatch, end func()) {
-	f, _ := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
-	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: f}
+func (s *Server) watchCall(ctx context.Context, params *mcp.CallToolParams, progress func(*mcp.ProgressNotificationParams)) (w *callWatch, end func()) {
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: progress}
 	params.SetProgressToken(w.token)
 	s.watchers.Store(w.token, w)
 	return w, func() { s.endCall(w) }

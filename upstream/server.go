@@ -323,7 +323,7 @@ func (s *Server) searchIndex(ctx context.Context) ([]*mcp.Tool, []*toolWords, er
 // through as it sent it, neither decoded nor encoded again; a remote
 // server's is encoded from the go-sdk's decoding. A result with isError set
 // is a result, not an error: errors are for calls that did not complete.
-func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage) (json.RawMessage, error) {
+func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, progress func(*mcp.ProgressNotificationParams)) (json.RawMessage, error) {
 	c, err := s.session(ctx)
 	if err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	defer cancel()
 	cctx, slot := withRawSlot(cctx)
 	params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-	call, forget := s.watchCall(ctx, params)
+	call, forget := s.watchCall(ctx, params, progress)
 	slot.call = call
 	res, err := c.cs.CallTool(cctx, params)
 	forget()
