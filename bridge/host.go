@@ -74,17 +74,16 @@ func (h *sandboxHost) Stale() []string {
 // call, a resource read, a prompt, an install) takes on the host: the
 // gate stands here, once, for all of them, in its fixed order (policy,
 // approval, private values put back, do, audit, redaction of the answer).
-// params are the request's raw parameters; do answers the request from
-// the parameters the gate passes it (with real values for tokens).
-func (c *call) through(ctx context.Context, t protocol.Target, params json.RawMessage, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	if c.gate == nil {
-		return do(ctx, params)
-	}
-	tool, unlisted, err := c.listed(ctx, t)
+// c has a gate. req has the request's target and parameters (in the
+// gate's canonical form when it says so); through adds what the host
+// knows (the tool's listing, who can be asked). do answers the request
+// from the parameters the gate passes it (with real values for tokens).
+func (c *call) through(ctx context.Context, req gate.Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	tool, unlisted, err := c.listed(ctx, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	req := gate.Request{Target: t, Params: params, Unlisted: unlisted, Ask: askClient(c.client, c.run)}
+	req.Unlisted, req.Ask = unlisted, askClient(c.client, c.run)
 	if tool != nil {
 		req.Annotations = tool.Annotations
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
 )
@@ -37,30 +38,53 @@ var methods = map[string]method{
 
 // typed decodes a method's parameters into P, once, and sends a request
 // that acts on something (P is [protocol.Targeted]) through the host's one
-// gate before fn answers it.
+// gate before fn answers it. Such a request's parameters are put in the
+// gate's canonical form first ([gate.Canonical]), and P is decoded from
+// that form: the gate, the audit and the upstream see the same text, and
+// nothing parses it again unless the gate puts private values back.
 func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) method {
 	return func(ctx context.Context, c *call, raw json.RawMessage) (json.RawMessage, error) {
 		var p P
-		if len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+		if _, targeted := any(p).(protocol.Targeted); !targeted || c.gate == nil { // no gate: nothing to pass
+			if err := decodeParams(raw, &p); err != nil {
+				return nil, err
 			}
-		}
-		t, ok := any(p).(protocol.Targeted)
-		if !ok {
 			return fn(ctx, c, p)
 		}
-		return c.through(ctx, t.Target(), raw, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			if !bytes.Equal(params, raw) { // the gate put private values back
+		params, err := gate.Canonical(raw)
+		canonical := err == nil
+		if !canonical {
+			params = raw // the gate refuses it, and says why; decoded for its target alone
+		}
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical}
+		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
+			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
+		}
+		return c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
+			if !bytes.Equal(sent, params) { // the gate put private values back
 				var q P
-				if err := json.Unmarshal(params, &q); err != nil {
-					return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+				if err := decodeParams(sent, &q); err != nil {
+					return nil, err
 				}
 				p = q
 			}
 			return fn(ctx, c, p)
 		})
 	}
+}
+
+// decodeParams decodes a request's parameters into p; none leave p zero.
+func decodeParams[P any](raw json.RawMessage, p *P) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return fmt.Errorf("the parameters of this request are not valid: %v", err)
+	}
+	return nil
 }
 
 func unknownMethod(name string) error {
