@@ -33,8 +33,8 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = &b.trips
-	if picker, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
-		h.busy = &picker.busy // with one session, its client is the one to ask
+	if b.opts.PerSession {
+		h.busy = b.clients.busy // with one session calling a server, its client is the one to ask
 	}
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
