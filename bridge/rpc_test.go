@@ -36,7 +36,10 @@ func TestParamsDecodedOnce(t *testing.T) {
 	s := gate.New(gate.Config{}).NewSession()
 	c := &call{sandboxHost: &sandboxHost{gate: s}}
 	var got countedParams
-	m := typed(func(_ context.Context, _ *call, p countedParams) (json.RawMessage, error) { got = p; return json.RawMessage(`{}`), nil })
+	m := typed(func(_ context.Context, _ *call, p countedParams) (json.RawMessage, error) {
+		got = p
+		return json.RawMessage(`{}`), nil
+	})
 	decodes = 0
 	if _, err := m(context.Background(), c, json.RawMessage(`{"uri": "mem://a", "arguments": {"b": 1, "a": 2}}`)); err != nil {
 		t.Fatal(err)
