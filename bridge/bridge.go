@@ -80,6 +80,8 @@ type Bridge struct {
 	warm      *sandbox.WarmPool // nil without Options.Warm
 	single    *session          // the one session of stdio and exec
 	gate      *gate.Gate        // each session has a gate.Session of it
+	srv       *mcp.Server       // the MCP server the bridge serves
+	clients   *clients          // which of its sessions answers an upstream's request (client.go)
 	down      *downstream       // answers the upstreams' requests to the client (client.go)
 	trips     roundTrips        // run_python calls of clients on the newer protocol (roundtrip.go)
 
@@ -103,19 +105,25 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{},
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout)}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
-	b.down = newDownstream(pool, opts)
-	b.down.runOf = b.trips.of
-	b.down.notesOf = b.notesOf
-	if p, ok := b.down.picker.(*serverSessions); ok {
-		redact := b.redactLog
-		p.redact.Store(&redact)
-		p.route.Store(&logRoute{shared: opts.PerSession, current: b.trips.of})
+	b.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },
+	})
+	b.clients = &clients{srv: b.srv, shared: opts.PerSession, redact: b.redactLog, current: b.trips.of, busy: &inflight{}}
+	if opts.ClientLog != nil {
+		opts.ClientLog.to.Store(b.clients)
 	}
+	b.down = &downstream{clients: b.clients, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession, notesOf: b.notesOf}
+	pool.SetDownstream(b.down)
 	if opts.PerSession && opts.Warm > 0 {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}
 	b.single = b.newSession(pool, false, principal.Local())
+	b.srv.AddTool(tool(), b.runPython)
+	b.srv.AddResource(manualResource(), b.readManual)
+	b.srv.AddResource(pythonBridgeManualResource(), b.readManual)
+	b.addWorkspace(b.srv)
 	return b
 }
 
@@ -148,19 +156,8 @@ func (b *Bridge) gateOf(ss *mcp.ServerSession) *gate.Session {
 // Session is the sandbox of the bridge's single session (stdio, exec).
 func (b *Bridge) Session() *sandbox.Session { return b.single.sbx }
 
-// Server returns an MCP server that shows run_python.
-func (b *Bridge) Server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: b.opts.Version}, &mcp.ServerOptions{
-		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
-		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },
-	})
-	b.down.attach(s)
-	s.AddTool(tool(), b.runPython)
-	s.AddResource(manualResource(), b.readManual)
-	s.AddResource(pythonBridgeManualResource(), b.readManual)
-	b.addWorkspace(s)
-	return s
-}
+// Server is the MCP server that shows run_python (made with the bridge).
+func (b *Bridge) Server() *mcp.Server { return b.srv }
 
 // runPython is the run_python handler.
 func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -182,26 +179,28 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return errorResult("%v", err), nil
 	}
 	if req.Session != nil && multiRoundTrip(req.Session) {
-		return b.runDetached(ctx, req, sess, func(ctx context.Context, onOutput func(stream, text string)) *mcp.CallToolResult {
-			return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput)
+		return b.runDetached(ctx, req, sess, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
+			return sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers)
 		})
 	}
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return sess.run(withCaller(ctx, req.Session), a.Code, timeout, a.Servers, onOutput), nil
+	return sess.run(ctx, &call{client: req.Session, output: onOutput}, a.Code, timeout, a.Servers), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,
 // and returns what the model would read. A zero timeout means the
 // default; servers are started first.
 func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Duration, servers []string) *mcp.CallToolResult {
-	return b.single.run(ctx, code, b.timeouts.of(timeout), servers, nil)
+	return b.single.run(ctx, &call{}, code, b.timeouts.of(timeout), servers)
 }
 
-// run is RunPython with a hook that sees the output as it arrives; its
-// timeout is already decided (runTimeouts).
-func (sess *session) run(ctx context.Context, code string, timeout time.Duration, servers []string, onOutput func(stream, text string)) (out *mcp.CallToolResult) {
+// run is RunPython for call c, which names who made it and what watches
+// it (run fills in the rest); its timeout is already decided
+// (runTimeouts).
+func (sess *session) run(ctx context.Context, c *call, code string, timeout time.Duration, servers []string) (out *mcp.CallToolResult) {
 	b := sess.b
+	c.sandboxHost, c.sbx = sess.host, sess.sbx
 	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	// The audited outcome: the cell's status once it ended; a run whose
 	// code never ran failed.
@@ -215,12 +214,8 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 			return res
 		}
 	}
-	if onOutput != nil {
-		ctx = withOutput(ctx, onOutput)
-	}
-	ctx, shared := withShares(ctx)
 	notes := sess.beginNotes()
-	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon"})
+	res, err := sess.sbx.Run(withCall(ctx, c), sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon", Caller: c})
 	if err != nil {
 		notes()
 		return errorResult("%v", err)
@@ -230,7 +225,7 @@ func (sess *session) run(ctx context.Context, code string, timeout time.Duration
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
 	out = render(res, timeout)
-	out.Content = append(out.Content, shared.links()...)
+	out.Content = append(out.Content, c.shared.links()...)
 	return out
 }
 

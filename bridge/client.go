@@ -5,69 +5,85 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// clientPicker says which MCP client answers a request an upstream makes
-// of its client (sampling, elicitation, roots) and hears its log
-// messages. An upstream request carries no trace of the run_python call
-// it serves, so the picker decides: stdio has exactly one client; a bridge
-// serving many sessions implements it with its own mapping.
-type clientPicker interface {
-	// client is the session that answers server's request, or nil.
-	client(ctx context.Context, server string) *mcp.ServerSession
-	// rootsOwner is the session whose roots server works in, or nil. Roots
-	// stay with a server beyond the call that asked for them, so a shared
-	// server gets a session's roots only when that session is the only one.
-	rootsOwner(server string) *mcp.ServerSession
-	// listeners are the sessions that hear server's log messages.
-	listeners(server string) []*mcp.ServerSession
-	// log sends a log message to one of them.
-	log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams)
+// clients says which MCP client answers a request an upstream makes of
+// its client (sampling, elicitation, roots) and hears its log messages.
+// An upstream request carries no trace of the run_python call it serves,
+// so clients decides: the sessions of the MCP server the bridge serves
+// (stdio has exactly one), or, for the servers one session has of its own
+// (per_session), that session alone. It is built whole in [New]; the
+// bridge's MCP server is made there too.
+type clients struct {
+	srv  *mcp.Server        // the bridge's MCP server: its sessions are the clients
+	only *mcp.ServerSession // set: the view of one session's own servers
+	// shared is set when the sessions are many users' (HTTP): a message
+	// tied to no call reaches no client.
+	shared bool
+	// redact passes a log message's data for a session through its gate
+	// session's redaction; false: do not send it.
+	redact func(*mcp.ServerSession, any) (any, bool)
+	// current is the detached run_python call of a client on the newer
+	// protocol whose cell runs now (roundtrip.go).
+	current func(*mcp.ServerSession) *detachedRun
+	busy    *inflight // which sessions have calls in flight to which server
 }
 
-// serverSessions picks among the sessions of one MCP server: over stdio
-// there is one. It is empty until the server is made.
-type serverSessions struct {
-	srv    atomic.Pointer[mcp.Server]
-	redact atomic.Pointer[func(*mcp.ServerSession, any) (any, bool)]
-	route  atomic.Pointer[logRoute] // where log messages go (logging.go)
-	busy   inflight                 // which sessions have calls in flight to which server
+// forSession is the view of c for the servers ss has its own clients of.
+func (c *clients) forSession(ss *mcp.ServerSession) *clients {
+	own := *c
+	own.only = ss
+	return &own
 }
-
-func (p *serverSessions) set(s *mcp.Server) { p.srv.Store(s) }
 
 // client is the run_python caller when ctx has one, else the server's
 // only session. With several (HTTP), it is the one session that has calls
 // in flight to server; when none or several have, the request cannot be
 // told apart, so it goes to none rather than to another user.
-func (p *serverSessions) client(ctx context.Context, server string) *mcp.ServerSession {
+func (c *clients) client(ctx context.Context, server string) *mcp.ServerSession {
+	if c.only != nil {
+		return c.only
+	}
 	if ss := caller(ctx); ss != nil {
 		return ss
 	}
-	if ss := p.rootsOwner(server); ss != nil {
+	if ss := c.rootsOwner(server); ss != nil {
 		return ss
 	}
-	return p.busy.only(server)
+	return c.busy.only(server)
 }
 
-// rootsOwner is the server's only session, or nil.
-func (p *serverSessions) rootsOwner(string) *mcp.ServerSession {
-	if all := p.listeners(""); len(all) == 1 {
+// rootsOwner is the session whose roots server works in, or nil: roots
+// stay with a server beyond the call that asked for them, so a shared
+// server gets a session's roots only when that session is the only one.
+func (c *clients) rootsOwner(server string) *mcp.ServerSession {
+	if all := c.listeners(server); len(all) == 1 {
 		return all[0]
 	}
 	return nil
 }
 
+// listeners are the sessions that hear server's log messages.
+func (c *clients) listeners(string) []*mcp.ServerSession {
+	if c.only != nil {
+		return []*mcp.ServerSession{c.only}
+	}
+	var out []*mcp.ServerSession
+	for ss := range c.srv.Sessions() {
+		out = append(out, ss)
+	}
+	return out
+}
+
 // log sends a log message to ss, its data passed through the redaction
 // of ss's gate session first (the model may read the client's log).
-func (p *serverSessions) log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams) {
+func (c *clients) log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams) {
 	msg := *params
-	if r := p.redact.Load(); r != nil {
-		data, ok := (*r)(ss, msg.Data)
+	if c.redact != nil {
+		data, ok := c.redact(ss, msg.Data)
 		if !ok {
 			return
 		}
@@ -76,60 +92,19 @@ func (p *serverSessions) log(ctx context.Context, ss *mcp.ServerSession, params 
 	_ = ss.Log(context.WithoutCancel(ctx), &msg)
 }
 
-func (p *serverSessions) listeners(string) []*mcp.ServerSession {
-	srv := p.srv.Load()
-	if srv == nil {
-		return nil
-	}
-	var out []*mcp.ServerSession
-	for ss := range srv.Sessions() {
-		out = append(out, ss)
-	}
-	return out
-}
-
-// oneSession picks one MCP session, always: the session whose own
-// (per_session) servers ask or log. Sending a log message is the
-// bridge's picker's (its redaction applies).
-type oneSession struct {
-	ss *mcp.ServerSession
-	clientPicker
-}
-
-func (o oneSession) client(context.Context, string) *mcp.ServerSession { return o.ss }
-
-func (o oneSession) rootsOwner(string) *mcp.ServerSession { return o.ss }
-
-func (o oneSession) listeners(string) []*mcp.ServerSession { return []*mcp.ServerSession{o.ss} }
-
 // downstream answers the upstreams' requests to their client for the pool
-// (it is the pool's [upstream.Downstream]): it asks the client the picker
-// names, when that client declared the capability, and says clearly why
+// (it is the pool's [upstream.Downstream]): it asks the client its clients
+// name, when that client declared the capability, and says clearly why
 // not otherwise.
 type downstream struct {
-	picker clientPicker
-	roots  []*mcp.Root // from --root, for clients without roots
+	clients *clients
+	roots   []*mcp.Root // from --root, for clients without roots
 	// shared is set when the servers serve the sessions of several users
 	// (HTTP): a log message tied to no call then reaches no session.
 	shared bool
 	// notesOf are the upstream warnings for the stderr of a session's
 	// cells (nil: the session is gone).
 	notesOf func(*mcp.ServerSession) *cellNotes
-	// runOf is the run_python call of a client on the newer protocol
-	// whose cell runs now (roundtrip.go); nil when there is none.
-	runOf func(*mcp.ServerSession) *detachedRun
-}
-
-// newDownstream makes the bridge's downstream and gives it to pool. The
-// sessions it picks from are the ClientLog's, so that both reach the same
-// client.
-func newDownstream(pool *upstream.Pool, opts Options) *downstream {
-	d := &downstream{picker: &serverSessions{}, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession}
-	if opts.ClientLog != nil {
-		d.picker = opts.ClientLog.picker
-	}
-	pool.SetDownstream(d)
-	return d
 }
 
 // forSession is the downstream of the servers ss has its own clients of
@@ -137,16 +112,8 @@ func newDownstream(pool *upstream.Pool, opts Options) *downstream {
 // alone, and their warnings to notes, for the stderr of ss's cells. No
 // other session hears of them.
 func (d *downstream) forSession(ss *mcp.ServerSession, notes *cellNotes) *downstream {
-	return &downstream{picker: oneSession{ss, d.picker}, roots: d.roots, runOf: d.runOf,
+	return &downstream{clients: d.clients.forSession(ss), roots: d.roots,
 		notesOf: func(*mcp.ServerSession) *cellNotes { return notes }}
-}
-
-// attach points the picker at the MCP server the bridge serves, when it
-// picks among one server's sessions.
-func (d *downstream) attach(s *mcp.Server) {
-	if p, ok := d.picker.(*serverSessions); ok {
-		p.set(s)
-	}
 }
 
 // capabilities are what the client ss declared, never nil.
@@ -187,7 +154,7 @@ func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitPar
 // declared the capability has looks for; lacking says what it cannot do
 // (a format for the server's name), after "<client> does not".
 func (d *downstream) clientWith(ctx context.Context, server string, has func(*mcp.ClientCapabilities) bool, lacking string) (*mcp.ServerSession, error) {
-	ss := d.picker.client(ctx, server)
+	ss := d.clients.client(ctx, server)
 	if ss == nil {
 		return nil, d.noClient(server)
 	}
@@ -200,16 +167,16 @@ func (d *downstream) clientWith(ctx context.Context, server string, has func(*mc
 // current is the run_python call of ss whose cell runs now, when ss is on
 // the newer protocol (roundtrip.go), or nil.
 func (d *downstream) current(ss *mcp.ServerSession) *detachedRun {
-	if d.runOf == nil {
+	if d.clients.current == nil {
 		return nil
 	}
-	return d.runOf(ss)
+	return d.clients.current(ss)
 }
 
 // noClient says why no client answers server's request: none is
 // connected, or several sessions are and the request is not one's alone.
 func (d *downstream) noClient(server string) error {
-	if len(d.picker.listeners(server)) > 1 {
+	if len(d.clients.listeners(server)) > 1 {
 		return fmt.Errorf("server %q is shared by several MCP sessions, and this request of its client could not be told to be one session's (none, or more than one, had a call in flight to it); to give each session its own, set \"per_session\": true in its entry of the codebridge config", server)
 	}
 	return upstream.ErrNoClient
@@ -226,7 +193,7 @@ func clientGivesRoots(ss *mcp.ServerSession) bool {
 // by --root directories, or by the one client it works for, when that
 // client gives roots.
 func (d *downstream) AnswersRoots(server string) bool {
-	return len(d.roots) > 0 || clientGivesRoots(d.picker.rootsOwner(server))
+	return len(d.roots) > 0 || clientGivesRoots(d.clients.rootsOwner(server))
 }
 
 // noRootsAdvice ends the answer to a roots/list that nothing can answer.
@@ -237,7 +204,7 @@ const noRootsAdvice = "the server goes on without roots. If it needs a directory
 // ListRoots gives the client's roots; when it has none (it does not
 // support roots, or lists none), the --root directories; else why not.
 func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss := d.picker.rootsOwner(server)
+	ss := d.clients.rootsOwner(server)
 	var clientRoots *mcp.ListRootsResult
 	if clientGivesRoots(ss) {
 		r, err := ss.ListRoots(ctx, nil)
@@ -253,7 +220,7 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 		return &mcp.ListRootsResult{Roots: d.roots}, nil
 	case clientRoots != nil:
 		return clientRoots, nil
-	case ss == nil && len(d.picker.listeners(server)) > 1:
+	case ss == nil && len(d.clients.listeners(server)) > 1:
 		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots (\"per_session\": true in its entry gives each session's client its own); %s", server, noRootsAdvice)
 	case ss == nil:
 		return nil, fmt.Errorf("%w, so server %q gets no roots; %s", upstream.ErrNoClient, server, noRootsAdvice)
@@ -274,7 +241,7 @@ func (d *downstream) Log(_ context.Context, server string, p *mcp.LoggingMessage
 		return
 	}
 	msg := named(server, p)
-	for _, ss := range d.picker.listeners(server) {
+	for _, ss := range d.clients.listeners(server) {
 		d.send(nil, ss, msg)
 	}
 	d.note(nil, server, p)
@@ -304,7 +271,7 @@ func named(server string, p *mcp.LoggingMessageParams) *mcp.LoggingMessageParams
 
 // send sends msg to ss, within call (see [sendContext]).
 func (d *downstream) send(call context.Context, ss *mcp.ServerSession, msg *mcp.LoggingMessageParams) {
-	d.picker.log(sendContext(call, ss, d.runOf), ss, msg)
+	d.clients.log(sendContext(call, ss, d.clients.current), ss, msg)
 }
 
 // note keeps a warning or worse for the stderr of ss's running cell.

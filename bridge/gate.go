@@ -110,11 +110,10 @@ func (h *sandboxHost) visiblePage(page json.RawMessage, server, kind, key, name 
 	return json.Marshal(fields)
 }
 
-// askClient asks the user, through the MCP client of the run_python call
-// ctx serves, with elicitation/create; nil when there is no client
-// (codebridge exec).
-func askClient(ctx context.Context) gate.Asker {
-	ss := caller(ctx)
+// askClient asks the user, through ss, the MCP client of the run_python
+// call (r, when it is a detached run), with elicitation/create; nil when
+// there is no client (codebridge exec).
+func askClient(ss *mcp.ServerSession, r *detachedRun) gate.Asker {
 	if ss == nil {
 		return nil
 	}
@@ -122,7 +121,7 @@ func askClient(ctx context.Context) gate.Asker {
 		if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 			return gate.Answer{}, gate.ErrCannotAsk
 		}
-		res, err := asElicitResult(ask(ctx, ss, runOf(ctx), &mcp.ElicitParams{Message: question(q), RequestedSchema: approvalSchema}))
+		res, err := asElicitResult(ask(ctx, ss, r, &mcp.ElicitParams{Message: question(q), RequestedSchema: approvalSchema}))
 		if err != nil {
 			return gate.Answer{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
@@ -14,8 +15,8 @@ import (
 )
 
 // sandboxHost is what one sandbox session reaches out to: the configured
-// servers, the runtime's requests, and the output of its cells. It is the
-// bridge's side of [sandbox.Host].
+// servers, skills, files and gate of one session. It is the bridge's side
+// of [sandbox.Host]; each run_python call's side is a [call] over it.
 type sandboxHost struct {
 	pool *upstream.Pool
 	log  *slog.Logger
@@ -30,6 +31,8 @@ type sandboxHost struct {
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted
 	trips  *roundTrips   // the bridge's detached run_python calls (roundtrip.go); nil: none
+
+	metrics *metrics.Metrics // counts each request of the sandbox; nil: none
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {
@@ -67,71 +70,51 @@ func (h *sandboxHost) Stale() []string {
 	return stale
 }
 
-// Answer handles one request of the runtime (rpc.go). Its error carries
-// its kind (errkind.go), mapped here, once, for every method.
-func (h *sandboxHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
-	m, ok := methods[rpc.Method]
-	if !ok {
-		return nil, withKind(unknownMethod(rpc.Method))
-	}
-	if r := runOf(ctx); r != nil && h.trips != nil {
-		h.trips.touch(r) // an upstream's question during this request is this call's
-	}
-	val, err := m(ctx, h, rpc.Params)
-	return val, withKind(err)
-}
-
 // through is the one path every request that acts on something (a tool
 // call, a resource read, a prompt, an install) takes on the host: the
 // gate stands here, once, for all of them, in its fixed order (policy,
 // approval, private values put back, do, audit, redaction of the answer).
-// params are the request's raw parameters; do answers the request from
-// the parameters the gate passes it (with real values for tokens).
-func (h *sandboxHost) through(ctx context.Context, t protocol.Target, params json.RawMessage, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	if h.gate == nil {
-		return do(ctx, params)
-	}
-	tool, unlisted, err := h.listed(ctx, t)
+// c has a gate. req has the request's target and parameters (in the
+// gate's canonical form when it says so); through adds what the host
+// knows (the tool's listing, who can be asked). do answers the request
+// from the parameters the gate passes it (with real values for tokens).
+func (c *call) through(ctx context.Context, req gate.Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	tool, unlisted, err := c.listed(ctx, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	req := gate.Request{Target: t, Params: params, Unlisted: unlisted, Ask: askClient(ctx)}
+	req.Unlisted, req.Ask = unlisted, askClient(c.client, c.run)
 	if tool != nil {
 		req.Annotations = tool.Annotations
 	}
-	return h.gate.Through(ctx, req, do)
+	return c.gate.Through(ctx, req, do)
 }
 
-// Output passes a cell's output to the run_python call that ran it, when
-// that call watches its output (progress notifications).
-func (h *sandboxHost) Output(ctx context.Context, stream, text string) {
-	if f, ok := ctx.Value(outputKey{}).(func(stream, text string)); ok {
-		f(stream, text)
-	}
-}
+// callKey carries the run_python call a context serves, for log messages
+// alone: an slog handler ([ClientLog]) and an upstream's log message tied
+// to a tool call ([upstream.Downstream.LogCall]) get a context and nothing
+// else, and the go-sdk sends a message within a request through that
+// request's context. Everything else is handed the call explicitly.
+type callKey struct{}
 
-// outputKey carries a run_python call's output watcher in its context.
-type outputKey struct{}
-
-func withOutput(ctx context.Context, f func(stream, text string)) context.Context {
-	return context.WithValue(ctx, outputKey{}, f)
-}
-
-// callerKey carries the MCP session of the run_python call a cell serves,
-// so that what the cell asks of the host can ask the client in turn
-// (approval, sampling, elicitation, roots).
-type callerKey struct{}
-
-func withCaller(ctx context.Context, ss *mcp.ServerSession) context.Context {
-	if ss == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, callerKey{}, ss)
+// withCall is ctx tied to c, for its log messages.
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
 }
 
 // caller is the MCP session of the run_python call that ctx serves, or nil
-// (codebridge exec, tests).
+// (codebridge exec, tests, a message tied to no call).
 func caller(ctx context.Context) *mcp.ServerSession {
-	ss, _ := ctx.Value(callerKey{}).(*mcp.ServerSession)
-	return ss
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c.client
+	}
+	return nil
+}
+
+// runOf is the detached run that ctx serves, or nil.
+func runOf(ctx context.Context) *detachedRun {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c.run
+	}
+	return nil
 }

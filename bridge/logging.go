@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,13 +24,17 @@ import (
 // error's Detail, a server's stderr, commands and paths in other
 // attributes) never leaves the host.
 type ClientLog struct {
-	picker *serverSessions
-	attrs  []slog.Attr
+	// to are the clients of the bridge made with it, once it is made. The
+	// handler exists before the bridge (everything the bridge is made of
+	// logs through it), so this is the one thing [New] sets on something
+	// made before it.
+	to    *atomic.Pointer[clients]
+	attrs []slog.Attr
 }
 
 // NewClientLog returns a handler that sends nothing until a bridge made
 // with it in [Options.ClientLog] serves a client.
-func NewClientLog() *ClientLog { return &ClientLog{picker: &serverSessions{}} }
+func NewClientLog() *ClientLog { return &ClientLog{to: &atomic.Pointer[clients]{}} }
 
 // Enabled is true from warnings up.
 func (h *ClientLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
@@ -48,8 +52,8 @@ func (h *ClientLog) WithGroup(string) slog.Handler { return h }
 // Handle sends r to the client of the call ctx serves, or with no call,
 // to the bridge's only user's.
 func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
-	route := h.picker.route.Load()
-	if route == nil {
+	c := h.to.Load()
+	if c == nil {
 		return nil
 	}
 	ss := caller(ctx)
@@ -57,10 +61,10 @@ func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
 	switch {
 	case ss != nil:
 		sessions = []*mcp.ServerSession{ss}
-	case route.shared:
+	case c.shared:
 		return nil // tied to no call of a bridge many users share
 	default:
-		sessions = h.picker.listeners("")
+		sessions = c.listeners("")
 		ctx = nil
 	}
 	if len(sessions) == 0 {
@@ -82,20 +86,9 @@ func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(keep)
 	params := &mcp.LoggingMessageParams{Logger: "codebridge", Level: mcpLevel(r.Level), Data: data}
 	for _, ss := range sessions {
-		h.picker.log(sendContext(ctx, ss, route.current), ss, params)
+		c.log(sendContext(ctx, ss, c.current), ss, params)
 	}
 	return nil
-}
-
-// logRoute is what the bridge tells its sessions' picker about where log
-// messages go.
-type logRoute struct {
-	// shared is set when the sessions are many users' (HTTP): a message
-	// tied to no call reaches no client.
-	shared bool
-	// current is the detached run_python call of a client on the newer
-	// protocol whose cell runs now (roundtrip.go).
-	current func(*mcp.ServerSession) *detachedRun
 }
 
 // sendContext is the context a log message for ss is sent in. call is the
@@ -231,17 +224,16 @@ func (n *cellNotes) add(line string) {
 	}
 }
 
-// withUpstreamProgress makes the upstream tool calls made under ctx ask
-// for progress, and shows each notification as the latest line of the
-// run_python call's progress (when that call watches its output).
-func withUpstreamProgress(ctx context.Context, server string) context.Context {
-	watch, ok := ctx.Value(outputKey{}).(func(stream, text string))
-	if !ok {
-		return ctx
+// upstreamProgress is the progress watcher of an upstream tool call made
+// for c: it shows each notification as the latest line of c's progress,
+// when c watches its output (nil otherwise).
+func upstreamProgress(c *call, server string) func(*mcp.ProgressNotificationParams) {
+	if c.output == nil {
+		return nil
 	}
-	return upstream.WithProgress(ctx, func(p *mcp.ProgressNotificationParams) {
-		watch("upstream", progressLine(server, p)+"\n")
-	})
+	return func(p *mcp.ProgressNotificationParams) {
+		c.output("upstream", progressLine(server, p)+"\n")
+	}
 }
 
 // progressLine says what an upstream's progress notification says:

@@ -47,7 +47,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 	log := slog.New(cl)
 	// The client asked for warning and up: a notice-level upstream message
 	// is dropped by the session, a warning is sent.
-	d := &downstream{picker: cl.picker, notesOf: fixedNotes(&cellNotes{})}
+	d := &downstream{clients: cl.to.Load(), notesOf: fixedNotes(&cellNotes{})}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "notice", Data: "quiet"})
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "loud", Logger: "db"})
 	log.Error("bridge error")
@@ -62,7 +62,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 
 func TestCellNotes(t *testing.T) {
 	n := &cellNotes{}
-	d := &downstream{picker: &serverSessions{}, notesOf: fixedNotes(n)}
+	d := &downstream{clients: noClients(), notesOf: fixedNotes(n)}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "before any cell"})
 	end := n.begin()
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "info", Data: "too low"})
@@ -85,7 +85,7 @@ func TestCellNotes(t *testing.T) {
 }
 
 func TestDownstreamWithoutClient(t *testing.T) {
-	d := &downstream{picker: &serverSessions{}, notesOf: fixedNotes(&cellNotes{})}
+	d := &downstream{clients: noClients(), notesOf: fixedNotes(&cellNotes{})}
 	ctx := context.Background()
 	if _, err := d.CreateMessage(ctx, "ev", &mcp.CreateMessageParams{}); !errors.Is(err, upstream.ErrNoClient) {
 		t.Fatalf("sampling without a client: %v", err)
@@ -124,7 +124,9 @@ func TestProgressLine(t *testing.T) {
 // reaches none.
 func TestSessionDownstreamIsPrivate(t *testing.T) {
 	cl, sessions, heard := sessionsOf(t, 2)
-	cl.picker.route.Store(&logRoute{shared: true})
+	shares := *cl.to.Load()
+	shares.shared = true
+	cl.to.Store(&shares)
 	ctx := context.Background()
 	notes := []*cellNotes{{}, {}}
 	notesOf := func(ss *mcp.ServerSession) *cellNotes {
@@ -135,13 +137,13 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		}
 		return nil
 	}
-	shared := &downstream{picker: cl.picker, shared: true, notesOf: notesOf}
+	shared := &downstream{clients: cl.to.Load(), shared: true, notesOf: notesOf}
 	own := &cellNotes{}
 	mine := shared.forSession(sessions[0], own)
 	end0, end1, endOwn := notes[0].begin(), notes[1].begin(), own.begin()
 	mine.Log(ctx, "own", &mcp.LoggingMessageParams{Level: "warning", Data: "only-for-0"})
 	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "whose-call-unknown"})
-	shared.LogCall(withCaller(ctx, sessions[1]), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
+	shared.LogCall(withCall(ctx, &call{client: sessions[1]}), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
 	if got := endOwn(); got != "[own warning] only-for-0\n" {
 		t.Fatalf("the session's own notes: %q", got)
 	}
@@ -158,7 +160,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		t.Fatalf("session 1 heard %+v, want its call's message", p)
 	}
 	slog.New(cl).Warn("tied to no call")
-	slog.New(cl).WarnContext(withCaller(ctx, sessions[0]), "for-0's call")
+	slog.New(cl).WarnContext(withCall(ctx, &call{client: sessions[0]}), "for-0's call")
 	if p := <-heard[0]; p.Data.(map[string]any)["message"] != "for-0's call" {
 		t.Fatalf("session 0 heard %+v, want the warning of its call", p)
 	}
@@ -183,12 +185,12 @@ func fixedNotes(n *cellNotes) func(*mcp.ServerSession) *cellNotes {
 func TestSharedServerWithSeveralSessions(t *testing.T) {
 	cl, sessions, _ := sessionsOf(t, 2)
 	ctx := context.Background()
-	d := &downstream{picker: cl.picker, notesOf: fixedNotes(&cellNotes{})}
+	d := &downstream{clients: cl.to.Load(), notesOf: fixedNotes(&cellNotes{})}
 	sampling := func(c *mcp.ClientCapabilities) bool { return true }
 	if _, err := d.clientWith(ctx, "s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
 		t.Fatalf("no call in flight: %v", err)
 	}
-	end := cl.picker.busy.begin("s", sessions[1])
+	end := cl.to.Load().busy.begin("s", sessions[1])
 	if ss, err := d.clientWith(ctx, "s", sampling, "%q"); err != nil || ss != sessions[1] {
 		t.Fatalf("one session calling: %v, %v", ss, err)
 	}
@@ -208,8 +210,7 @@ func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *
 	t.Helper()
 	cl := NewClientLog()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	cl.picker.set(srv)
-	cl.picker.route.Store(&logRoute{})
+	cl.to.Store(&clients{srv: srv, busy: &inflight{}})
 	ctx := context.Background()
 	var sessions []*mcp.ServerSession
 	var heard []chan *mcp.LoggingMessageParams
@@ -234,4 +235,9 @@ func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *
 		sessions, heard = append(sessions, ss), append(heard, got)
 	}
 	return cl, sessions, heard
+}
+
+// noClients are the clients of a bridge no client is connected to.
+func noClients() *clients {
+	return &clients{srv: mcp.NewServer(&mcp.Implementation{Name: "s"}, nil), busy: &inflight{}}
 }

@@ -30,17 +30,16 @@ func (b *Bridge) Packages() *Packages { return b.opts.Packages }
 
 // install answers the runtime's install request: resolve on the host,
 // write the wheels into the sandbox that asked, say where they are.
-func install(ctx context.Context, h *sandboxHost, p protocol.InstallParams) (json.RawMessage, error) {
+func install(ctx context.Context, h *call, p protocol.InstallParams) (json.RawMessage, error) {
 	if h.packages == nil || h.packages.Installer == nil {
 		return nil, &packages.Error{Kind: packages.Refused, Msg: "this bridge does not install packages (no state directory is set up); start codebridge serve with --state-dir"}
 	}
-	sess := sandbox.Current(ctx)
-	if sess == nil {
+	if h.sbx == nil {
 		return nil, errors.New("install: no sandbox session to install into")
 	}
-	answer, err := sendWheels(ctx, h, sess, p)
+	answer, err := sendWheels(ctx, h.sandboxHost, h.sbx, p)
 	if err != nil {
-		return nil, installError(h, err)
+		return nil, installError(h.sandboxHost, err)
 	}
 	return answer, nil
 }

@@ -15,8 +15,8 @@ import (
 // redacted (a file's name or URI can hold personal data); reads and
 // prompts pass through the gate.
 
-func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResourcesParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+func listResources(ctx context.Context, h *call, p protocol.ListResourcesParams) (json.RawMessage, error) {
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
 		page, err := s.ListResources(ctx, p.Cursor)
 		if err != nil {
 			return nil, err
@@ -25,8 +25,8 @@ func listResources(ctx context.Context, h *sandboxHost, p protocol.ListResources
 	})
 }
 
-func listResourceTemplates(ctx context.Context, h *sandboxHost, p protocol.ListResourceTemplatesParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+func listResourceTemplates(ctx context.Context, h *call, p protocol.ListResourceTemplatesParams) (json.RawMessage, error) {
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
 		page, err := s.ListResourceTemplates(ctx, p.Cursor)
 		if err != nil {
 			return nil, err
@@ -35,8 +35,8 @@ func listResourceTemplates(ctx context.Context, h *sandboxHost, p protocol.ListR
 	})
 }
 
-func listPrompts(ctx context.Context, h *sandboxHost, p protocol.ListPromptsParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+func listPrompts(ctx context.Context, h *call, p protocol.ListPromptsParams) (json.RawMessage, error) {
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
 		page, err := s.ListPrompts(ctx, p.Cursor)
 		if err != nil {
 			return nil, err
@@ -69,12 +69,12 @@ func (h *sandboxHost) redactContent(c mcp.Content) {
 	}
 }
 
-func readResource(ctx context.Context, h *sandboxHost, p protocol.ReadResourceParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ReadResource(ctx, p.URI) })
+func readResource(ctx context.Context, h *call, p protocol.ReadResourceParams) (json.RawMessage, error) {
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ReadResource(ctx, p.URI) })
 }
 
-func getPrompt(ctx context.Context, h *sandboxHost, p protocol.GetPromptParams) (json.RawMessage, error) {
-	return onServer(h, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
+func getPrompt(ctx context.Context, h *call, p protocol.GetPromptParams) (json.RawMessage, error) {
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
 		return s.GetPrompt(ctx, p.Name, p.Arguments)
 	})
 }

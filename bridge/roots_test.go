@@ -10,7 +10,7 @@ import (
 // the refusal's advice never asks for --root alone (it replaces the
 // directories a server such as the filesystem server was given).
 func TestAnswersRoots(t *testing.T) {
-	d := &downstream{picker: &serverSessions{}}
+	d := &downstream{clients: noClients()}
 	if d.AnswersRoots("fs") {
 		t.Fatal("roots offered with no client and no --root")
 	}

@@ -227,23 +227,14 @@ func (t *roundTrips) endSession(ss *mcp.ServerSession) {
 	delete(t.current, ss)
 }
 
-// runKey carries the detached run a cell belongs to in its context.
-type runKey struct{}
-
-func runOf(ctx context.Context) *detachedRun {
-	r, _ := ctx.Value(runKey{}).(*detachedRun)
-	return r
-}
-
 // runDetached starts the cell of a client on the newer protocol apart
 // from its call, then waits as a call does.
-func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, start func(context.Context, func(stream, text string)) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, start func(context.Context, *detachedRun) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := b.trips.add(req.Session, cancel)
-	runCtx = context.WithValue(runCtx, runKey{}, r)
 	go func() {
 		defer cancel()
-		r.done <- start(runCtx, r.output)
+		r.done <- start(runCtx, r)
 		// A client that never calls again leaves the result here: drop it.
 		r.mu.Lock()
 		if !r.collected {

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/upstream"
 )
 
 // method answers one RPC method of the runtime (pyruntime/PROTOCOL.md).
-type method func(ctx context.Context, h *sandboxHost, params json.RawMessage) (json.RawMessage, error)
+type method func(ctx context.Context, c *call, params json.RawMessage) (json.RawMessage, error)
 
 // methods are the RPC methods the bridge answers, each with its own
 // parameter type (package protocol).
@@ -37,37 +38,60 @@ var methods = map[string]method{
 
 // typed decodes a method's parameters into P, once, and sends a request
 // that acts on something (P is [protocol.Targeted]) through the host's one
-// gate before fn answers it.
-func typed[P any](fn func(context.Context, *sandboxHost, P) (json.RawMessage, error)) method {
-	return func(ctx context.Context, h *sandboxHost, raw json.RawMessage) (json.RawMessage, error) {
+// gate before fn answers it. Such a request's parameters are put in the
+// gate's canonical form first ([gate.Canonical]), and P is decoded from
+// that form: the gate, the audit and the upstream see the same text, and
+// nothing parses it again unless the gate puts private values back.
+func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) method {
+	return func(ctx context.Context, c *call, raw json.RawMessage) (json.RawMessage, error) {
 		var p P
-		if len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+		if _, targeted := any(p).(protocol.Targeted); !targeted || c.gate == nil { // no gate: nothing to pass
+			if err := decodeParams(raw, &p); err != nil {
+				return nil, err
 			}
+			return fn(ctx, c, p)
 		}
-		t, ok := any(p).(protocol.Targeted)
-		if !ok {
-			return fn(ctx, h, p)
+		params, err := gate.Canonical(raw)
+		canonical := err == nil
+		if !canonical {
+			params = raw // the gate refuses it, and says why; decoded for its target alone
 		}
-		return h.through(ctx, t.Target(), raw, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			if !bytes.Equal(params, raw) { // the gate put private values back
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical}
+		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
+			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
+		}
+		return c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
+			if !bytes.Equal(sent, params) { // the gate put private values back
 				var q P
-				if err := json.Unmarshal(params, &q); err != nil {
-					return nil, fmt.Errorf("the parameters of this request are not valid: %v", err)
+				if err := decodeParams(sent, &q); err != nil {
+					return nil, err
 				}
 				p = q
 			}
-			return fn(ctx, h, p)
+			return fn(ctx, c, p)
 		})
 	}
+}
+
+// decodeParams decodes a request's parameters into p; none leave p zero.
+func decodeParams[P any](raw json.RawMessage, p *P) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return fmt.Errorf("the parameters of this request are not valid: %v", err)
+	}
+	return nil
 }
 
 func unknownMethod(name string) error {
 	return fmt.Errorf("the bridge does not know the request %q (runtime and bridge versions differ?)", name)
 }
 
-func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (json.RawMessage, error) {
+func callTool(ctx context.Context, h *call, p protocol.CallToolParams) (json.RawMessage, error) {
 	s, err := h.pool.Get(p.Server)
 	if err != nil {
 		return nil, err
@@ -75,11 +99,11 @@ func callTool(ctx context.Context, h *sandboxHost, p protocol.CallToolParams) (j
 	if p.Tool == "" {
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
-	defer h.busy.begin(p.Server, caller(ctx))()
-	return s.Call(withUpstreamProgress(ctx, p.Server), p.Tool, p.Arguments)
+	defer h.busy.begin(p.Server, h.client)()
+	return s.Call(ctx, p.Tool, p.Arguments, upstreamProgress(h, p.Server))
 }
 
-func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) (json.RawMessage, error) {
+func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.RawMessage, error) {
 	s, err := h.pool.Get(p.Server)
 	if err != nil {
 		return nil, err
@@ -91,7 +115,7 @@ func listTools(ctx context.Context, h *sandboxHost, p protocol.ListToolsParams) 
 	return json.Marshal(h.toolList(p.Server, tools))
 }
 
-func listServers(_ context.Context, h *sandboxHost, _ protocol.ListServersParams) (json.RawMessage, error) {
+func listServers(_ context.Context, h *call, _ protocol.ListServersParams) (json.RawMessage, error) {
 	out := []protocol.ServerEntry{}
 	for _, s := range h.pool.Servers() {
 		out = append(out, protocol.ServerEntry{Name: s.Name(), Description: s.Description(), Running: s.Running()})
@@ -99,7 +123,7 @@ func listServers(_ context.Context, h *sandboxHost, _ protocol.ListServersParams
 	return json.Marshal(out)
 }
 
-func startServers(ctx context.Context, h *sandboxHost, p protocol.StartServersParams) (json.RawMessage, error) {
+func startServers(ctx context.Context, h *call, p protocol.StartServersParams) (json.RawMessage, error) {
 	out := make([]protocol.StartEntry, len(p.Servers))
 	for i, err := range h.pool.Start(ctx, p.Servers) {
 		out[i] = protocol.StartEntry{Name: p.Servers[i], OK: err == nil}
@@ -113,7 +137,7 @@ func startServers(ctx context.Context, h *sandboxHost, p protocol.StartServersPa
 // searchWait bounds how long a search waits for a server to start.
 const searchWait = 20 * time.Second
 
-func searchTools(ctx context.Context, h *sandboxHost, p protocol.SearchToolsParams) (json.RawMessage, error) {
+func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (json.RawMessage, error) {
 	if p.Limit <= 0 {
 		p.Limit = 5
 	}

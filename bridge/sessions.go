@@ -1,14 +1,9 @@
 package bridge
 
 import (
-	"context"
-	"encoding/json"
 	"sync"
-	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/metrics"
-	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,18 +33,15 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = &b.trips
-	if picker, ok := b.down.picker.(*serverSessions); ok && b.opts.PerSession {
-		h.busy = &picker.busy // with one session, its client is the one to ask
+	if b.opts.PerSession {
+		h.busy = b.clients.busy // with one session calling a server, its client is the one to ask
 	}
-	var host sandbox.Host = h
-	if b.opts.Metrics != nil {
-		host = meteredHost{host, b.opts.Metrics}
-	}
+	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
 	if b.warm != nil {
-		s.sbx = b.warm.NewSession(host)
+		s.sbx = b.warm.NewSession(h)
 	} else {
-		s.sbx = b.sandboxes.NewSession(b.cfg, host)
+		s.sbx = b.sandboxes.NewSession(b.cfg, h)
 	}
 	return s
 }
@@ -182,17 +174,4 @@ func (b *Bridge) closeAll() {
 	}
 	wg.Wait()
 	b.closing.Wait() // sessions ended just before Close, still being removed
-}
-
-// meteredHost records each request of the sandbox it answers.
-type meteredHost struct {
-	sandbox.Host
-	m *metrics.Metrics
-}
-
-func (h meteredHost) Answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, error) {
-	start := time.Now()
-	res, err := h.Host.Answer(ctx, rpc)
-	h.m.Request(rpc.Method, err, time.Since(start))
-	return res, err
 }

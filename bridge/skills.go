@@ -29,7 +29,7 @@ func (h *sandboxHost) skillFiles() []protocol.File {
 	return files
 }
 
-func saveSkill(_ context.Context, h *sandboxHost, p protocol.SaveSkillParams) (json.RawMessage, error) {
+func saveSkill(_ context.Context, h *call, p protocol.SaveSkillParams) (json.RawMessage, error) {
 	if h.skills == nil {
 		return nil, errNoSkills
 	}
@@ -41,7 +41,7 @@ func saveSkill(_ context.Context, h *sandboxHost, p protocol.SaveSkillParams) (j
 	return json.Marshal(sk.Info())
 }
 
-func listSkills(_ context.Context, h *sandboxHost, _ protocol.ListSkillsParams) (json.RawMessage, error) {
+func listSkills(_ context.Context, h *call, _ protocol.ListSkillsParams) (json.RawMessage, error) {
 	if h.skills == nil {
 		return nil, errNoSkills
 	}
@@ -56,7 +56,7 @@ func listSkills(_ context.Context, h *sandboxHost, _ protocol.ListSkillsParams) 
 	return json.Marshal(out)
 }
 
-func deleteSkill(_ context.Context, h *sandboxHost, p protocol.DeleteSkillParams) (json.RawMessage, error) {
+func deleteSkill(_ context.Context, h *call, p protocol.DeleteSkillParams) (json.RawMessage, error) {
 	if h.skills == nil {
 		return nil, errNoSkills
 	}

@@ -112,18 +112,10 @@ func workspacePath(uri string) (string, error) {
 	return path.Join(sandbox.WorkspacePath, rel), nil
 }
 
-// sharesKey carries the files one run_python call shares.
-type sharesKey struct{}
-
 // shares collects the files a run_python call shared, for its result.
 type shares struct {
 	mu   sync.Mutex
 	list []protocol.Shared
-}
-
-func withShares(ctx context.Context) (context.Context, *shares) {
-	s := &shares{}
-	return context.WithValue(ctx, sharesKey{}, s), s
 }
 
 // links are the resource links the call's result carries, one per file.
@@ -143,18 +135,16 @@ func (s *shares) links() []mcp.Content {
 	return out
 }
 
-func share(ctx context.Context, h *sandboxHost, p protocol.ShareParams) (json.RawMessage, error) {
+func share(_ context.Context, h *call, p protocol.ShareParams) (json.RawMessage, error) {
 	uri := workspaceURI(p.Path)
 	if uri == "" {
 		return nil, fmt.Errorf("%q is not a file under %s: only workspace files can be shared", p.Path, sandbox.WorkspacePath)
 	}
 	sh := protocol.Shared{URI: uri, Name: strings.TrimPrefix(p.Path, sandbox.WorkspacePath+"/"), MIME: fileMIME(p.Path, p.MIME, nil), Size: p.Size}
 	h.files.add(sh)
-	if s, ok := ctx.Value(sharesKey{}).(*shares); ok {
-		s.mu.Lock()
-		s.list = append(s.list, sh)
-		s.mu.Unlock()
-	}
+	h.shared.mu.Lock()
+	h.shared.list = append(h.shared.list, sh)
+	h.shared.mu.Unlock()
 	return json.Marshal(sh)
 }
 

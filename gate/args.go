@@ -21,11 +21,14 @@ import (
 // upstream acts on the last while a reader sees the first, and padding
 // pushes the effective value past what a question shows.
 
-// canonical parses params and encodes them again: members of each object
+// Canonical parses params and encodes them again: members of each object
 // sorted by name, no whitespace, strings in their shortest escaping
 // (invalid UTF-8 becomes U+FFFD), numbers as written. A name given twice
 // in one object, at any depth, is an error, as is text that is not JSON.
-func canonical(params json.RawMessage) (json.RawMessage, error) {
+// A caller that decodes the parameters itself decodes this form, once,
+// and passes it in [Request.Params] with [Request.Canonical] set, so that
+// the gate does not parse them again.
+func Canonical(params json.RawMessage) (json.RawMessage, error) {
 	if len(params) == 0 {
 		return params, nil
 	}

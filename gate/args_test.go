@@ -12,16 +12,16 @@ import (
 // compact, shortest escapes, numbers as written); a name given twice at
 // any depth is refused, naming where.
 func TestCanonicalParams(t *testing.T) {
-	got, err := canonical(json.RawMessage(`{"tool": "t",  "arguments": {"b": [1,  2.50], "a": "\u0041\n", "n": 12345678901234567890}}`))
+	got, err := Canonical(json.RawMessage(`{"tool": "t",  "arguments": {"b": [1,  2.50], "a": "\u0041\n", "n": 12345678901234567890}}`))
 	if err != nil || string(got) != `{"arguments":{"a":"A\n","b":[1,2.50],"n":12345678901234567890},"tool":"t"}` {
 		t.Fatalf("canonical: %s, %v", got, err)
 	}
 	for _, dup := range []string{`{"a":1,"a":2}`, `{"arguments":{"x":{"path":"/tmp/x","path":"/"}}}`, `{"arguments":[{"k":1,"k":1}]}`} {
-		if _, err := canonical(json.RawMessage(dup)); err == nil {
+		if _, err := Canonical(json.RawMessage(dup)); err == nil {
 			t.Errorf("%s passed", dup)
 		}
 	}
-	if _, err := canonical(json.RawMessage(`{"arguments":{"x":{"path":"/tmp/x","path":"/"}}}`)); err == nil || !strings.Contains(err.Error(), `"path" within "/arguments/x"`) {
+	if _, err := Canonical(json.RawMessage(`{"arguments":{"x":{"path":"/tmp/x","path":"/"}}}`)); err == nil || !strings.Contains(err.Error(), `"path" within "/arguments/x"`) {
 		t.Errorf("the error does not say where: %v", err)
 	}
 }

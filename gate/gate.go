@@ -112,6 +112,12 @@ type Request struct {
 	Target protocol.Target
 	// Params are the request's raw parameters; tokens in them are put back.
 	Params json.RawMessage
+	// Canonical says Params are already in the gate's canonical form
+	// ([Canonical]'s output): they are not parsed again.
+	Canonical bool
+	// Arguments are the "arguments" member of canonical Params, when the
+	// caller decoded them; nil: the gate looks for them in Params.
+	Arguments json.RawMessage
 	// Annotations are the tool's own (nil if none or not a tool).
 	Annotations *mcp.ToolAnnotations
 	// Unlisted says the request names a tool its server does not list
@@ -187,11 +193,16 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	ctx, span := g.cfg.Tracing.start(ctx, t.Kind+" "+t.Server+"."+t.Name,
 		attribute.String("codebridge.session", s.ID), attribute.String("codebridge.kind", t.Kind),
 		attribute.String("codebridge.server", t.Server), attribute.String("codebridge.name", t.Name))
-	params, perr := canonical(req.Params) // what is shown, audited and sent
-	if perr != nil {
-		params = req.Params // audited as sent, and refused
+	params, perr := req.Params, error(nil) // what is shown, audited and sent
+	if !req.Canonical {
+		if params, perr = Canonical(req.Params); perr != nil {
+			params = req.Params // audited as sent, and refused
+		}
 	}
-	args := arguments(params)
+	args := req.Arguments
+	if !req.Canonical || args == nil {
+		args = arguments(params)
+	}
 	rec := Record{Event: "call", ID: id, Session: s.ID, Kind: t.Kind, Server: t.Server, Name: t.Name, ArgBytes: len(args)}
 	if g.cfg.Audit != nil {
 		sum := sha256.Sum256(args)

@@ -19,7 +19,6 @@ type cell struct {
 	c      *live
 	id     int64
 	req    Request
-	caller context.Context // the ctx of Run, for the host
 	ctx    context.Context // ends with the cell: cancels its requests
 	cancel context.CancelFunc
 	done   <-chan struct{} // the caller's cancellation; nil once seen
@@ -40,7 +39,7 @@ func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
 	s.mu.Unlock()
 	cellCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &cell{
-		s: s, c: c, id: id, req: req, caller: ctx, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
+		s: s, c: c, id: id, req: req, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
 		res:    &Result{StateKept: true},
 		stdout: newClipBuffer(s.cfg.OutputLimit), stderr: newClipBuffer(s.cfg.OutputLimit),
 		slots: make(chan struct{}, MaxInFlight),
@@ -114,7 +113,7 @@ func (cl *cell) output(f protocol.Out) {
 	} else {
 		cl.stdout.WriteString(f.Data)
 	}
-	cl.s.host.Output(cl.caller, f.Stream, f.Data)
+	cl.req.Caller.Output(f.Stream, f.Data)
 }
 
 func (cl *cell) doneFrame(f protocol.Done) {
@@ -184,7 +183,7 @@ func (cl *cell) answer(f protocol.RPC) {
 	var val []byte
 	err := cl.ctx.Err() // an interrupted cell's requests never reach the host
 	if err == nil {
-		val, err = cl.s.host.Answer(cl.ctx, f)
+		val, err = cl.req.Caller.Answer(cl.ctx, f)
 	}
 	if err != nil && cl.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = errors.New("the call was cancelled because the run_python call was stopped")

@@ -41,11 +41,11 @@ func BenchmarkRPCRoundTrip(b *testing.B) {
 			m := &Manager{log: slog.New(slog.DiscardHandler), connect: func(context.Context) (Engine, error) { return directEngine{}, nil }}
 			s := m.NewSession(Config{Channel: mode, Log: slog.New(slog.DiscardHandler)}, host)
 			defer s.Close()
-			if _, err := s.Run(context.Background(), Request{Code: "1", Timeout: time.Minute}); err != nil {
+			if _, err := s.Run(context.Background(), Request{Code: "1", Timeout: time.Minute, Caller: host}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			res, err := s.Run(context.Background(), Request{Code: strings.Replace(rpcLoop, "range(N)", "range("+strconv.Itoa(max(b.N, 1))+")", 1), Timeout: 10 * time.Minute})
+			res, err := s.Run(context.Background(), Request{Code: strings.Replace(rpcLoop, "range(N)", "range("+strconv.Itoa(max(b.N, 1))+")", 1), Timeout: 10 * time.Minute, Caller: host})
 			if err != nil || res.Status != StatusOK {
 				b.Fatalf("%v %+v", err, res)
 			}

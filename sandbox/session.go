@@ -15,10 +15,9 @@ import (
 	"github.com/codebridge/codebridge/pyruntime"
 )
 
-// Host is what a session needs from the program that runs it (the bridge):
-// the one interface through which the sandbox reaches out. Each session
-// has one; the ctx a method gets carries the values of the ctx given to
-// [Session.Run], so that the host can tell which call a cell serves.
+// Host is what a session needs from the program that runs it (the bridge),
+// for every cell alike. Each session has one; what one cell asks goes to
+// the [Caller] of its [Request].
 type Host interface {
 	// Servers are announced to a new runtime, which makes them Python
 	// objects.
@@ -30,6 +29,14 @@ type Host interface {
 	// It names the upstream servers whose tools changed since it was last
 	// called; the runtime drops its cached tool lists for them.
 	Stale() []string
+}
+
+// Caller is the call one cell serves, as the host sees it: it answers the
+// requests the cell's runtime sends and sees its output. The program that
+// runs the cell makes it, with whatever it needs to know of the call (who
+// made it, what watches it), and passes it in the [Request]: nothing about
+// the call rides in a context.
+type Caller interface {
 	// Answer handles one request the runtime sent while the cell ran
 	// (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md), on a
 	// goroutine of its own; ctx ends with the cell. The value must be
@@ -38,7 +45,7 @@ type Host interface {
 	// Output sees each piece of the cell's output as it arrives (stream is
 	// "stdout" or "stderr"), on the goroutine that collects the cell's
 	// frames: it must return quickly.
-	Output(ctx context.Context, stream, text string)
+	Output(stream, text string)
 }
 
 // RemoveTimeout bounds removing one container. Removing is quick on most
@@ -163,6 +170,9 @@ type Request struct {
 	Timeout time.Duration
 	// TOON asks for a final value that is JSON data as TOON text.
 	TOON bool
+	// Caller answers the cell's requests and sees its output; nil answers
+	// none.
+	Caller Caller
 }
 
 // Session is one persistent sandbox: one container at a time, with the
@@ -201,7 +211,9 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer func() { <-s.turn }()
 
-	ctx = context.WithValue(ctx, sessionKey{}, s) // for the host's answers (Current)
+	if req.Caller == nil {
+		req.Caller = noCaller{}
+	}
 	start := time.Now()
 	c, err := s.container(ctx)
 	if err != nil {
@@ -503,11 +515,15 @@ func (s *Session) Close() error {
 // noHost is the Host of a session made without one.
 type noHost struct{}
 
-func (noHost) Servers() []protocol.ServerInfo         { return nil }
-func (noHost) StartFiles() []protocol.File            { return nil }
-func (noHost) Stale() []string                        { return nil }
-func (noHost) Output(context.Context, string, string) {}
-func (noHost) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
+func (noHost) Servers() []protocol.ServerInfo { return nil }
+func (noHost) StartFiles() []protocol.File    { return nil }
+func (noHost) Stale() []string                { return nil }
+
+// noCaller is the Caller of a cell run without one.
+type noCaller struct{}
+
+func (noCaller) Output(string, string) {}
+func (noCaller) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
 	return nil, errors.New("this bridge answers no requests from the sandbox")
 }
 

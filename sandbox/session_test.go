@@ -90,6 +90,9 @@ func localSession(t *testing.T, cfg Config, host Host) (*Session, string) {
 func run(t *testing.T, s *Session, req Request) *Result {
 	t.Helper()
 	req.Timeout = time.Minute
+	if h, ok := s.host.(*testHost); ok && req.Caller == nil {
+		req.Caller = h // the test's host answers its cells too
+	}
 	res, err := s.Run(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +160,8 @@ func TestSessionTOONValue(t *testing.T) {
 	}
 }
 
-// testHost is a Host whose parts a test fills in.
+// testHost is a Host, and the Caller of the cells run by run, whose parts
+// a test fills in.
 type testHost struct {
 	servers []protocol.ServerInfo
 	files   []protocol.File
@@ -174,7 +178,7 @@ func (h *testHost) Stale() []string {
 	}
 	return h.stale()
 }
-func (h *testHost) Output(_ context.Context, stream, text string) {
+func (h *testHost) Output(stream, text string) {
 	if h.output != nil {
 		h.output(stream, text)
 	}
@@ -268,7 +272,7 @@ func TestSessionPutsFiles(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := s.Run(ctx, Request{Timeout: time.Minute, Code: fmt.Sprintf(
+		res, err := s.Run(ctx, Request{Timeout: time.Minute, Caller: host, Code: fmt.Sprintf(
 			"import os, sys, time\nprint('waiting for late.txt'); sys.stdout.flush()\nwhile not os.path.exists(%q): time.sleep(0.01)\nprint('seen')", dir+"/late.txt")})
 		done <- outcome{res, err}
 	}()

@@ -90,9 +90,9 @@ type cannedHost struct{}
 func (cannedHost) Servers() []protocol.ServerInfo {
 	return []protocol.ServerInfo{{Name: "demo", Description: "A canned server"}}
 }
-func (cannedHost) StartFiles() []protocol.File            { return nil }
-func (cannedHost) Stale() []string                        { return nil }
-func (cannedHost) Output(context.Context, string, string) {}
+func (cannedHost) StartFiles() []protocol.File { return nil }
+func (cannedHost) Stale() []string             { return nil }
+func (cannedHost) Output(string, string)       {}
 func (cannedHost) Answer(_ context.Context, rpc protocol.RPC) (json.RawMessage, error) {
 	switch rpc.Method {
 	case protocol.MListServers:
@@ -156,7 +156,7 @@ func play(t *testing.T, sc scenario, eng Engine, why func() error) {
 			}
 			continue
 		}
-		res, err := s.Run(ctx, Request{Code: st.code, Timeout: time.Minute, TOON: st.toon})
+		res, err := s.Run(ctx, Request{Code: st.code, Timeout: time.Minute, TOON: st.toon, Caller: cannedHost{}})
 		if err != nil {
 			fail("%v", err)
 		}

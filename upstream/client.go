@@ -173,13 +173,3 @@ func (l *downlink) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
-
-// progressWatcherKey carries a call's progress watcher in its context.
-type progressWatcherKey struct{}
-
-// WithProgress returns a context whose upstream tool calls pass each
-// progress notification to f, on the upstream session's goroutine (f
-// must return quickly).
-func WithProgress(ctx context.Context, f func(*mcp.ProgressNotificationParams)) context.Context {
-	return context.WithValue(ctx, progressWatcherKey{}, f)
-}

@@ -72,7 +72,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 func TestCallPassesTheResultThrough(t *testing.T) {
 	p := newTestPool(t, Options{}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	res, err := s.Call(context.Background(), "stats", json.RawMessage(`{"values":[1,2]}`))
+	res, err := s.Call(context.Background(), "stats", json.RawMessage(`{"values":[1,2]}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCallPassesTheResultThrough(t *testing.T) {
 func TestCallRejectsAMessageOverTheLimit(t *testing.T) {
 	p := newTestPool(t, Options{MaxMessage: 1 << 20}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	_, err := s.Call(context.Background(), "big", json.RawMessage(`{"size":2000000}`))
+	_, err := s.Call(context.Background(), "big", json.RawMessage(`{"size":2000000}`), nil)
 	if err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
 		t.Fatalf("err = %v", err)
 	}
@@ -102,7 +102,7 @@ func TestCallRejectsAMessageOverTheLimit(t *testing.T) {
 
 func mustCall(t *testing.T, s *Server, tool, args string) json.RawMessage {
 	t.Helper()
-	res, err := s.Call(context.Background(), tool, json.RawMessage(args))
+	res, err := s.Call(context.Background(), tool, json.RawMessage(args), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

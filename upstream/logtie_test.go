@@ -80,12 +80,12 @@ func TestLogTiedToItsCall(t *testing.T) {
 	p.SetDownstream(sink)
 	s, _ := p.Get("stub")
 	ctx := context.WithValue(context.Background(), markKey{}, "first")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"alone"}`)); err != nil {
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"alone"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	sleeping := make(chan error, 1)
 	go func() {
-		_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":60}`))
+		_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":60}`), nil)
 		sleeping <- err
 	}()
 	for { // wait until the stub has the sleep (polling a file it writes)
@@ -95,10 +95,10 @@ func TestLogTiedToItsCall(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ctx = context.WithValue(context.Background(), markKey{}, "second")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"crowded"}`)); err != nil {
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"crowded"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Call(context.Background(), "wake", nil); err != nil {
+	if _, err := s.Call(context.Background(), "wake", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-sleeping; err != nil {
@@ -141,12 +141,12 @@ func TestRemoteLogTiedToItsCall(t *testing.T) {
 	s, _ := p.Get("remote")
 	holdDone := make(chan error, 1)
 	go func() {
-		_, err := s.Call(context.Background(), "hold", nil)
+		_, err := s.Call(context.Background(), "hold", nil, nil)
 		holdDone <- err
 	}()
 	<-holding
 	ctx := context.WithValue(context.Background(), markKey{}, "second")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"Message":"crowded"}`)); err != nil {
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"Message":"crowded"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

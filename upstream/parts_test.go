@@ -144,7 +144,7 @@ func TestToolsGenerationCountsARestart(t *testing.T) {
 	if g := s.ToolsGeneration(); g != 0 {
 		t.Fatalf("generation %d after the first start", g)
 	}
-	if _, err := s.Call(ctx, "crash", nil); err == nil {
+	if _, err := s.Call(ctx, "crash", nil, nil); err == nil {
 		t.Fatal("a call whose server died returned no error")
 	}
 	if _, err := s.Tools(ctx); err != nil {

@@ -100,7 +100,7 @@ func (s *Server) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
 // through as it sent it, neither decoded nor encoded again; a remote
 // server's is encoded from the go-sdk's decoding. A result with isError set
 // is a result, not an error: errors are for calls that did not complete.
-func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage) (json.RawMessage, error) {
+func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, progress func(*mcp.ProgressNotificationParams)) (json.RawMessage, error) {
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
@@ -109,7 +109,7 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	err := s.sup.run(ctx, fmt.Sprintf("calling tool %q", tool), func(cctx context.Context, c *conn) error {
 		cctx, slot = withRawSlot(cctx)
 		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-		call, forget := s.watchers.watch(ctx, params)
+		call, forget := s.watchers.watch(ctx, params, progress)
 		slot.call = call
 		var err error
 		res, err = c.cs.CallTool(cctx, params)

@@ -52,11 +52,11 @@ func (w *callWatch) hold() {
 
 // watch gives params a progress token of its own and registers the call
 // under it, so that the server's notifications that carry the token find
-// the call; end forgets it. Every call has a token: it is how a log
+// the call; end forgets it. progress, when not nil, gets the call's
+// progress notifications. Every call has a token: it is how a log
 // message is tied to its call.
-func (ws *callWatchers) watch(ctx context.Context, params *mcp.CallToolParams) (w *callWatch, end func()) {
-	f, _ := ctx.Value(progressWatcherKey{}).(func(*mcp.ProgressNotificationParams))
-	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: f}
+func (ws *callWatchers) watch(ctx context.Context, params *mcp.CallToolParams, progress func(*mcp.ProgressNotificationParams)) (w *callWatch, end func()) {
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: progress}
 	params.SetProgressToken(w.token)
 	ws.calls.Store(w.token, w)
 	return w, func() { ws.letGo(w, func() { w.ended = true }) }
