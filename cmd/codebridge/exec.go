@@ -29,21 +29,21 @@ feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 	}
 	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
 	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
-		if err := s.prepareWorkspace(c.getenv); err != nil {
-			fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
-			return 2
+	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
+		plan, err := s.planRun(c.getenv)
+		if err != nil {
+			return inputError{err}
 		}
 		c.outDir = outDir
-		return c.exec(s, args[0], servers, s.timeout)
+		return c.exec(s, plan, args[0], servers, s.timeout)
 	})
 }
 
 // exec runs the Python in file (or stdin, for "-") through the same sandbox
 // run_python uses and prints what the model would read: text to stdout,
-// images as a note. It returns 1 when the code failed.
-func (c *cli) exec(s *settings, file string, servers []string, timeout time.Duration) int {
+// images as a note. The code's failure is errReported: its output says it.
+func (c *cli) exec(s *settings, plan *runPlan, file string, servers []string, timeout time.Duration) error {
 	var src []byte
 	var err error
 	if file == "-" {
@@ -52,17 +52,14 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		src, err = os.ReadFile(file)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge exec: reading the code: %v\n", err)
-		return 2
+		return inputError{fmt.Errorf("reading the code: %w", err)}
 	}
 
-	s.gate.on = true
-	a := newApp(s, c.stderr)
+	a := newApp(s, c.stderr, plan)
 	a.logProblems()
 	defer a.close()
 	if a.gateErr != nil {
-		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", a.gateErr)
-		return 1
+		return failure{err: a.gateErr}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,7 +90,7 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		failed = true
 	}
 	if failed {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
