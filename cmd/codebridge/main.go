@@ -93,14 +93,6 @@ type failure struct {
 func (e failure) Error() string { return e.err.Error() }
 func (e failure) Unwrap() error { return e.err }
 
-// code turns a command's result into an error for cobra.
-func code(c int) error {
-	if c == 0 {
-		return nil
-	}
-	return exitCode(c)
-}
-
 // run runs the command line argv and returns the exit code: 0 on success,
 // 1 when the command failed, 2 for a mistake in the command line.
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -190,16 +182,22 @@ func (c *cli) settingsCommand(cmd *cobra.Command, names []string, logLevel strin
 		if err != nil {
 			return inputError{err}
 		}
-		err = runFn(s, args)
-		var ec exitCode
-		var ue usageError
-		var se inputError
-		if err == nil || errors.As(err, &ec) || errors.As(err, &ue) || errors.As(err, &se) {
-			return err
-		}
-		return failure{err: err}
+		return failed(runFn(s, args))
 	}
 	return cmd
+}
+
+// failed makes an error a command returned that is of no kind above a
+// failure.
+func failed(err error) error {
+	var ec exitCode
+	var ue usageError
+	var ie inputError
+	var f failure
+	if err == nil || errors.As(err, &ec) || errors.As(err, &ue) || errors.As(err, &ie) || errors.As(err, &f) {
+		return err
+	}
+	return failure{err: err}
 }
 
 // defaultToServe makes serve the command when none is named: a bare
