@@ -9,16 +9,20 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
+// execFlags are exec's own flags.
+type execFlags struct {
+	servers []string // started before the code runs
+	outDir  string   // where the files the code shares are copied (--out)
+}
+
 func (c *cli) execCommand() *cobra.Command {
-	var servers []string
-	var outDir string
+	var f execFlags
 	cmd := &cobra.Command{
 		Use:   "exec FILE|-",
 		Short: "Run Python through the sandbox, as run_python would, and print its output",
@@ -27,23 +31,22 @@ and print what the model would read, with control characters other than line
 feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
 	}
-	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
-	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
+	cmd.Flags().StringSliceVar(&f.servers, "servers", nil, "comma-separated servers to start before the code runs")
+	cmd.Flags().StringVar(&f.outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
 	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
 		plan, err := s.planRun(c.getenv)
 		if err != nil {
 			return inputError{err}
 		}
-		c.outDir = outDir
-		return c.exec(s, plan, args[0], servers, s.timeout)
+		return c.exec(s, plan, args[0], f)
 	})
 }
 
 // exec runs the Python in file (or stdin, for "-") through the same sandbox
 // run_python uses and prints what the model would read: text to stdout,
 // images as a note. The code's failure is errReported: its output says it.
-func (c *cli) exec(s *settings, plan *runPlan, file string, servers []string, timeout time.Duration) error {
+func (c *cli) exec(s *settings, plan *runPlan, file string, f execFlags) error {
 	var src []byte
 	var err error
 	if file == "-" {
@@ -64,12 +67,12 @@ func (c *cli) exec(s *settings, plan *runPlan, file string, servers []string, ti
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names []string
-	for _, n := range servers {
+	for _, n := range f.servers {
 		if n = strings.TrimSpace(n); n != "" {
 			names = append(names, n)
 		}
 	}
-	res := a.bridge.RunPython(ctx, string(src), timeout, names)
+	res := a.bridge.RunPython(ctx, string(src), s.timeout, names)
 	// What the code printed, and the names it chose, are the sandbox's:
 	// lines stay lines, and every other control character is escaped.
 	for _, content := range res.Content {
@@ -86,7 +89,7 @@ func (c *cli) exec(s *settings, plan *runPlan, file string, servers []string, ti
 		}
 	}
 	failed := res.IsError
-	if c.outDir != "" && !c.copyShared(ctx, a, res) {
+	if f.outDir != "" && !c.copyShared(ctx, a, res, f.outDir) {
 		failed = true
 	}
 	if failed {

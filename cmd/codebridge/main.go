@@ -49,7 +49,6 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	outDir         string // exec --out
 }
 
 // The errors a command ends with, each mapped to an exit code once, by
