@@ -315,6 +315,9 @@ func (s *settings) planRun(getenv func(string) string) (*runPlan, error) {
 	if plan.mounts, err = s.sandboxMounts(getenv); err != nil {
 		return nil, err
 	}
+	if err := s.sandboxConfig(plan, nil).Validate(); err != nil {
+		return nil, err
+	}
 	return plan, nil
 }
 
