@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -107,17 +106,10 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	host, _, err := net.SplitHostPort(opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http %q is not host:port (such as 127.0.0.1:8080): %v", opts.Addr, err)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.Tokens == nil && !isLoopback(host) {
-		return nil, fmt.Errorf("refusing to serve %s without authentication: whoever reaches it could run code here; "+
-			"give bearer tokens (--token-file, or CODEBRIDGE_TOKEN), or listen on 127.0.0.1", opts.Addr)
-	}
-	if (opts.TLSCert == "") != (opts.TLSKey == "") {
-		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
-	}
+	host, _, _ := net.SplitHostPort(opts.Addr) // checked by Validate
 	s := &Server{b: b, opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
 	perUser := opts.MaxSessionsPerUser
 	if opts.Tokens == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/skills"
@@ -27,13 +27,17 @@ type app struct {
 	sandboxes *sandbox.Manager
 	pool      *upstream.Pool
 	bridge    *bridge.Bridge
-	gate      *gate.Gate // nil unless the command runs code (settings.gate.on)
+	gate      *gate.Gate // nil unless the command runs code (newApp's plan)
 	gateClose func()
 	gateErr   error            // the gate could not be built: the command must not run code
 	metrics   *metrics.Metrics // serving HTTP only
 }
 
-func newApp(s *settings, stderr io.Writer) *app {
+// newApp wires codebridge from the settings. plan is the workspace and
+// user of a command that runs the model's code (serve, exec), which gets
+// the gate; nil for the others, whose sandbox (doctor's probe) is
+// ephemeral, unmounted and ungated.
+func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	clientLog := bridge.NewClientLog() // warnings reach the MCP client's log too
 	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), clientLog))
 	slog.SetDefault(log)
@@ -42,41 +46,46 @@ func newApp(s *settings, stderr io.Writer) *app {
 	// and package settings, and their problems, all from it.
 	cfg := discovery.Read(discovery.Options{Home: s.home, Files: s.configs, Self: self})
 	a := &app{settings: s, log: log, specs: cfg.Servers, problems: cfg.Problems}
-	a.sandboxes = sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: log})
-	a.pool = upstream.NewPool(cfg.Servers, upstream.Options{CallTimeout: s.callTimeout, Version: version(), Log: log})
-	if s.gate.on {
+	a.sandboxes = sandbox.NewManager(s.engineOptions(log))
+	a.pool = upstream.NewPool(cfg.Servers, s.upstreamOptions(log))
+	if plan != nil {
 		a.gate, a.gateClose, a.gateErr = newGate(s, cfg, log)
 	}
 	if s.httpAddr != "" {
 		a.metrics = metrics.New()
 	}
-	sandboxCfg := sandbox.Config{
-		Image:       s.image,
-		ChooseImage: a.chooseImage,
-		User:        s.user,
-		Limits:      s.limits,
-		OutputLimit: s.outputLimit,
-		Workspace:   s.sandboxWS,
-		Mounts:      s.extraMounts,
-		Channel:     s.channel,
-		Log:         log,
+	sandboxCfg := s.sandboxConfig(plan, a.chooseImage)
+	sandboxCfg.Log = log
+	opts := s.bridgeOptions()
+	opts.Log, opts.ClientLog, opts.Gate, opts.Metrics = log, clientLog, a.gate, a.metrics
+	opts.Packages = a.packagesFor(s, cfg.Packages)
+	opts.Skills = skills.Open(s.dir())
+	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, opts)
+	return a
+}
+
+// sandboxConfig is the sandbox's configuration: the sandbox and run
+// settings, and the plan's workspace, mounts and user when there is one.
+func (s *settings) sandboxConfig(plan *runPlan, choose func(context.Context, sandbox.Engine) (string, error)) sandbox.Config {
+	cfg := sandbox.Config{Image: s.image, ChooseImage: choose, User: s.user, Limits: s.limits, Channel: s.channel, OutputLimit: s.outputLimit}
+	if plan != nil {
+		cfg.User, cfg.Workspace, cfg.Mounts = plan.user, plan.workspace, plan.mounts
 	}
-	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, bridge.Options{
+	return cfg
+}
+
+// bridgeOptions are the bridge's options the settings make; newApp adds
+// what it builds (log, gate, packages, skills, metrics).
+func (s *settings) bridgeOptions() bridge.Options {
+	return bridge.Options{
 		DefaultTimeout: s.timeout,
 		MaxTimeout:     s.maxTimeout,
 		Output:         s.output,
 		Version:        version(),
-		Log:            log,
-		Packages:       a.packagesFor(s, cfg.Packages),
-		Skills:         skills.Open(statedir.Dir(s.stateDir)),
-		ClientLog:      clientLog,
 		Roots:          s.roots,
-		Gate:           a.gate,
 		PerSession:     s.httpAddr != "",
 		Warm:           s.warm,
-		Metrics:        a.metrics,
-	})
-	return a
+	}
 }
 
 // logProblems reports configuration problems on the log.

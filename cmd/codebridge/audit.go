@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -29,17 +30,16 @@ the bridge stopped before it ended.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	cmd.Flags().StringVar(&since, "since", "", "only entries newer than this: a duration back from now (90m, 24h, 7d) or a date (2026-01-31, RFC 3339)")
-	return c.settingsCommand(cmd, append([]string{"audit", "state-dir"}, logKnobs...), commandLogLevel, func(s *settings, _ []string) int {
+	return c.settingsCommand(cmd, slices.Concat([]string{"audit"}, stateNames, logNames), commandLogLevel, func(s *settings, _ []string) error {
 		from, err := parseSince(since, time.Now())
 		if err != nil {
-			fmt.Fprintf(c.stderr, "codebridge audit: --since: %v\n", err)
-			return 2
+			return inputError{fmt.Errorf("--since: %w", err)}
 		}
 		return c.audit(s, from, asJSON)
 	})
 }
 
-func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
+func (c *cli) audit(s *settings, since time.Time, asJSON bool) error {
 	path, err := auditPath(s)
 	if err == nil && path == "" {
 		err = errors.New("the audit log is off (--audit off); there is nothing to read")
@@ -50,17 +50,15 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(c.stderr, "codebridge audit: no audit log at %s yet: it is written once codebridge serves a call\n", path)
-		return 0
+		return nil
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge audit: %v\n", err)
-		return 1
+		return failure{err: err}
 	}
 	defer f.Close()
 	recs, bad, err := gate.ReadAudit(f, since)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge audit: reading %s: %v\n", path, err)
-		return 1
+		return failure{err: fmt.Errorf("reading %s: %v", path, err)}
 	}
 	if bad > 0 {
 		fmt.Fprintf(c.stderr, "codebridge audit: %s: %d lines are not audit records and were skipped\n", path, bad)
@@ -68,11 +66,11 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 	entries := gate.Entries(recs)
 	if asJSON {
 		for _, e := range entries {
-			if code := printJSON(c.stdout, e); code != 0 {
-				return code
+			if err := printJSON(c.stdout, e); err != nil {
+				return err
 			}
 		}
-		return 0
+		return nil
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TIME\tSESSION\tWHAT\tDECISION\tOUTCOME\tMS\tARGS\tRESULT")
@@ -98,14 +96,7 @@ func (c *cli) audit(s *settings, since time.Time, asJSON bool) int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d B\t%d B\n", e.Time.Local().Format("2006-01-02 15:04:05"),
 			termtext.Line(session), termtext.Line(what), termtext.Line(decision), termtext.Line(outcome), e.DurationMS, e.ArgBytes, e.ResultBytes)
 	}
-	return exitOf(w.Flush())
-}
-
-func exitOf(err error) int {
-	if err != nil {
-		return 1
-	}
-	return 0
+	return w.Flush()
 }
 
 // parseSince reads --since: empty (everything), a duration back from now

@@ -41,14 +41,14 @@ code is 1 when something is broken.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	names := slices.Concat(serverKnobs, sandboxKnobs, logKnobs)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, _ []string) int { return c.doctor(s, asJSON) })
+	names := slices.Concat(upstreamNames, sandboxNames, logNames)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, _ []string) error { return c.doctor(s, asJSON) })
 }
 
 // doctor checks everything codebridge depends on and says what to do
 // about each problem. It returns 1 when something is broken.
-func (c *cli) doctor(s *settings, asJSON bool) int {
-	a := newApp(s, c.stderr)
+func (c *cli) doctor(s *settings, asJSON bool) error {
+	a := newApp(s, c.stderr, nil)
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -98,9 +98,9 @@ func (c *cli) doctor(s *settings, asJSON bool) int {
 		}
 	}
 	if broken > 0 {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
 // configFix is what to do about a configuration problem: a file that

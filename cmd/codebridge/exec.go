@@ -9,16 +9,20 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
+// execFlags are exec's own flags.
+type execFlags struct {
+	servers []string // started before the code runs
+	outDir  string   // where the files the code shares are copied (--out)
+}
+
 func (c *cli) execCommand() *cobra.Command {
-	var servers []string
-	var outDir string
+	var f execFlags
 	cmd := &cobra.Command{
 		Use:   "exec FILE|-",
 		Short: "Run Python through the sandbox, as run_python would, and print its output",
@@ -27,23 +31,22 @@ and print what the model would read, with control characters other than line
 feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 		Args: exactArgs(1, "give one FILE, or - to read the code from stdin"),
 	}
-	cmd.Flags().StringSliceVar(&servers, "servers", nil, "comma-separated servers to start before the code runs")
-	cmd.Flags().StringVar(&outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
-		if err := s.prepareWorkspace(c.getenv); err != nil {
-			fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
-			return 2
+	cmd.Flags().StringSliceVar(&f.servers, "servers", nil, "comma-separated servers to start before the code runs")
+	cmd.Flags().StringVar(&f.outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
+	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
+		plan, err := s.planRun(c.getenv)
+		if err != nil {
+			return inputError{err}
 		}
-		c.outDir = outDir
-		return c.exec(s, args[0], servers, s.timeout)
+		return c.exec(s, plan, args[0], f)
 	})
 }
 
 // exec runs the Python in file (or stdin, for "-") through the same sandbox
 // run_python uses and prints what the model would read: text to stdout,
-// images as a note. It returns 1 when the code failed.
-func (c *cli) exec(s *settings, file string, servers []string, timeout time.Duration) int {
+// images as a note. The code's failure is errReported: its output says it.
+func (c *cli) exec(s *settings, plan *runPlan, file string, f execFlags) error {
 	var src []byte
 	var err error
 	if file == "-" {
@@ -52,27 +55,24 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		src, err = os.ReadFile(file)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge exec: reading the code: %v\n", err)
-		return 2
+		return inputError{fmt.Errorf("reading the code: %w", err)}
 	}
 
-	s.gate.on = true
-	a := newApp(s, c.stderr)
+	a := newApp(s, c.stderr, plan)
 	a.logProblems()
 	defer a.close()
 	if a.gateErr != nil {
-		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", a.gateErr)
-		return 1
+		return failure{err: a.gateErr}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names []string
-	for _, n := range servers {
+	for _, n := range f.servers {
 		if n = strings.TrimSpace(n); n != "" {
 			names = append(names, n)
 		}
 	}
-	res := a.bridge.RunPython(ctx, string(src), timeout, names)
+	res := a.bridge.RunPython(ctx, string(src), s.timeout, names)
 	// What the code printed, and the names it chose, are the sandbox's:
 	// lines stay lines, and every other control character is escaped.
 	for _, content := range res.Content {
@@ -89,11 +89,11 @@ func (c *cli) exec(s *settings, file string, servers []string, timeout time.Dura
 		}
 	}
 	failed := res.IsError
-	if c.outDir != "" && !c.copyShared(ctx, a, res) {
+	if f.outDir != "" && !c.copyShared(ctx, a, res, f.outDir) {
 		failed = true
 	}
 	if failed {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }

@@ -14,10 +14,9 @@ import (
 	"github.com/codebridge/codebridge/internal/statedir"
 )
 
-// gateSettings are the settings of the gate (policy, approval, audit,
+// gateFlags are the settings of the gate (policy, approval, audit,
 // redaction); serve and exec take them.
-type gateSettings struct {
-	on              bool // the command runs code: build the gate
+type gateFlags struct {
 	policy          gate.Mode
 	audit           string // a file, "off", or "" for the state directory's
 	auditArgs       bool
@@ -25,8 +24,29 @@ type gateSettings struct {
 	approvalTimeout time.Duration
 }
 
-// gateKnobs are the gate's settings.
-var gateKnobs = []string{"policy", "audit", "audit-args", "redact", "approval-timeout"}
+var gateKnobs = []knob[gateFlags]{
+	{flag: "policy", envs: []string{"CODEBRIDGE_POLICY"}, def: string(gate.Open), typ: "mode",
+		usage: "what sandbox code may call by default, from the tools' annotations: open (everything), ask-destructive (ask the user before tools not marked read-only or non-destructive), read-only (only tools marked read-only); a server's \"tools\" rules come first",
+		set:   func(g *gateFlags, v string) (err error) { g.policy, err = gate.ParseMode(v); return }},
+	{flag: "audit", envs: []string{"CODEBRIDGE_AUDIT"}, typ: "file",
+		usage: "the audit log (JSON Lines) of every tool call and run_python; default audit.jsonl in the state directory; off turns it off",
+		set:   func(g *gateFlags, v string) error { g.audit = v; return nil }},
+	{flag: "audit-args", envs: []string{"CODEBRIDGE_AUDIT_ARGS"}, def: "false", typ: "bool",
+		usage: "keep tool arguments in the audit log (as the sandbox wrote them, tokens and all), not only their size and SHA-256",
+		set:   func(g *gateFlags, v string) (err error) { g.auditArgs, err = parseBool(v); return }},
+	{flag: "redact", envs: []string{"CODEBRIDGE_REDACT"}, typ: "kinds",
+		usage: "personal data the model sees only as tokens (<email_1>): comma-separated email, phone, card, ssn, ip, iban, or all; custom patterns go in the config's \"redact\"",
+		set:   func(g *gateFlags, v string) (err error) { g.redact, err = parseRedact(v); return }},
+	{flag: "approval-timeout", envs: []string{"CODEBRIDGE_APPROVAL_TIMEOUT"}, def: secondsText(gate.DefaultApprovalTimeout), typ: "seconds",
+		usage: "how long a call that needs the user's approval waits for the answer (then it is denied)",
+		set:   func(g *gateFlags, v string) (err error) { g.approvalTimeout, err = seconds(v); return }},
+}
+
+// config is the gate's configuration these settings make; newGate adds
+// what the config files say.
+func (g gateFlags) config() gate.Config {
+	return gate.Config{Policy: gate.Policy{Mode: g.policy}, ApprovalTimeout: g.approvalTimeout}
+}
 
 // auditOff is the --audit value that turns the audit log off.
 const auditOff = "off"
@@ -44,13 +64,14 @@ func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate,
 			return nil, nil, p
 		}
 	}
-	policy := gate.Policy{Mode: s.gate.policy, Servers: map[string]gate.Rules{}}
+	gcfg := s.gate.config()
+	gcfg.Policy.Servers = map[string]gate.Rules{}
 	var secrets []gate.Secret
 	keep := map[string]bool{}
 	for _, sp := range cfg.Servers {
 		keep[sp.Name] = sp.KeepTokens
 		if !sp.Policy.Empty() {
-			policy.Servers[sp.Name] = sp.Policy
+			gcfg.Policy.Servers[sp.Name] = sp.Policy
 		}
 		for k, v := range sp.Env {
 			secrets = append(secrets, gate.Secret{Name: sp.Name + ".env." + k, Value: v})
@@ -63,7 +84,10 @@ func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate,
 	if err != nil {
 		return nil, nil, err
 	}
-	gcfg := gate.Config{Policy: policy, Redactor: redactor, KeepTokens: keep, ApprovalTimeout: s.gate.approvalTimeout, Log: log}
+	gcfg.Redactor, gcfg.KeepTokens, gcfg.Log = redactor, keep, log
+	if err := gcfg.Validate(); err != nil {
+		return nil, nil, err
+	}
 	if gcfg.Audit, err = openAudit(s); err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +112,7 @@ func auditPath(s *settings) (string, error) {
 	case auditOff:
 		return "", nil
 	case "":
-		return statedir.Dir(s.stateDir).EnsureParent(statedir.Audit)
+		return s.dir().EnsureParent(statedir.Audit)
 	}
 	return s.gate.audit, nil
 }

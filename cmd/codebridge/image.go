@@ -39,7 +39,7 @@ The default tag is the image codebridge uses by default when present.`,
 	build.Flags().StringSliceVar(&packages, "packages", nil, "comma-separated Python packages to add, e.g. numpy,pandas,matplotlib")
 	build.Flags().StringVar(&tag, "tag", imagebuild.DefaultTag, "name of the image to build")
 	build.Flags().BoolVar(&debian, "debian", false, "skip the registry and build from Debian packages")
-	image.AddCommand(c.settingsCommand(build, []string{"engine"}, commandLogLevel, func(s *settings, _ []string) int {
+	image.AddCommand(c.settingsCommand(build, []string{"engine"}, commandLogLevel, func(s *settings, _ []string) error {
 		return c.buildImage(s, tag, packages, debian)
 	}))
 	return image
@@ -56,7 +56,7 @@ func rootStorageHint(euid int, sudoUser, engine, tag string) string {
 }
 
 // buildImage builds the sandbox image and says how codebridge picks it up.
-func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool) int {
+func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool) error {
 	var pkgs []string
 	for _, p := range packages {
 		if p = strings.TrimSpace(p); p != "" {
@@ -72,7 +72,7 @@ func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool
 	built, err := imagebuild.Build(ctx, imagebuild.Options{Tag: tag, Packages: pkgs, Engine: engine, DebianOnly: debian, Progress: c.stderr})
 	if err != nil {
 		fmt.Fprintln(c.stderr, "codebridge image build:", err)
-		return 1
+		return errReported
 	}
 	fmt.Fprintf(c.stdout, "built %s\n", built)
 	used := engine
@@ -87,5 +87,5 @@ func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool
 	} else {
 		fmt.Fprintf(c.stdout, "use it with: --image %s, or CODEBRIDGE_IMAGE=%s\n", built, built)
 	}
-	return 0
+	return nil
 }

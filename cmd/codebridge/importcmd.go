@@ -59,7 +59,7 @@ SSE servers and Claude Code's project-scoped servers (unless --projects).`,
 	fs.StringVar(&o.dir, "dir", "", "where to write (default: HOME/MCPs)")
 	fs.StringArrayVar(&o.from, "from", nil, "read this client config `file` too (repeatable); its format is detected")
 	fs.BoolVar(&o.projects, "projects", false, "also import Claude Code's project-scoped servers (as global ones)")
-	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logKnobs), commandLogLevel, func(s *settings, _ []string) int {
+	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logNames), commandLogLevel, func(s *settings, _ []string) error {
 		return c.runImport(s, o)
 	})
 }
@@ -91,7 +91,7 @@ type candidate struct {
 // runImport copies MCP server definitions from other clients into ~/MCPs,
 // one file per client, and says per server what it did. Without --write it
 // only shows what it would write.
-func (c *cli) runImport(s *settings, o importOptions) int {
+func (c *cli) runImport(s *settings, o importOptions) error {
 	if o.home == "" {
 		o.home, _ = os.UserHomeDir()
 	}
@@ -121,7 +121,7 @@ func (c *cli) runImport(s *settings, o importOptions) int {
 	}
 	if len(cands) == 0 {
 		fmt.Fprintln(c.stdout, "found no MCP servers in Claude Desktop, Claude Code, Cursor or VS Code configs under", o.home)
-		return 0
+		return nil
 	}
 	judge(cands, o, existingServers(s, o.dir, o.home))
 	report(c.stdout, cands, o.write)
@@ -252,7 +252,7 @@ func report(w io.Writer, cands []*candidate, write bool) {
 }
 
 // writeImports writes one file per client with the imported servers.
-func writeImports(c *cli, cands []*candidate, o importOptions) int {
+func writeImports(c *cli, cands []*candidate, o importOptions) error {
 	byClient := map[string]map[string]any{}
 	for _, cd := range cands {
 		if cd.verdict != "" {
@@ -275,7 +275,7 @@ func writeImports(c *cli, cands []*candidate, o importOptions) int {
 		}
 		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			fmt.Fprintln(c.stderr, "codebridge import:", err)
-			return 1
+			return errReported
 		}
 		if err := os.WriteFile(target, b, 0o600); err != nil {
 			fmt.Fprintln(c.stderr, "codebridge import:", err)
@@ -288,9 +288,9 @@ func writeImports(c *cli, cands []*candidate, o importOptions) int {
 		fmt.Fprintln(c.stdout, "run again with --write to write these files")
 	}
 	if failed {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
 // readClientConfig returns the server entries under cc.key ("mcpServers",

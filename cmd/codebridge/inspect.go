@@ -31,14 +31,14 @@ configuration are warnings on stderr.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logKnobs), commandLogLevel, func(s *settings, _ []string) int {
+	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logNames), commandLogLevel, func(s *settings, _ []string) error {
 		return c.servers(s, asJSON)
 	})
 }
 
 // servers lists the configured servers without starting them.
-func (c *cli) servers(s *settings, asJSON bool) int {
-	a := newApp(s, c.stderr)
+func (c *cli) servers(s *settings, asJSON bool) error {
+	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()
 	if asJSON {
@@ -50,7 +50,7 @@ func (c *cli) servers(s *settings, asJSON bool) int {
 	}
 	if len(a.specs) == 0 {
 		fmt.Fprintln(c.stdout, noServers)
-		return 0
+		return nil
 	}
 	// The launch line comes last and whole: its arguments (a directory, a
 	// flag) are often what the user looks for.
@@ -64,7 +64,7 @@ func (c *cli) servers(s *settings, asJSON bool) int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termtext.Line(sp.Name), termtext.Line(sp.Source), termtext.Line(clip(sp.Description, 60)), termtext.Line(launch))
 	}
 	w.Flush()
-	return 0
+	return nil
 }
 
 // noServers is what servers and tools say when nothing is configured.
@@ -135,14 +135,14 @@ The exit code is 1 when a server is unknown or does not start.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with schemas)")
-	return c.settingsCommand(cmd, slices.Concat(serverKnobs, logKnobs), commandLogLevel, func(s *settings, args []string) int {
+	return c.settingsCommand(cmd, slices.Concat(upstreamNames, logNames), commandLogLevel, func(s *settings, args []string) error {
 		return c.tools(s, args, asJSON)
 	})
 }
 
 // tools starts servers and lists their tools.
-func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
-	a := newApp(s, c.stderr)
+func (c *cli) tools(s *settings, rest []string, asJSON bool) error {
+	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()
 	servers := a.pool.Servers()
@@ -150,7 +150,7 @@ func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 		one, err := a.pool.Get(rest[0])
 		if err != nil {
 			fmt.Fprintln(c.stderr, "codebridge tools:", err)
-			return 1
+			return errReported
 		}
 		servers = []*upstream.Server{one}
 	}
@@ -182,7 +182,7 @@ func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(c.stdout, noServers)
-		return 0
+		return nil
 	}
 	failed := 0
 	for _, l := range out {
@@ -198,9 +198,9 @@ func (c *cli) tools(s *settings, rest []string, asJSON bool) int {
 		fmt.Fprintln(c.stdout)
 	}
 	if failed > 0 {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
 func (c *cli) searchCommand() *cobra.Command {
@@ -218,14 +218,14 @@ func (c *cli) searchCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 10, "how many results")
-	return c.settingsCommand(cmd, slices.Concat(serverKnobs, logKnobs), commandLogLevel, func(s *settings, args []string) int {
+	return c.settingsCommand(cmd, slices.Concat(upstreamNames, logNames), commandLogLevel, func(s *settings, args []string) error {
 		return c.search(s, args, asJSON, limit)
 	})
 }
 
 // search ranks the tools of every server for a query.
-func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) int {
-	a := newApp(s, c.stderr)
+func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) error {
+	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -248,21 +248,21 @@ func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) int {
 	for _, d := range down {
 		fmt.Fprintf(c.stderr, "not searched: %s: %s\n", termtext.Line(d.Server), termtext.Line(d.Err.Error()))
 	}
-	return 0
+	return nil
 }
 
 // printJSON prints v as indented JSON, with what a terminal would act on
 // escaped (termtext.JSON): the values may be a sandbox's or an
 // upstream's text.
-func printJSON(w io.Writer, v any) int {
+func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return 1
+		return errReported
 	}
 	if _, err := w.Write(append(termtext.JSON(b), '\n')); err != nil {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
 func firstLine(s string) string {

@@ -49,8 +49,14 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	outDir         string // exec --out
 }
+
+// The errors a command ends with, each mapped to an exit code once, by
+// exitStatus: a usageError (a mistake in the command line, printed with a
+// hint: 2), an inputError (something given that cannot be used: 2), a failure
+// (the command could not do its work: 1), an exitCode (the command has
+// already said what went wrong). Any other error comes from the parser
+// and is a mistake in the command line.
 
 // exitCode is an error that ends the program with a given code; the
 // command has already said what went wrong.
@@ -58,19 +64,33 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
+// errReported ends a command that has already reported its failure.
+const errReported = exitCode(1)
+
 // usageError is a mistake in the command line: it is printed with a hint
 // and ends the program with code 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-// code turns a command's result into an error for cobra.
-func code(c int) error {
-	if c == 0 {
-		return nil
-	}
-	return exitCode(c)
+// inputError is something the command was given that cannot be used: a
+// flag's or a variable's value, a refused workspace or mount, a file that
+// cannot be read. It ends the program with code 2.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// failure is a command that could not do its work: it ends the program
+// with code 1. where, when set, names the part of the command that failed
+// (rm, in "codebridge skills rm: ...").
+type failure struct {
+	where string
+	err   error
 }
+
+func (e failure) Error() string { return e.err.Error() }
+func (e failure) Unwrap() error { return e.err }
 
 // run runs the command line argv and returns the exit code: 0 on success,
 // 1 when the command failed, 2 for a mistake in the command line.
@@ -82,15 +102,32 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
+	return exitStatus(stderr, cmd.CommandPath(), err)
+}
+
+// exitStatus says what ended the command, unless it has said so itself,
+// and returns the exit code: the one place an error becomes one.
+func exitStatus(stderr io.Writer, path string, err error) int {
 	var ec exitCode
+	var se inputError
+	var f failure
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ec):
 		return int(ec)
+	case errors.As(err, &se):
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return 2
+	case errors.As(err, &f):
+		if f.where != "" {
+			path += " " + f.where
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", path, f.err)
+		return 1
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
-	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	fmt.Fprintf(stderr, "%s: %v\n", path, err)
+	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 	return 2
 }
 
@@ -135,18 +172,31 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 }
 
 // settingsCommand makes a command that takes the named settings as flags.
-// Its run function gets the resolved settings and returns an exit code.
-func (c *cli) settingsCommand(cmd *cobra.Command, names []string, logLevel string, runFn func(s *settings, args []string) int) *cobra.Command {
+// Its run function gets the resolved settings; an error it returns that
+// is none of the kinds above is a failure (exit code 1).
+func (c *cli) settingsCommand(cmd *cobra.Command, names []string, logLevel string, runFn func(s *settings, args []string) error) *cobra.Command {
 	sf := addSettingFlags(cmd.Flags(), names, logLevel)
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		s, err := sf.resolve(c.getenv)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "%s: %v\n", cmd.CommandPath(), err)
-			return exitCode(2)
+			return inputError{err}
 		}
-		return code(runFn(s, args))
+		return failed(runFn(s, args))
 	}
 	return cmd
+}
+
+// failed makes an error a command returned that is of no kind above a
+// failure.
+func failed(err error) error {
+	var ec exitCode
+	var ue usageError
+	var ie inputError
+	var f failure
+	if err == nil || errors.As(err, &ec) || errors.As(err, &ue) || errors.As(err, &ie) || errors.As(err, &f) {
+		return err
+	}
+	return failure{err: err}
 }
 
 // defaultToServe makes serve the command when none is named: a bare

@@ -23,7 +23,7 @@ func parseFlags(argv []string, env map[string]string) (*settings, error) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var names []string
-	for _, k := range knobs {
+	for _, k := range entries {
 		if k.flag != "" {
 			names = append(names, k.flag)
 		}
@@ -304,7 +304,7 @@ func importInto(t *testing.T, home string, o importOptions) (string, string, int
 	o.home = home
 	var out, errb bytes.Buffer
 	c := &cli{stdout: &out, stderr: &errb, getenv: func(k string) string { return map[string]string{"PATH": bin, "HOME": home}[k] }}
-	code := c.runImport(&settings{}, o)
+	code := exitStatus(&errb, "codebridge import", c.runImport(&settings{}, o))
 	return out.String(), errb.String(), code
 }
 

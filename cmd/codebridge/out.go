@@ -13,16 +13,16 @@ import (
 )
 
 // copyShared copies the files a run shared (its resource links) into
-// c.outDir, keeping their paths under /workspace. It reports each copy,
+// outDir, keeping their paths under /workspace. It reports each copy,
 // or why it failed, and returns false when one failed.
-func (c *cli) copyShared(ctx context.Context, a *app, res *mcp.CallToolResult) bool {
+func (c *cli) copyShared(ctx context.Context, a *app, res *mcp.CallToolResult, outDir string) bool {
 	ok := true
 	for _, content := range res.Content {
 		link, isLink := content.(*mcp.ResourceLink)
 		if !isLink || !strings.HasPrefix(link.URI, bridge.WorkspaceURI) {
 			continue
 		}
-		if err := c.copyOne(ctx, a, link.URI); err != nil {
+		if err := c.copyOne(ctx, a, link.URI, outDir); err != nil {
 			fmt.Fprintf(c.stderr, "codebridge exec --out: %s\n", termtext.Line(err.Error())) // it names the sandbox's path
 			ok = false
 		}
@@ -30,7 +30,7 @@ func (c *cli) copyShared(ctx context.Context, a *app, res *mcp.CallToolResult) b
 	return ok
 }
 
-func (c *cli) copyOne(ctx context.Context, a *app, uri string) error {
+func (c *cli) copyOne(ctx context.Context, a *app, uri, outDir string) error {
 	data, _, err := a.bridge.ReadWorkspace(ctx, uri)
 	if err != nil {
 		return err
@@ -39,9 +39,9 @@ func (c *cli) copyOne(ctx context.Context, a *app, uri string) error {
 	if p, err := bridge.WorkspaceRel(uri); err == nil {
 		rel = p
 	}
-	dest := filepath.Join(c.outDir, filepath.FromSlash(rel))
-	if !within(dest, c.outDir) || dest == filepath.Clean(c.outDir) {
-		return fmt.Errorf("%s would be written outside %s; not copied", uri, c.outDir)
+	dest := filepath.Join(outDir, filepath.FromSlash(rel))
+	if !within(dest, outDir) || dest == filepath.Clean(outDir) {
+		return fmt.Errorf("%s would be written outside %s; not copied", uri, outDir)
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return fmt.Errorf("copying %s: %w", uri, err)

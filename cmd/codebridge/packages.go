@@ -8,7 +8,6 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/packages"
 )
 
@@ -23,7 +22,7 @@ func (a *app) packagesFor(s *settings, cfg discovery.Packages) *bridge.Packages 
 			}
 		}
 	}
-	in := packages.New(packages.Options{State: statedir.Dir(s.stateDir), Allow: allow, Index: cfg.Index, Pip: s.pip, Log: a.log})
+	in := packages.New(packages.Options{State: s.dir(), Allow: allow, Index: cfg.Index, Pip: s.pip, Log: a.log})
 	return &bridge.Packages{Installer: in, Start: cfg.Start}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -27,29 +26,28 @@ With --http ADDR it serves streamable HTTP instead, to many clients at
 once, each MCP session with a sandbox of its own (see docs/scale-out.md).`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(serverKnobs, sandboxKnobs, workspaceKnobs, runKnobs, []string{"state-dir"}, logKnobs, gateKnobs, httpKnobs)
-	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) int { return c.serve(s) })
+	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames, httpNames)
+	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) error { return c.serve(s) })
 }
 
 // serve serves MCP over stdin/stdout until the client closes stdin or a
 // SIGINT or SIGTERM arrives; then it removes the container and stops the
 // upstreams.
-func (c *cli) serve(s *settings) int {
-	s.gate.on = true
+func (c *cli) serve(s *settings) error {
 	if s.httpAddr != "" {
 		return c.serveHTTP(s) // each HTTP session's workspace is its own, and ephemeral
 	}
-	if err := s.prepareWorkspace(c.getenv); err != nil {
-		fmt.Fprintf(c.stderr, "codebridge serve: %v\n", err)
-		return 2
+	plan, err := s.planRun(c.getenv)
+	if err != nil {
+		return inputError{err}
 	}
-	a := newApp(s, c.stderr)
+	a := newApp(s, c.stderr, plan)
 	a.logProblems()
 	a.log.Debug("state directory", "dir", s.stateDir)
 	if a.gateErr != nil {
 		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
 		a.close()
-		return 1
+		return errReported
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,14 +67,14 @@ func (c *cli) serve(s *settings) int {
 	stdin := eofReader{r: c.stdin, eof: endSandbox}
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
-	err := a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{stdin}, Writer: nopWriteCloser{c.stdout}}))
+	err = a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{stdin}, Writer: nopWriteCloser{c.stdout}}))
 	stop()
 	a.close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		a.log.Error("the MCP session ended with an error", "err", err)
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
 // eofReader calls eof when its reader ends (EOF or an error).

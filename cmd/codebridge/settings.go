@@ -8,342 +8,140 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/httpserve"
-	"github.com/codebridge/codebridge/internal/imagebuild"
-	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/pflag"
 )
 
-// settings are everything codebridge can be told. Each has a CODEBRIDGE_*
-// environment variable and, on the commands that use it, a flag; some also
-// answer to the variable of the Python code-execution bridge users may come
-// from (MCP_BRIDGE_*), so that switching is one line. A flag wins over the
-// environment.
+// settings are everything codebridge can be told, in one typed group per
+// concern (flaggroups.go): the upstream servers, the sandbox, a run, the
+// workspace, the state directory, the logs, the gate and HTTP. Each
+// setting has a CODEBRIDGE_* environment variable and, on the commands
+// that use it, a flag; some also answer to the variable of the Python
+// code-execution bridge users may come from (MCP_BRIDGE_*), so that
+// switching is one line. A flag wins over the environment.
+//
+// They hold what the user set (and the defaults), nothing derived from
+// the file system: the workspace a command runs code in is a runPlan,
+// made from them (workspace.go).
 type settings struct {
-	configs     []string
-	engine      string
-	image       string // empty: the built image when the engine has it, else the registry image
-	timeout     time.Duration
-	maxTimeout  time.Duration
-	callTimeout time.Duration
-	limits      sandbox.Limits
-	channel     sandbox.ChannelMode
-	user        string
-	output      string
-	outputLimit int
-	stateDir    string // the root of codebridge's state on the host
-	workspace   workspaceSetting
-	mounts      []sandbox.Mount
-	// sandboxWS and extraMounts are the checked workspace and mounts,
-	// set by prepareWorkspace for the commands that run code.
-	sandboxWS   *sandbox.Mount
-	extraMounts []sandbox.Mount
-	logLevel    slog.Level
-	logJSON     bool
-	pip         []string     // the command that runs pip on the host (on-demand packages)
-	gate        gateSettings // policy, approval, audit, redaction (gate.go)
+	upstreamFlags
+	sandboxFlags
+	runFlags
+	workspaceFlags
+	stateFlags
+	logFlags
+	gate      gateFlags // policy, approval, audit, redaction (gate.go)
+	httpFlags           // serving HTTP (http.go)
 	// home is the home directory ($HOME); empty means the user's.
 	home string
-	// Serving HTTP (serve --http); see http.go.
-	httpAddr       string
-	tokenFile      string
-	token          string // CODEBRIDGE_TOKEN
-	tlsCert        string
-	tlsKey         string
-	idleTimeout    time.Duration
-	maxSessions    int
-	maxPerUser     int
-	bodyTimeout    time.Duration
-	warm           int
-	allowedHosts   []string
-	allowedOrigins []string
-	// ignored lists the Python bridge's settings that were given and have
-	// no meaning here, for a debug log line each.
-	ignored []string
-	// roots are directories given to upstreams as roots when the client
-	// has none (--root).
-	roots []string
 }
 
-// setting describes one knob: its flag (empty for a variable that has
-// none), the environment variables that set it (first set wins), its
-// default and how to apply a value.
-type setting struct {
-	flag  string
-	envs  []string
-	def   string
-	typ   string // the value's name in help
-	usage string
-	set   func(s *settings, v string) error
+// knob describes one setting of a group G: its flag (empty for a variable
+// that has none), the environment variables that set it (the first set
+// wins), its default, the value's name in help, its help, and how a value
+// is applied to the group. A repeatable flag may be given many times, and
+// its values add to the variable's; checkFlag, when set, is a further
+// check of a flag's value that the variable's does not get.
+type knob[G any] struct {
+	flag      string
+	envs      []string
+	def       string
+	typ       string
+	usage     string
+	repeat    bool
+	set       func(g *G, v string) error
+	checkFlag func(v string) error
 }
 
-// The knob groups commands pick from.
-var (
-	serverKnobs  = []string{"config", "call-timeout", "root"}
-	sandboxKnobs = []string{"engine", "image", "memory", "pids", "cpus", "tmp-size", "user", "oci-runtime", "channel", "pip"}
-	runKnobs     = []string{"timeout", "max-timeout", "output", "output-limit"}
-	logKnobs     = []string{"log-level", "log-format"}
-	// workspaceKnobs are taken by the commands that run code.
-	workspaceKnobs = []string{"workspace", "mount"}
-	httpKnobs      = []string{"http", "token-file", "tls-cert", "tls-key", "idle-timeout", "max-sessions", "max-sessions-per-user", "body-timeout", "warm", "allowed-hosts", "allowed-origins"}
-)
+// entry is a knob bound to its group's place in the settings: what the
+// command line and the environment see.
+type entry struct {
+	flag, def, typ, usage string
+	envs                  []string
+	repeat                bool
+	apply                 func(s *settings, v string) error
+	check                 func(v string) error // a flag's value on its own, for the parser
+}
 
-// Log levels by default: the server logs what it does; the other commands
-// print their results and only warnings and errors besides.
-const (
-	serveLogLevel   = "info"
-	commandLogLevel = "warn"
-)
-
-var knobs = []setting{
-	{"config", []string{"CODEBRIDGE_CONFIG", "MCP_SERVERS_CONFIG"}, "", "file", "extra mcpServers config files (repeatable; the variables take a " + string(os.PathListSeparator) + "-separated list), read after ~/MCPs/*.json",
-		func(s *settings, v string) error {
-			for _, f := range filepath.SplitList(v) {
-				if f != "" {
-					s.configs = append(s.configs, f)
-				}
-			}
-			return nil
-		}},
-	{"engine", []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, "auto", "name", "container engine: auto, podman or docker",
-		func(s *settings, v string) error {
-			v = strings.ToLower(v)
-			if v != "auto" && v != "podman" && v != "docker" {
-				return fmt.Errorf("%q is not an engine: use auto, podman or docker", v)
-			}
-			s.engine = v
-			return nil
-		}},
-	{"image", []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, "", "image", "sandbox image (must have python3); by default " + imagebuild.DefaultTag +
-		" (what codebridge image build makes) when the engine has it, else " + sandbox.DefaultImage,
-		func(s *settings, v string) error { s.image = v; return nil }},
-	{"timeout", []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, secondsText(bridge.DefaultTimeout), "seconds", "default run_python timeout in seconds",
-		func(s *settings, v string) (err error) { s.timeout, err = seconds(v); return }},
-	{"max-timeout", []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, secondsText(bridge.DefaultMaxTimeout), "seconds", "largest timeout a call may ask for, in seconds",
-		func(s *settings, v string) (err error) { s.maxTimeout, err = seconds(v); return }},
-	{"call-timeout", []string{"CODEBRIDGE_CALL_TIMEOUT"}, secondsText(upstream.DefaultCallTimeout), "seconds", "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
-		func(s *settings, v string) (err error) { s.callTimeout, err = seconds(v); return }},
-	{"memory", []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, strconv.Itoa(sandbox.DefaultMemory>>20) + "m", "size", "sandbox memory limit, e.g. 512m or 2g",
-		func(s *settings, v string) (err error) { s.limits.Memory, err = parseBytes(v); return }},
-	{"tmp-size", []string{"CODEBRIDGE_TMP_SIZE"}, strconv.Itoa(sandbox.DefaultTmpSize>>20) + "m", "size", "size of the sandbox's /tmp, and of /workspace when it is ephemeral, e.g. 256m or 1g",
-		func(s *settings, v string) (err error) { s.limits.TmpSize, err = parseBytes(v); return }},
-	{"pids", []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, strconv.Itoa(sandbox.DefaultPids), "n", "sandbox process limit",
-		func(s *settings, v string) (err error) { s.limits.Pids, err = positiveInt(v); return }},
-	{"cpus", []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, strconv.Itoa(sandbox.DefaultCPUs), "n", "sandbox CPU limit",
-		func(s *settings, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 {
-				return fmt.Errorf("%q is not a positive number of CPUs", v)
-			}
-			s.limits.CPUs = f
-			return nil
-		}},
-	{"user", []string{"CODEBRIDGE_USER", "MCP_BRIDGE_CONTAINER_USER"}, "65534:65534", "uid:gid", "user the sandbox code runs as (never root: uid 0 and gid 0 are refused)",
-		func(s *settings, v string) (err error) { s.user, err = parseUser(v); return }},
-	{"oci-runtime", []string{"CODEBRIDGE_OCI_RUNTIME"}, "", "name", "OCI runtime for the sandbox, such as runsc (gVisor) or kata; empty means the engine's default",
-		func(s *settings, v string) error {
-			if !ociRuntimeName.MatchString(v) {
-				return fmt.Errorf("%q is not a runtime name: give the name the engine knows, such as runsc", v)
-			}
-			s.limits.Runtime = v
-			return nil
-		}},
-	{"channel", []string{"CODEBRIDGE_CHANNEL"}, string(sandbox.DefaultChannel), "mode", "how the sandbox's frames travel: auto (a Unix socket the bridge owns, mounted into that sandbox alone, where the engine runs on this machine; else the engine's attach stream) or attach (always the attach stream)",
-		func(s *settings, v string) (err error) {
-			s.channel, err = sandbox.ParseChannelMode(strings.ToLower(v))
-			return
-		}},
-	{"output", []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, "text", "mode", "how results are rendered: text, or toon (structured values as TOON)",
-		func(s *settings, v string) error {
-			switch v = strings.ToLower(v); v {
-			case "text", "toon":
-				s.output = v
-			case "compact": // the Python bridge's name for plain text
-				s.output = "text"
-			default:
-				return fmt.Errorf("%q is not an output mode: use text or toon", v)
-			}
-			return nil
-		}},
-	{"output-limit", []string{"CODEBRIDGE_OUTPUT_LIMIT"}, strconv.Itoa(sandbox.DefaultOutputLimit), "chars", "characters of stdout and of stderr a result keeps (head and tail)",
-		func(s *settings, v string) (err error) {
-			n, err := positiveInt(v)
-			s.outputLimit = int(n)
-			return err
-		}},
-	{"state-dir", []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, "", "dir", "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages, the audit log",
-		func(s *settings, v string) error { s.stateDir = v; return nil }},
-	{"workspace", []string{"CODEBRIDGE_WORKSPACE"}, DefaultWorkspace, "where", "the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral",
-		func(s *settings, v string) (err error) { s.workspace, err = parseWorkspace(v); return }},
-	{"mount", []string{"CODEBRIDGE_MOUNTS"}, "", "HOST[:CONTAINER][:ro|rw]", "a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list",
-		func(s *settings, v string) error {
-			for _, one := range strings.Split(v, ";") {
-				if one = strings.TrimSpace(one); one == "" {
-					continue
-				}
-				m, err := parseMount(one)
-				if err != nil {
+// bind binds the knobs of a group to the group's place in the settings.
+func bind[G any](place func(*settings) *G, table []knob[G]) []entry {
+	out := make([]entry, len(table))
+	for i, k := range table {
+		out[i] = entry{flag: k.flag, def: k.def, typ: k.typ, usage: k.usage, envs: k.envs, repeat: k.repeat,
+			apply: func(s *settings, v string) error { return k.set(place(s), v) },
+			check: func(v string) error {
+				var scratch G
+				if err := k.set(&scratch, v); err != nil {
 					return err
 				}
-				s.mounts = append(s.mounts, m)
-			}
-			return nil
-		}},
-	{"log-level", []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, "", "level", "debug, info, warn or error (logs go to stderr)",
-		func(s *settings, v string) error {
-			v = strings.ToLower(v)
-			switch v { // the Python bridge takes Python's level names
-			case "warning":
-				v = "warn"
-			case "critical", "fatal":
-				v = "error"
-			}
-			if err := s.logLevel.UnmarshalText([]byte(v)); err != nil {
-				return fmt.Errorf("%q is not a log level: use debug, info, warn or error", v)
-			}
-			return nil
-		}},
-	{"log-format", []string{"CODEBRIDGE_LOG_FORMAT"}, "text", "format", "text or json",
-		func(s *settings, v string) error {
-			switch strings.ToLower(v) {
-			case "text":
-				s.logJSON = false
-			case "json":
-				s.logJSON = true
-			default:
-				return fmt.Errorf("%q is not a log format: use text or json", v)
-			}
-			return nil
-		}},
-	{"pip", []string{"CODEBRIDGE_PIP"}, "python3 -m pip", "command", "the command that runs pip on the host, for runtime.install (packages on demand)",
-		func(s *settings, v string) error {
-			s.pip = strings.Fields(v)
-			if len(s.pip) == 0 {
-				return fmt.Errorf("%q is not a command: give one such as \"python3 -m pip\"", v)
-			}
-			return nil
-		}},
-	{"root", []string{"CODEBRIDGE_ROOTS"}, "", "dir", "a directory upstream servers get as a root when the MCP client gives none (repeatable; the variable takes a " + string(os.PathListSeparator) + "-separated list)",
-		func(s *settings, v string) error {
-			for _, d := range filepath.SplitList(v) {
-				if d == "" {
-					continue
+				if k.checkFlag != nil {
+					return k.checkFlag(v)
 				}
-				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-					return fmt.Errorf("%q is not a directory; give an existing directory", d)
-				}
-				s.roots = append(s.roots, d)
-			}
-			return nil
-		}},
-	{"policy", []string{"CODEBRIDGE_POLICY"}, string(gate.Open), "mode", "what sandbox code may call by default, from the tools' annotations: open (everything), ask-destructive (ask the user before tools not marked read-only or non-destructive), read-only (only tools marked read-only); a server's \"tools\" rules come first",
-		func(s *settings, v string) (err error) { s.gate.policy, err = gate.ParseMode(v); return }},
-	{"audit", []string{"CODEBRIDGE_AUDIT"}, "", "file", "the audit log (JSON Lines) of every tool call and run_python; default audit.jsonl in the state directory; off turns it off",
-		func(s *settings, v string) error { s.gate.audit = v; return nil }},
-	{"audit-args", []string{"CODEBRIDGE_AUDIT_ARGS"}, "false", "bool", "keep tool arguments in the audit log (as the sandbox wrote them, tokens and all), not only their size and SHA-256",
-		func(s *settings, v string) (err error) { s.gate.auditArgs, err = parseBool(v); return }},
-	{"redact", []string{"CODEBRIDGE_REDACT"}, "", "kinds", "personal data the model sees only as tokens (<email_1>): comma-separated email, phone, card, ssn, ip, iban, or all; custom patterns go in the config's \"redact\"",
-		func(s *settings, v string) (err error) { s.gate.redact, err = parseRedact(v); return }},
-	{"approval-timeout", []string{"CODEBRIDGE_APPROVAL_TIMEOUT"}, strconv.Itoa(int(gate.DefaultApprovalTimeout.Seconds())), "seconds", "how long a call that needs the user's approval waits for the answer (then it is denied)",
-		func(s *settings, v string) (err error) { s.gate.approvalTimeout, err = seconds(v); return }},
-	{"http", []string{"CODEBRIDGE_HTTP"}, "", "addr", "serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session",
-		func(s *settings, v string) error { s.httpAddr = v; return nil }},
-	{"token-file", []string{"CODEBRIDGE_TOKEN_FILE"}, "", "file", "bearer tokens HTTP clients must send, one a line (or: name token); CODEBRIDGE_TOKEN adds one",
-		func(s *settings, v string) error { s.tokenFile = v; return nil }},
-	{"", []string{"CODEBRIDGE_TOKEN"}, "", "", "",
-		func(s *settings, v string) error { s.token = v; return nil }},
-	{"tls-cert", []string{"CODEBRIDGE_TLS_CERT"}, "", "file", "TLS certificate (PEM) for HTTP; with --tls-key",
-		func(s *settings, v string) error { s.tlsCert = v; return nil }},
-	{"tls-key", []string{"CODEBRIDGE_TLS_KEY"}, "", "file", "TLS private key (PEM) for HTTP; with --tls-cert",
-		func(s *settings, v string) error { s.tlsKey = v; return nil }},
-	{"idle-timeout", []string{"CODEBRIDGE_IDLE_TIMEOUT"}, strconv.Itoa(int(httpserve.DefaultIdleTimeout.Seconds())), "seconds", "end an HTTP session, and remove its sandbox, after this many seconds without a request",
-		func(s *settings, v string) (err error) { s.idleTimeout, err = seconds(v); return }},
-	{"max-sessions", []string{"CODEBRIDGE_MAX_SESSIONS"}, strconv.Itoa(httpserve.DefaultMaxSessions), "n", "most HTTP sessions open at once; more are refused",
-		func(s *settings, v string) error {
-			n, err := positiveInt(v)
-			s.maxSessions = int(n)
-			return err
-		}},
-	{"max-sessions-per-user", []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER"}, strconv.Itoa(httpserve.DefaultMaxSessionsPerUser), "n", "most HTTP sessions one user (a token's name in --token-file) has open at once; more are refused",
-		func(s *settings, v string) error {
-			n, err := positiveInt(v)
-			s.maxPerUser = int(n)
-			return err
-		}},
-	{"body-timeout", []string{"CODEBRIDGE_BODY_TIMEOUT"}, secondsText(httpserve.DefaultBodyTimeout), "seconds", "time an HTTP request's body may take to arrive; a later one is refused and its connection closed",
-		func(s *settings, v string) (err error) { s.bodyTimeout, err = seconds(v); return }},
-	{"warm", []string{"CODEBRIDGE_WARM"}, strconv.Itoa(bridge.DefaultWarm), "n", "sandboxes kept started for new HTTP sessions (0: none)",
-		func(s *settings, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("%q is not a number of sandboxes (0 or more)", v)
-			}
-			s.warm = n
-			return nil
-		}},
-	{"allowed-hosts", []string{"CODEBRIDGE_ALLOWED_HOSTS"}, "", "names", "comma-separated host names HTTP requests may address, besides loopback and the address listened on",
-		func(s *settings, v string) error { s.allowedHosts = commaList(v); return nil }},
-	{"allowed-origins", []string{"CODEBRIDGE_ALLOWED_ORIGINS"}, "", "origins", "comma-separated browser origins (https://app.example.com) whose requests are served; others are refused",
-		func(s *settings, v string) error { s.allowedOrigins = commaList(v); return nil }},
-	// The Python bridge's settings that mean nothing here: accepted, so
-	// that its documented values never stop codebridge from starting.
-	{"", []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, "", "", "",
-		func(s *settings, v string) error {
-			s.ignored = append(s.ignored, "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT: codebridge does not manage a Podman machine")
-			return nil
-		}},
-	{"", []string{"MCP_BRIDGE_ALLOW_SELF_SERVER"}, "", "", "",
-		func(s *settings, v string) error {
-			s.ignored = append(s.ignored, "MCP_BRIDGE_ALLOW_SELF_SERVER: codebridge always skips entries that would launch itself")
-			return nil
-		}},
+				return nil
+			}}
+	}
+	return out
 }
 
-// shorthands are the one-letter forms of setting flags.
-var shorthands = map[string]string{"timeout": "t"}
+// flagNames are the flags of a group's knobs, for the commands that take
+// the whole group.
+func flagNames[G any](table []knob[G]) []string {
+	var out []string
+	for _, k := range table {
+		if k.flag != "" {
+			out = append(out, k.flag)
+		}
+	}
+	return out
+}
 
-var ociRuntimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+// entries are every setting, group by group, in the order they are
+// resolved.
+var entries = slices.Concat(
+	bind(func(s *settings) *upstreamFlags { return &s.upstreamFlags }, upstreamKnobs),
+	bind(func(s *settings) *sandboxFlags { return &s.sandboxFlags }, sandboxKnobs),
+	bind(func(s *settings) *runFlags { return &s.runFlags }, runKnobs),
+	bind(func(s *settings) *stateFlags { return &s.stateFlags }, stateKnobs),
+	bind(func(s *settings) *workspaceFlags { return &s.workspaceFlags }, workspaceKnobs),
+	bind(func(s *settings) *logFlags { return &s.logFlags }, logKnobs),
+	bind(func(s *settings) *gateFlags { return &s.gate }, gateKnobs),
+	bind(func(s *settings) *httpFlags { return &s.httpFlags }, httpKnobs),
+)
 
-// knob returns the setting with the given flag name.
-func knob(name string) *setting {
-	for i := range knobs {
-		if knobs[i].flag == name {
-			return &knobs[i]
+// entryFor returns the setting with the given flag name.
+func entryFor(name string) *entry {
+	for i := range entries {
+		if entries[i].flag == name {
+			return &entries[i]
 		}
 	}
 	panic("codebridge: no setting " + name)
 }
 
+// shorthands are the one-letter forms of setting flags.
+var shorthands = map[string]string{"timeout": "t"}
+
 // flagValue records a setting's flag so that it can be applied after the
 // environment; Set checks the value at once, so a bad flag is reported by
 // the parser.
 type flagValue struct {
-	k    *setting
+	e    *entry
 	def  string // shown in help
 	vals []string
 }
 
 func (f *flagValue) String() string { return f.def }
-func (f *flagValue) Type() string   { return f.k.typ }
+func (f *flagValue) Type() string   { return f.e.typ }
 func (f *flagValue) Set(v string) error {
-	if f.k.flag != "config" && f.k.flag != "mount" && f.k.flag != "root" && len(f.vals) > 0 {
+	if !f.e.repeat && len(f.vals) > 0 {
 		return fmt.Errorf("given twice")
 	}
-	if err := f.k.set(&settings{}, v); err != nil {
+	if err := f.e.check(v); err != nil {
 		return err
-	}
-	if f.k.flag == "config" {
-		if err := configFileExists(v); err != nil {
-			return err
-		}
 	}
 	f.vals = append(f.vals, v)
 	return nil
@@ -376,57 +174,84 @@ type settingFlags struct {
 func addSettingFlags(fs *pflag.FlagSet, names []string, logLevel string) *settingFlags {
 	sf := &settingFlags{values: map[string]*flagValue{}, logLevel: logLevel}
 	for _, name := range names {
-		k := knob(name)
-		def := k.def
+		e := entryFor(name)
+		def := e.def
 		if name == "log-level" {
 			def = logLevel
 		}
-		v := &flagValue{k: k, def: def}
+		v := &flagValue{e: e, def: def}
 		sf.values[name] = v
-		fs.VarP(v, name, shorthands[name], k.usage+" ("+strings.Join(k.envs, ", ")+")")
+		fs.VarP(v, name, shorthands[name], e.usage+" ("+strings.Join(e.envs, ", ")+")")
 	}
 	return sf
 }
 
 // resolve computes the settings: for each, its default, then the
-// environment, then its flag.
+// environment, then its flag (a repeatable flag adds to the environment);
+// then each group's own checks.
 func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
 	s := &settings{}
-	if err := knob("log-level").set(s, sf.logLevel); err != nil {
+	if err := s.logFlags.setLevel(sf.logLevel); err != nil {
 		return nil, err
 	}
-	for i := range knobs {
-		k := &knobs[i]
+	for i := range entries {
+		e := &entries[i]
 		var flagVals []string
-		if fv := sf.values[k.flag]; fv != nil && k.flag != "" {
+		if fv := sf.values[e.flag]; fv != nil && e.flag != "" {
 			flagVals = fv.vals
 		}
-		if len(flagVals) == 0 || k.flag == "config" || k.flag == "mount" || k.flag == "root" { // config, mount, root: flags add to the variables
-			val, src := k.def, "default"
-			for _, env := range k.envs {
-				if v := getenv(env); v != "" {
-					val, src = v, env
-					break
-				}
-			}
-			if val != "" {
-				if err := k.set(s, val); err != nil {
-					return nil, fmt.Errorf("%s: %w", src, err)
-				}
+		if len(flagVals) == 0 || e.repeat {
+			if err := e.applyEnv(s, getenv); err != nil {
+				return nil, err
 			}
 		}
 		for _, v := range flagVals {
-			if err := k.set(s, v); err != nil {
-				return nil, fmt.Errorf("--%s: %w", k.flag, err)
+			if err := e.apply(s, v); err != nil {
+				return nil, fmt.Errorf("--%s: %w", e.flag, err)
 			}
 		}
 	}
-	if s.timeout > s.maxTimeout {
+	s.home = getenv("HOME")
+	s.stateDir = stateDir(s.stateDir, getenv)
+	if s.timeout > s.maxTimeout { // a default above the cap is the cap
 		s.timeout = s.maxTimeout
 	}
-	s.stateDir = stateDir(s.stateDir, getenv)
-	s.home = getenv("HOME")
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// applyEnv applies the first of the setting's variables that is set, or
+// its default.
+func (e *entry) applyEnv(s *settings, getenv func(string) string) error {
+	val, src := e.def, "default"
+	for _, env := range e.envs {
+		if v := getenv(env); v != "" {
+			val, src = v, env
+			break
+		}
+	}
+	if val == "" {
+		return nil
+	}
+	if err := e.apply(s, val); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return nil
+}
+
+// validate has each package check the configuration its group resolves
+// to, so that a value the parsers let through is still refused with the
+// package's own words.
+func (s *settings) validate() error {
+	if err := s.sandboxConfig(nil, nil).Validate(); err != nil {
+		return err
+	}
+	if err := s.bridgeOptions().Validate(); err != nil {
+		return err
+	}
+	return s.gate.config().Validate()
 }
 
 // stateDir is the state directory root: the setting with a leading ~
@@ -442,30 +267,6 @@ func stateDir(set string, getenv func(string) string) string {
 		return filepath.Join(getenv("XDG_STATE_HOME"), "codebridge")
 	}
 	return filepath.Join(home, ".local", "state", "codebridge")
-}
-
-// parseUser checks a uid[:gid] (numbers, or names) and refuses root: uid 0
-// or gid 0 in any spelling ("0", "00", "root").
-func parseUser(v string) (string, error) {
-	parts := strings.Split(v, ":")
-	if len(parts) > 2 {
-		return "", fmt.Errorf("%q is not uid:gid; use numbers such as 65534:65534", v)
-	}
-	for i, p := range parts {
-		what := [...]string{"uid", "gid"}[i]
-		if p == "" {
-			return "", fmt.Errorf("%q has an empty %s; use numbers such as 65534:65534", v, what)
-		}
-		n, err := strconv.ParseUint(p, 10, 32)
-		isNumber := err == nil
-		if (isNumber && n == 0) || (!isNumber && p == "root") {
-			return "", fmt.Errorf("%q would run model-written code with %s 0 (root); use an unprivileged uid:gid such as 65534:65534", v, what)
-		}
-		if !isNumber && strings.Trim(p, "0123456789") == "" {
-			return "", fmt.Errorf("%q: %s %s is out of range", v, what, p)
-		}
-	}
-	return v, nil
 }
 
 // seconds reads a number of seconds, with or without an "s" (the Python
@@ -484,6 +285,15 @@ func positiveInt(v string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a positive whole number", v)
 	}
 	return n, nil
+}
+
+// positiveCount reads a positive whole number that fits an int.
+func positiveCount(v string) (int, error) {
+	n, err := positiveInt(v)
+	if err == nil && int64(int(n)) != n {
+		return 0, fmt.Errorf("%q is too large", v)
+	}
+	return int(n), err
 }
 
 // parseBytes reads sizes such as 512m, 2g, 1.5GiB or 1048576.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/spf13/cobra"
@@ -42,9 +41,9 @@ removes those.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&owner, "principal", "", "the skills of the HTTP token with this name (from --token-file) instead of your own")
 	cmd.Flags().BoolVar(&team, "team", false, "the team's skills (published for every principal) instead of your own")
-	names := slices.Concat([]string{"state-dir"}, logKnobs)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
-		root := skills.Open(statedir.Dir(s.stateDir))
+	names := slices.Concat(stateNames, logNames)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
+		root := skills.Open(s.dir())
 		store := root
 		if cmd.Flags().Changed("principal") {
 			store = root.Of(principal.Token(owner))
@@ -63,15 +62,14 @@ removes those.`,
 		}
 		sk, err := store.Delete(args[1])
 		if err != nil {
-			fmt.Fprintf(c.stderr, "codebridge skills rm: %v\n", err)
-			return 1
+			return failure{where: "rm", err: err}
 		}
 		fmt.Fprintf(c.stdout, "deleted skill %s\n", sk.Name)
-		return 0
+		return nil
 	})
 }
 
-func (c *cli) listSkills(store *skills.Store, asJSON bool) int {
+func (c *cli) listSkills(store *skills.Store, asJSON bool) error {
 	list, err := store.List()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codebridge skills: %v\n", err)
@@ -92,16 +90,15 @@ func (c *cli) listSkills(store *skills.Store, asJSON bool) int {
 		}
 	}
 	if err != nil {
-		return 1
+		return errReported
 	}
-	return 0
+	return nil
 }
 
-func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) int {
+func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) error {
 	sk, err := store.Get(name)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge skills show: %v\n", err)
-		return 1
+		return failure{where: "show", err: err}
 	}
 	if asJSON {
 		return printJSON(c.stdout, map[string]any{"name": sk.Name, "description": sk.Description, "source": sk.Source, "file": string(sk.File())})
@@ -109,20 +106,19 @@ func (c *cli) showSkill(store *skills.Store, name string, asJSON bool) int {
 	// Exactly the file every new sandbox runs, with what a terminal would
 	// act on escaped: no line of it can hide another.
 	fmt.Fprint(c.stdout, termtext.Text(string(sk.File())))
-	return 0
+	return nil
 }
 
 // publishSkill copies a skill of from into the team's store, where every
 // principal's sessions find it and none can change it.
-func (c *cli) publishSkill(from, team *skills.Store, name string) int {
+func (c *cli) publishSkill(from, team *skills.Store, name string) error {
 	sk, err := from.Get(name)
 	if err == nil {
 		sk, err = team.Save(sk.Name, sk.Source, sk.Description)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge skills publish: %v\n", err)
-		return 1
+		return failure{where: "publish", err: err}
 	}
 	fmt.Fprintf(c.stdout, "published skill %s for every principal (in %s); `codebridge skills rm --team %s` withdraws it\n", sk.Name, team.Dir(), sk.Name)
-	return 0
+	return nil
 }

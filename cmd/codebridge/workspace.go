@@ -30,6 +30,43 @@ const projectWorkspace = "project"
 // tmpfs that ends with the sandbox.
 var ephemeralNames = map[string]bool{"ephemeral": true, "none": true, "tmpfs": true}
 
+// workspaceFlags say what the sandbox's /workspace is and which host
+// directories it sees besides.
+type workspaceFlags struct {
+	workspace workspaceSetting
+	mounts    []sandbox.Mount
+}
+
+var workspaceKnobs = []knob[workspaceFlags]{
+	{flag: "workspace", envs: []string{"CODEBRIDGE_WORKSPACE"}, def: DefaultWorkspace, typ: "where",
+		usage: "the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral",
+		set:   func(g *workspaceFlags, v string) (err error) { g.workspace, err = parseWorkspace(v); return }},
+	{flag: "mount", envs: []string{"CODEBRIDGE_MOUNTS"}, typ: "HOST[:CONTAINER][:ro|rw]", repeat: true,
+		usage: "a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list",
+		set: func(g *workspaceFlags, v string) error {
+			for _, one := range strings.Split(v, ";") {
+				if one = strings.TrimSpace(one); one == "" {
+					continue
+				}
+				m, err := parseMount(one)
+				if err != nil {
+					return err
+				}
+				g.mounts = append(g.mounts, m)
+			}
+			return nil
+		}},
+}
+
+// runPlan is what a command that runs the model's code derives from the
+// settings and the host: the checked workspace and mounts, and the user
+// the code runs as. The settings stay as the user gave them.
+type runPlan struct {
+	workspace *sandbox.Mount // nil: ephemeral
+	mounts    []sandbox.Mount
+	user      string
+}
+
 // workspaceSetting is what --workspace asked for: nothing (ephemeral),
 // the project's volume, a named engine volume, or a host directory.
 type workspaceSetting struct {
@@ -209,74 +246,79 @@ func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, e
 }
 
 // sandboxWorkspace is the persistent workspace for the sandbox, or nil
-// for an ephemeral one. A host directory is created when missing; the
-// code runs as the user (or, for root, the directory is given to the
-// sandbox's user), so that both can read and write its files.
-func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, error) {
+// for an ephemeral one, and the user the code runs as. A host directory is
+// created when missing; the code runs as the user (or, for root, the
+// directory is given to the sandbox's user), so that both can read and
+// write its files.
+func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, string, error) {
 	w := s.workspace
 	switch {
 	case w.ephemeral:
-		return nil, nil
+		return nil, s.user, nil
 	case w.project:
-		return projectMount(principal.Local(), s.roots)
+		m, err := projectMount(principal.Local(), s.roots)
+		return m, s.user, err
 	case w.volume != "":
-		return &sandbox.Mount{Source: w.volume, Volume: true}, nil
+		return &sandbox.Mount{Source: w.volume, Volume: true}, s.user, nil
 	}
 	dir := w.dir
 	if dir == "~" || strings.HasPrefix(dir, "~/") {
 		dir = filepath.Join(s.home, dir[1:])
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
 	src, err := s.hostPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
 	if err := s.checkSource(src, getenv); err != nil {
-		return nil, fmt.Errorf("--workspace %s refused: %w", w.dir, err)
+		return nil, "", fmt.Errorf("--workspace %s refused: %w", w.dir, err)
 	}
-	if err := s.shareDir(src); err != nil {
-		return nil, fmt.Errorf("--workspace %s: %w", w.dir, err)
+	user, err := s.shareDir(src)
+	if err != nil {
+		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
-	return &sandbox.Mount{Source: src}, nil
+	return &sandbox.Mount{Source: src}, user, nil
 }
 
 // shareDir lets the sandbox's user write to a host workspace directory
-// while its files stay the user's: a normal user runs the code as
-// themselves (unless --user was given); root gives the directory to the
-// sandbox's user.
-func (s *settings) shareDir(dir string) error {
+// while its files stay the user's, and returns the user the code runs as:
+// a normal user runs the code as themselves (unless --user was given);
+// root gives the directory to the sandbox's user.
+func (s *settings) shareDir(dir string) (string, error) {
 	uid, gid := os.Getuid(), os.Getgid()
 	if uid != 0 {
-		if s.user == knob("user").def {
-			s.user = strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
+		if s.user == sandbox.DefaultUser {
+			return strconv.Itoa(uid) + ":" + strconv.Itoa(gid), nil
 		}
-		return nil
+		return s.user, nil
 	}
 	su, sg, ok := strings.Cut(s.user, ":")
 	u, err1 := strconv.Atoi(su)
 	g, err2 := strconv.Atoi(sg)
 	if !ok || err1 != nil || err2 != nil {
-		return fmt.Errorf("the sandbox user %q is not numeric uid:gid, so the directory cannot be given to it", s.user)
+		return "", fmt.Errorf("the sandbox user %q is not numeric uid:gid, so the directory cannot be given to it", s.user)
 	}
-	return os.Chown(dir, u, g)
+	return s.user, os.Chown(dir, u, g)
 }
 
-// prepareWorkspace checks --workspace and --mount for a command that runs
-// code (serve, exec) and keeps the result for its sandbox; the other
-// commands' sandboxes (doctor's probe) stay ephemeral and unmounted.
-func (s *settings) prepareWorkspace(getenv func(string) string) error {
-	ws, err := s.sandboxWorkspace(getenv)
-	if err != nil {
-		return err
+// planRun checks --workspace and --mount for a command that runs code
+// (serve, exec) and returns its plan; the other commands' sandboxes
+// (doctor's probe) stay ephemeral and unmounted.
+func (s *settings) planRun(getenv func(string) string) (*runPlan, error) {
+	plan := &runPlan{user: s.user}
+	var err error
+	if plan.workspace, plan.user, err = s.sandboxWorkspace(getenv); err != nil {
+		return nil, err
 	}
-	mounts, err := s.sandboxMounts(getenv)
-	if err != nil {
-		return err
+	if plan.mounts, err = s.sandboxMounts(getenv); err != nil {
+		return nil, err
 	}
-	s.sandboxWS, s.extraMounts = ws, mounts
-	return nil
+	if err := s.sandboxConfig(plan, nil).Validate(); err != nil {
+		return nil, err
+	}
+	return plan, nil
 }
 
 // projectMount is the workspace volume of the project this bridge works

@@ -43,19 +43,18 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	}
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	names := slices.Concat([]string{"engine", "root"}, logKnobs)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) int {
+	names := slices.Concat([]string{"engine", "root"}, logNames)
+	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
 		if len(args) == 1 && args[0] == "here" {
 			return c.workspaceHere(s, asJSON)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		m := sandbox.NewManager(sandbox.EngineOptions{Kind: s.engine, Log: newLogger(c.stderr, s)})
+		m := sandbox.NewManager(s.engineOptions(newLogger(c.stderr, s)))
 		defer m.Close()
 		eng, err := m.Engine(ctx)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "codebridge workspace: %v\n", err)
-			return 1
+			return failure{err: err}
 		}
 		if len(args) > 0 && args[0] == "rm" {
 			return c.removeWorkspaces(ctx, eng, args[1:])
@@ -64,26 +63,24 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	})
 }
 
-func (c *cli) workspaceHere(s *settings, asJSON bool) int {
+func (c *cli) workspaceHere(s *settings, asJSON bool) error {
 	m, err := projectMount(principal.Local(), s.roots)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge workspace here: %v\n", err)
-		return 1
+		return failure{where: "here", err: err}
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(map[string]string{"name": m.Source, "project": m.Labels[sandbox.LabelProject]}, "", "  ")
 		fmt.Fprintln(c.stdout, string(b))
-		return 0
+		return nil
 	}
 	fmt.Fprintf(c.stdout, "%s\t(the project %s)\n", m.Source, termtext.Line(m.Labels[sandbox.LabelProject]))
-	return 0
+	return nil
 }
 
-func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON bool) int {
+func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON bool) error {
 	list, err := eng.Workspaces(ctx)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codebridge workspace: %v\n", err)
-		return 1
+		return failure{err: err}
 	}
 	if asJSON {
 		out := []map[string]any{}
@@ -92,11 +89,11 @@ func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON boo
 		}
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintln(c.stdout, string(b))
-		return 0
+		return nil
 	}
 	if len(list) == 0 {
 		fmt.Fprintf(c.stdout, "no workspace volumes on %s yet: a bridge makes its project's on its first run_python\n", eng.Name())
-		return 0
+		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tIN USE\tPROJECT\tPRINCIPAL")
@@ -108,18 +105,18 @@ func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON boo
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termtext.Line(w.Name), w.InUse, project, termtext.Line(w.Principal))
 	}
 	_ = tw.Flush()
-	return 0
+	return nil
 }
 
-func (c *cli) removeWorkspaces(ctx context.Context, eng sandbox.Engine, names []string) int {
-	code := 0
+func (c *cli) removeWorkspaces(ctx context.Context, eng sandbox.Engine, names []string) error {
+	var failed error
 	for _, n := range names {
 		if err := eng.RemoveWorkspace(ctx, n); err != nil {
-			fmt.Fprintf(c.stderr, "codebridge workspace rm: %v\n", err)
-			code = 1
+			fmt.Fprintf(c.stderr, "codebridge workspace rm: %v\n", err) // and on to the next
+			failed = errReported
 			continue
 		}
 		fmt.Fprintf(c.stdout, "removed workspace %s\n", termtext.Line(n))
 	}
-	return code
+	return failed
 }

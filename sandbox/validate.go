@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DefaultUser is the uid:gid the code runs as when [Config.User] is empty:
+// nobody, never root.
+const DefaultUser = "65534:65534"
+
+// runtimeName is what an OCI runtime's name may look like: one word, never
+// an option of the engine's command line.
+var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+
+// Validate says what is wrong with the limits, or is nil. Zero values mean
+// the defaults; negative ones and a runtime name that is not one word are
+// refused.
+func (l Limits) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"memory limit", float64(l.Memory)}, {"process limit", float64(l.Pids)}, {"CPU limit", l.CPUs},
+		{"open-files limit", float64(l.NoFile)}, {"tmpfs size", float64(l.TmpSize)}} {
+		if f.v < 0 {
+			return fmt.Errorf("the sandbox's %s is negative (%v): give a positive value, or 0 for the default", f.name, f.v)
+		}
+	}
+	if l.Runtime != "" {
+		return CheckRuntime(l.Runtime)
+	}
+	return nil
+}
+
+// CheckRuntime says why name cannot be an OCI runtime's name, or is nil.
+func CheckRuntime(name string) error {
+	if !runtimeName.MatchString(name) {
+		return fmt.Errorf("%q is not a runtime name: give the name the engine knows, such as runsc", name)
+	}
+	return nil
+}
+
+// CheckUser says why v cannot be the uid[:gid] the code runs as, or is nil:
+// it must be numbers or names, and never root: uid 0 or gid 0 in any
+// spelling ("0", "00", "root") is refused.
+func CheckUser(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) > 2 {
+		return fmt.Errorf("%q is not uid:gid; use numbers such as 65534:65534", v)
+	}
+	for i, p := range parts {
+		what := [...]string{"uid", "gid"}[i]
+		if p == "" {
+			return fmt.Errorf("%q has an empty %s; use numbers such as 65534:65534", v, what)
+		}
+		n, err := strconv.ParseUint(p, 10, 32)
+		isNumber := err == nil
+		if (isNumber && n == 0) || (!isNumber && p == "root") {
+			return fmt.Errorf("%q would run model-written code with %s 0 (root); use an unprivileged uid:gid such as 65534:65534", v, what)
+		}
+		if !isNumber && strings.Trim(p, "0123456789") == "" {
+			return fmt.Errorf("%q: %s %s is out of range", v, what, p)
+		}
+	}
+	return nil
+}
+
+// Validate says what is wrong with the configuration, or is nil: the
+// limits, the user (never root), the output limit, and the mounts, whose
+// container paths must be absolute.
+func (cfg Config) Validate() error {
+	if err := cfg.Limits.Validate(); err != nil {
+		return err
+	}
+	if cfg.User != "" {
+		if err := CheckUser(cfg.User); err != nil {
+			return err
+		}
+	}
+	if cfg.OutputLimit < 0 {
+		return fmt.Errorf("the output limit is negative (%d): give a positive number of characters, or 0 for the default", cfg.OutputLimit)
+	}
+	if cfg.StartTimeout < 0 || cfg.Grace < 0 {
+		return errors.New("the sandbox's start timeout and grace must not be negative: give a positive duration, or 0 for the default")
+	}
+	if cfg.Workspace != nil && cfg.Workspace.Source == "" {
+		return errors.New("the workspace has no source: give a host directory or a volume name")
+	}
+	for _, m := range cfg.Mounts {
+		if m.Source == "" {
+			return errors.New("a mount has no source: give a host directory or a volume name")
+		}
+		if !strings.HasPrefix(m.Target, "/") {
+			return fmt.Errorf("the mount of %s goes to %q, which is not an absolute container path: give one such as /mnt/project", m.Source, m.Target)
+		}
+	}
+	return nil
+}
