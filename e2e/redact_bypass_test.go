@@ -206,26 +206,7 @@ print("shown")`, ws, ws)
 	if err != nil || res.IsError {
 		t.Fatalf("run_python: %v %+v", err, res)
 	}
-	var images, links int
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			mustContain(t, c.Text, "shown")
-		case *mcp.ImageContent:
-			images++
-			if strings.Contains(string(c.Data), email) {
-				t.Fatal("the image's bytes hold the email")
-			}
-		case *mcp.ResourceLink:
-			links++
-			if strings.Contains(c.Name+c.URI, "dana.reyes") {
-				t.Fatalf("the link shows the email: %s %s", c.Name, c.URI)
-			}
-		}
-	}
-	if images != 1 || links != 1 {
-		t.Fatalf("%d images and %d links, want one of each", images, links)
-	}
+	checkNoEmailInContent(t, res, email)
 	lr, err := b.cs.ListResources(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -248,5 +229,32 @@ print("shown")`, ws, ws)
 	}
 	if c := rr.Contents[0]; strings.Contains(c.Text+string(c.Blob), email) || !strings.Contains(c.Text, "to,<email_") {
 		t.Fatalf("the client read %q", c.Text+string(c.Blob))
+	}
+}
+
+// checkNoEmailInContent: a run_python result holds "shown", one image and
+// one resource link, and neither the image's bytes nor the link shows
+// email.
+func checkNoEmailInContent(t *testing.T, res *mcp.CallToolResult, email string) {
+	t.Helper()
+	var images, links int
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			mustContain(t, c.Text, "shown")
+		case *mcp.ImageContent:
+			images++
+			if strings.Contains(string(c.Data), email) {
+				t.Fatal("the image's bytes hold the email")
+			}
+		case *mcp.ResourceLink:
+			links++
+			if strings.Contains(c.Name+c.URI, strings.Split(email, "@")[0]) {
+				t.Fatalf("the link shows the email: %s %s", c.Name, c.URI)
+			}
+		}
+	}
+	if images != 1 || links != 1 {
+		t.Fatalf("%d images and %d links, want one of each", images, links)
 	}
 }
