@@ -59,9 +59,17 @@ class Replay:
                                      stderr=subprocess.PIPE, bufsize=0)
         self.frames = queue.Queue()
         self.stderr = []
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, b"")),
-                         daemon=True).start()
+        # The threads that read the runtime's streams; close() waits for
+        # them before it closes the streams, so that none reads a
+        # descriptor number the next Replay's pipe took over (it stole the
+        # first byte of the next runtime's frame).
+        self.readers = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, b"")),
+                             daemon=True),
+        ]
+        for t in self.readers:
+            t.start()
         archive = harness.build_zip()
         self.proc.stdin.write(b"%16d" % len(archive) + archive)
 
@@ -101,7 +109,8 @@ class Replay:
         reader = conn.makefile("rb")
         first = json.loads(reader.readline())
         self.conn = conn
-        threading.Thread(target=self._read, args=(reader,), daemon=True).start()
+        self.readers.append(threading.Thread(target=self._read, args=(reader,), daemon=True))
+        self.readers[-1].start()
         return first
 
     def send(self, line):
@@ -123,6 +132,8 @@ class Replay:
             self.conn.close()
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        for t in self.readers:  # the runtime is gone: each stream ends
+            t.join(timeout=30)
         self.proc.stdout.close()
         self.proc.stderr.close()
         if self.folder:
