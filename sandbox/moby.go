@@ -42,6 +42,11 @@ type mobyEngine struct {
 	rootlessOnce sync.Once
 	rootless     bool
 
+	// The workspace volumes this bridge has seen given to the sandbox's
+	// user (Docker; see ensureVolume).
+	givenMu sync.Mutex
+	given   map[string]bool
+
 	// A Podman service this engine started, or nil.
 	service       *exec.Cmd
 	serviceDir    string

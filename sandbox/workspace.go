@@ -100,48 +100,88 @@ func toMount(m Mount) mount.Mount {
 // the sandbox's user so that the code can write to it: Podman takes the
 // owner as a volume option; on Docker a one-off container gives it away.
 // Two bridges that start at once may both create it: the engine keeps
-// one volume of a name, and the second create finds it.
+// one volume of a name, and Docker answers both creates as made. So on
+// Docker every bridge makes sure of the owner once, whether it made the
+// volume or found it (another bridge may still be giving it away), and
+// the helper leaves a volume already given as it is.
 func (e *mobyEngine) ensureVolume(ctx context.Context, ws Mount, user, image string) error {
 	name := ws.Source
+	uid, gid, numeric := numericUser(user)
+	podman := strings.HasPrefix(e.name, "podman")
+	created, err := e.createVolume(ctx, ws, podman && numeric, uid, gid)
+	if err != nil {
+		return err
+	}
+	if numeric && !podman && !e.wasGiven(name) {
+		if err := e.giveVolume(ctx, name, image, uid, gid); err != nil {
+			if created {
+				_, _ = e.cli.VolumeRemove(context.WithoutCancel(ctx), name, client.VolumeRemoveOptions{})
+			}
+			return err
+		}
+		e.markGiven(name)
+	}
+	if created {
+		e.log.Info("created the workspace volume", "volume", name)
+	}
+	return nil
+}
+
+// createVolume makes the volume ws names unless it exists, and says
+// whether this call made it; withOwner sets its owner as Podman's volume
+// option.
+func (e *mobyEngine) createVolume(ctx context.Context, ws Mount, withOwner bool, uid, gid uint64) (bool, error) {
+	name := ws.Source
 	if _, err := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
-		return nil
+		return false, nil
 	} else if !isNotFound(err) {
-		return fmt.Errorf("sandbox: inspecting the workspace volume %q on %s: %w", name, e.name, err)
+		return false, fmt.Errorf("sandbox: inspecting the workspace volume %q on %s: %w", name, e.name, err)
 	}
 	labels := map[string]string{LabelKey: "1"}
 	for k, v := range ws.Labels {
 		labels[k] = v
 	}
 	opts := client.VolumeCreateOptions{Name: name, Labels: labels}
-	uid, gid, numeric := numericUser(user)
-	podman := strings.HasPrefix(e.name, "podman")
-	if numeric && podman {
+	if withOwner {
 		opts.DriverOpts = map[string]string{"o": fmt.Sprintf("uid=%d,gid=%d", uid, gid)}
 	}
 	if _, err := e.cli.VolumeCreate(ctx, opts); err != nil {
 		if _, ierr := e.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); ierr == nil {
-			return nil // another bridge made it a moment ago
+			return false, nil // another bridge made it a moment ago
 		}
-		return fmt.Errorf("sandbox: creating the workspace volume %q on %s: %w", name, e.name, err)
+		return false, fmt.Errorf("sandbox: creating the workspace volume %q on %s: %w", name, e.name, err)
 	}
-	if numeric && !podman {
-		if err := e.giveVolume(ctx, name, image, uid, gid); err != nil {
-			_, _ = e.cli.VolumeRemove(context.WithoutCancel(ctx), name, client.VolumeRemoveOptions{})
-			return err
-		}
-	}
-	e.log.Info("created the workspace volume", "volume", name)
-	return nil
+	return true, nil
 }
 
-// giveVolume makes the root of a new volume belong to uid:gid, with a
-// one-off container from the sandbox's image that has no network and no
-// capability but CHOWN, and runs one line of Python.
+func (e *mobyEngine) wasGiven(name string) bool {
+	e.givenMu.Lock()
+	defer e.givenMu.Unlock()
+	return e.given[name]
+}
+
+func (e *mobyEngine) markGiven(name string) {
+	e.givenMu.Lock()
+	defer e.givenMu.Unlock()
+	if e.given == nil {
+		e.given = map[string]bool{}
+	}
+	e.given[name] = true
+}
+
+// giveVolume makes the root of a volume belong to uid:gid, with a one-off
+// container from the sandbox's image that has no network and no
+// capability but CHOWN, and runs a few lines of Python. Only a root that
+// still belongs to root (a new volume) changes: one given already, by this
+// bridge or another, or one the user gave away, stays as it is (without
+// CAP_FOWNER the helper could not change its mode anyway).
 func (e *mobyEngine) giveVolume(ctx context.Context, name, image string, uid, gid uint64) error {
+	script := fmt.Sprintf("import os\nst = os.stat('/workspace')\nif st.st_uid == 0 and (%d, %d) != (0, 0):\n"+
+		"    os.chmod('/workspace', 0o700)\n    os.chown('/workspace', %d, %d)", uid, gid, uid, gid)
 	cfg := &container.Config{
 		Image:  image,
 		User:   "0:0",
-		Cmd:    []string{"python3", "-I", "-c", fmt.Sprintf("import os; os.chmod('/workspace', 0o700); os.chown('/workspace', %d, %d)", uid, gid)},
+		Cmd:    []string{"python3", "-I", "-c", script},
 		Labels: e.owner.labels(),
 	}
 	hc := &container.HostConfig{
