@@ -87,8 +87,11 @@ func newEngineProxy(t *testing.T) *engineProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept open for the test: where no engine service runs (rootless
+	// Podman), the connection started a private one, which the proxy
+	// forwards to and which ends with the connection.
+	t.Cleanup(func() { eng.Close() })
 	name := eng.Name()
-	eng.Close()
 	_, target, ok := strings.Cut(name, " at unix://")
 	if !ok {
 		t.Skipf("the engine %s is not reached over a local socket", name)
