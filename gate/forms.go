@@ -83,7 +83,16 @@ var decoders = []decoder{unescapeJSON, unescapePercent}
 // unescapeJSON undoes the escapes of a JSON string (\" \\ \/ \b \f \n \r
 // \t \uXXXX, surrogate pairs joined) wherever they appear in text.
 func unescapeJSON(text string, mapped bool) (view, bool) {
-	i := nextJSONEscape(text, 0)
+	return unescape(text, mapped, nextJSONEscape, writeJSONEscape)
+}
+
+// unescape is text with every escape undone: next finds the offset of the
+// next escape at or after an offset (-1: none), write writes what the
+// escape at the start of its string stands for and returns its length.
+// With mapped, the view maps each undone escape back to its place in
+// text. It reports false when text holds no escape.
+func unescape(text string, mapped bool, next func(text string, from int) int, write func(b *strings.Builder, s string) int) (view, bool) {
+	i := next(text, 0)
 	if i < 0 {
 		return view{}, false
 	}
@@ -91,10 +100,10 @@ func unescapeJSON(text string, mapped bool) (view, bool) {
 	b.Grow(len(text))
 	var w view
 	last := 0
-	for ; i >= 0; i = nextJSONEscape(text, last) {
+	for ; i >= 0; i = next(text, last) {
 		b.WriteString(text[last:i])
 		v := b.Len()
-		n := writeJSONEscape(&b, text[i:])
+		n := write(&b, text[i:])
 		if mapped {
 			w.segs = append(w.segs, seg{v: v, vn: b.Len() - v, o: i, on: n})
 		}
@@ -187,44 +196,34 @@ func unhex(c byte) (byte, bool) {
 
 // unescapePercent undoes %XX escapes, as URIs write file names.
 func unescapePercent(text string, mapped bool) (view, bool) {
-	next := func(from int) int {
-		for {
-			i := strings.IndexByte(text[from:], '%')
-			if i < 0 {
-				return -1
-			}
-			i += from
-			if i+2 < len(text) {
-				_, ok1 := unhex(text[i+1])
-				_, ok2 := unhex(text[i+2])
-				if ok1 && ok2 {
-					return i
-				}
-			}
-			from = i + 1
+	return unescape(text, mapped, nextPercentEscape, writePercentEscape)
+}
+
+// nextPercentEscape is the offset of the next %XX at or after from, or -1.
+func nextPercentEscape(text string, from int) int {
+	for {
+		i := strings.IndexByte(text[from:], '%')
+		if i < 0 {
+			return -1
 		}
-	}
-	i := next(0)
-	if i < 0 {
-		return view{}, false
-	}
-	var b strings.Builder
-	b.Grow(len(text))
-	var w view
-	last := 0
-	for ; i >= 0; i = next(last) {
-		b.WriteString(text[last:i])
-		hi, _ := unhex(text[i+1])
-		lo, _ := unhex(text[i+2])
-		if mapped {
-			w.segs = append(w.segs, seg{v: b.Len(), vn: 1, o: i, on: 3})
+		i += from
+		if i+2 < len(text) {
+			_, ok1 := unhex(text[i+1])
+			_, ok2 := unhex(text[i+2])
+			if ok1 && ok2 {
+				return i
+			}
 		}
-		b.WriteByte(hi<<4 | lo)
-		last = i + 3
+		from = i + 1
 	}
-	b.WriteString(text[last:])
-	w.text = b.String()
-	return w, true
+}
+
+// writePercentEscape writes the byte the %XX at the start of s stands for.
+func writePercentEscape(b *strings.Builder, s string) int {
+	hi, _ := unhex(s[1])
+	lo, _ := unhex(s[2])
+	b.WriteByte(hi<<4 | lo)
+	return 3
 }
 
 // minBase64 is the shortest run of base64 looked into: 8 characters are
