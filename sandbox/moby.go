@@ -360,11 +360,13 @@ func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
 	deadline := time.Now().Add(wait)
 	for {
 		res, err := c.engine.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
-		if err != nil {
+		// An inspect can fail while the container is going away (Podman
+		// reads /proc/PID/cgroup of a process that just ended: "no such
+		// process"): only a missing container, or the deadline, is final.
+		if err != nil && (cerrdefs.IsNotFound(err) || time.Now().After(deadline)) {
 			return "its state is unknown (" + err.Error() + ")"
 		}
-		st := res.Container.State
-		if st != nil && !st.Running {
+		if st := res.Container.State; err == nil && st != nil && !st.Running {
 			var memory int64
 			if hc := res.Container.HostConfig; hc != nil {
 				memory = hc.Memory
