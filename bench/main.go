@@ -85,6 +85,8 @@ type env struct {
 
 	runs, calls, coldRuns, dataRuns int
 
+	profile string // where the latency section's bridge writes its profiles; "": none (profile.go)
+
 	engineName, python, loadAtStart string // for the report
 }
 
@@ -116,6 +118,7 @@ func run() error {
 	flag.IntVar(&e.calls, "calls", 1000, "calls per latency run and per batch")
 	flag.IntVar(&e.coldRuns, "cold", 5, "cold starts (each also gives an idle RSS)")
 	flag.IntVar(&e.dataRuns, "data-runs", 5, "repetitions of each 64 MiB transfer")
+	flag.StringVar(&e.profile, "profile", "", "build the bridge with its profiling hook and write CPU and allocation profiles of the latency section's loops to this `dir` (profile.go)")
 	only := flag.String("only", "", "run only the measurements whose name contains this (e.g. gate); the report is then not written")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
 	flag.Parse()
@@ -150,7 +153,7 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != ""); err != nil {
 		return err
 	}
 
