@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -238,6 +239,9 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		c.mu.Unlock()
 		if slot != nil {
 			slot.raw = f.result
+			if msg, ok := placeholderResponse(f); ok {
+				return []jsonrpc.Message{msg}, nil
+			}
 			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.id) + `,"result":` + string(placeholderResult) + `}`)
 		}
 	}
@@ -246,6 +250,28 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, err
 	}
 	return []jsonrpc.Message{msg}, nil
+}
+
+// placeholderResponse is the go-sdk's message for a response whose result
+// went to a rawSlot, made without decoding the placeholder line: the
+// go-sdk's decoder allocates a 32 KiB buffer for every message, however
+// small. It is what jsonrpc.DecodeMessage makes of that line (an integer
+// id, as the go-sdk numbers its requests, goes through float64 there too);
+// false for anything else (a string id, a version tag other than 2.0), which
+// takes the decoder's path and its checks.
+func placeholderResponse(f fields) (*jsonrpc.Response, bool) {
+	if string(f.version) != `"2.0"` {
+		return nil, false
+	}
+	n, err := strconv.ParseInt(string(f.id), 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(float64(n))
+	if err != nil || !id.IsValid() {
+		return nil, false
+	}
+	return &jsonrpc.Response{ID: id, Result: placeholderResult}, true
 }
 
 // tieLog ties a log message to the tool call it came with. stdio has one
@@ -285,9 +311,9 @@ func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
 }
 
 // fields are the spans of a JSON-RPC message's top-level members.
-type fields struct{ id, method, result []byte }
+type fields struct{ version, id, method, result []byte }
 
-// envelope finds the id, method and result members of the JSON object in
+// envelope finds the jsonrpc, id, method and result members of the JSON object in
 // line, which must be valid JSON, without copying or decoding them.
 func envelope(line []byte) fields {
 	var f fields
@@ -310,6 +336,8 @@ func envelope(line []byte) fields {
 		i = skipSpace(line, i)
 		end = skipValue(line, i)
 		switch key {
+		case "jsonrpc":
+			f.version = line[i:end]
 		case "id":
 			f.id = line[i:end]
 		case "method":
