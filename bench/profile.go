@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -45,13 +47,33 @@ func (p *profiler) window(name string) func() {
 	}
 	p.n++
 	p.toggle(fmt.Sprintf("cpu-%d.pprof", p.n))
-	f, err := os.OpenFile(filepath.Join(p.dir, "windows.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err == nil {
-		fmt.Fprintf(f, "%d %s\n", p.n, name)
-		_ = f.Close()
+	n, cpu := p.n, cpuTime(p.pid)
+	return func() {
+		used := cpuTime(p.pid) - cpu
+		p.toggle(fmt.Sprintf("allocs-%d-stop.pprof", n))
+		f, err := os.OpenFile(filepath.Join(p.dir, "windows.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%d %s: bridge CPU %s\n", n, name, used)
+			_ = f.Close()
+		}
 	}
-	n := p.n
-	return func() { p.toggle(fmt.Sprintf("allocs-%d-stop.pprof", n)) }
+}
+
+// cpuTime is the user and system CPU time process pid used so far
+// (/proc/PID/stat, in clock ticks of 10 ms).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the state on
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // toggle signals the bridge and waits until it wrote the file that says
@@ -73,11 +95,12 @@ func (e *env) pythonProfiles(ctx context.Context, b *bridge) error {
 	if e.profile == "" {
 		return nil
 	}
-	for name, body := range map[string]string{
-		"python-sequential.txt": pythonSequential(e.calls, echoCall),
-		"python-gathered.txt":   pythonGathered(e.calls),
+	for name, code := range map[string]string{
+		"python-sequential.txt": pythonProfiled(pythonSequential(e.calls, echoCall)),
+		"python-gathered.txt":   pythonProfiled(pythonGathered(e.calls)),
+		"python-cpu.txt":        pythonCPU(e.calls),
 	} {
-		out, err := b.run(ctx, pythonProfiled(body))
+		out, err := b.run(ctx, code)
 		if err != nil {
 			return err
 		}
@@ -111,4 +134,23 @@ func indent(s string) string {
 		}
 	}
 	return out
+}
+
+// pythonCPU prints the CPU time the runtime's process (all its threads:
+// the cell's and the reader's) spends per proxied call, sequential and
+// gathered, and per list_servers call, without a profiler's overhead.
+func pythonCPU(n int) string {
+	return fmt.Sprintf(`import time, asyncio
+def _per(t): return (time.process_time_ns() - t) / %[1]d / 1000
+_t = time.process_time_ns()
+for _ in range(%[1]d):
+    %[2]s
+print("sequential echo: %%.1f us CPU per call" %% _per(_t))
+_t = time.process_time_ns()
+await asyncio.gather(*[mcp_everything.echo(message="ping") for _ in range(%[1]d)])
+print("gathered echo: %%.1f us CPU per call" %% _per(_t))
+_t = time.process_time_ns()
+for _ in range(%[1]d):
+    %[3]s
+print("sequential list_servers: %%.1f us CPU per call" %% _per(_t))`, n, echoCall, hostRPC)
 }
