@@ -57,6 +57,13 @@
 //   - Idle. The bridge's VmRSS with a warm sandbox and its three npm
 //     upstreams warm (each called once), two seconds after the last call.
 //
+//   - Profiles (-profile DIR, with -only latency; not in the report). The
+//     bridge is built with its profiling hook (-tags benchprofile) and each
+//     latency loop runs in a window of CPU and allocation profiles; the
+//     bridge's CPU time per window (/proc) goes to DIR/windows.txt, the
+//     runtime's CPU per call and cProfile of the proxied loops to
+//     DIR/python-*.txt (profile.go; docs/ARCHITECTURE.md reads them).
+//
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
 // of the runs is shown. Targets come from DESIGN.md ("Targets").
