@@ -82,6 +82,7 @@ class Channel:
         self._out_fd = out_fd
         self._held_fd = -1  # stdout's descriptor, kept once frames use the socket
         self._write_lock = threading.Lock()
+        self._settler = None          # settles awaited requests on their loop (_Settler)
         self._held = None             # frames kept by hold() until release(); None: not holding
         self._held_size = 0
         self._main_ident = threading.main_thread().ident
@@ -363,7 +364,10 @@ class Channel:
         :meth:`request`'s future: no thread-safe future in between."""
         import asyncio
         loop = asyncio.get_running_loop()
-        return self._request(method, params, lambda: _LoopFuture(loop)).future
+        settler = self._settler
+        if settler is None or settler.loop is not loop:
+            settler = self._settler = _Settler(loop)
+        return self._request(method, params, lambda: _LoopFuture(settler)).future
 
     def _request(self, method: str, params: dict, new_future):
         cell = self.exec_id
@@ -443,18 +447,49 @@ class Channel:
         self.exec_id = None
 
 
-class _LoopFuture:
-    """An asyncio future as the reader thread settles it: like a
-    concurrent.futures.Future (``done``, ``set_result``, ``set_exception``),
-    callable from any thread; each settles the asyncio future on its loop,
-    unless it is done by then (cancelled). A loop that closed meanwhile has
-    nobody waiting: the answer is dropped."""
-
-    __slots__ = ("loop", "future")
+class _Settler:
+    """Settles awaited requests' futures on their event loop, from the
+    reader thread: answers that come while the loop has not run the last
+    batch yet join it, so a burst of answers (gathered calls) wakes the
+    loop once, not once each (each wake is a write to the loop's
+    self-pipe). A loop that closed meanwhile has nobody waiting: the
+    answers are dropped."""
 
     def __init__(self, loop):
         self.loop = loop
-        self.future = loop.create_future()
+        self._lock = threading.Lock()
+        self._waiting = []  # callables, in the order the answers came
+
+    def add(self, settle: Callable[[], None]) -> None:
+        with self._lock:
+            self._waiting.append(settle)
+            if len(self._waiting) > 1:
+                return  # the loop runs them with the first
+        try:
+            self.loop.call_soon_threadsafe(self._run)
+        except RuntimeError:  # the loop is closed
+            with self._lock:
+                self._waiting.clear()
+
+    def _run(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for settle in waiting:
+            settle()
+
+
+class _LoopFuture:
+    """An asyncio future as the reader thread settles it: like a
+    concurrent.futures.Future (``done``, ``set_result``, ``set_exception``),
+    callable from any thread; each settles the asyncio future on its loop
+    (through the loop's :class:`_Settler`), unless it is done by then
+    (cancelled)."""
+
+    __slots__ = ("settler", "future")
+
+    def __init__(self, settler: _Settler):
+        self.settler = settler
+        self.future = settler.loop.create_future()
 
     def done(self) -> bool:
         return self.future.done()
@@ -471,10 +506,7 @@ class _LoopFuture:
         def settle():
             if not future.done():
                 how(value)
-        try:
-            self.loop.call_soon_threadsafe(settle)
-        except RuntimeError:  # the loop is closed
-            pass
+        self.settler.add(settle)
 
 
 def _fail(future, error: BaseException) -> None:

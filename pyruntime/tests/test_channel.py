@@ -92,6 +92,26 @@ class InFlightBoundTest(unittest.TestCase):
         for _ in range(MAX_IN_FLIGHT):  # both answers freed their slots
             self.assertTrue(self.ch._slots.acquire(blocking=False))
 
+    def test_a_burst_of_answers_wakes_the_loop_once(self):
+        import asyncio
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            wakes, real = [], loop._write_to_self
+            loop._write_to_self = lambda: (wakes.append(1), real())
+            futures = [self.ch.request_async("call_tool", {"i": i}) for i in range(10)]
+            ids = [json.loads(self.reader.readline())["id"] for _ in futures]
+            resolver = threading.Thread(target=lambda: [
+                self.ch._resolve({"t": "result", "id": rid, "ok": True, "value": rid}) for rid in ids])
+            resolver.start()
+            resolver.join()  # the loop has not run meanwhile: one batch
+            return await asyncio.gather(*futures), len(wakes)
+
+        values, wakes = asyncio.run(main())
+        self.assertEqual(wakes, 1)
+        self.assertEqual(len(values), 10)
+        self.assertEqual(values, sorted(values))
+
 
 def _readable(f):
     import select
