@@ -114,6 +114,7 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 			slot = &rawSlot{call: call}
 			var err error
 			slot.raw, err = c.line.call(cctx, params, slot)
+			call.handled(cctx) // the log messages that came before the answer
 			return err
 		}
 		cctx, slot = withRawSlot(cctx)
