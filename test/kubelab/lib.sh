@@ -39,9 +39,6 @@ KUBELAB_SCHEDULER_PORT=20259
 # binary's hash, so a changed program makes a new image).
 KUBELAB_PAUSE_REPO=localhost/kubelab-pause
 
-# The processes up starts, in start order; down stops them in reverse.
-KUBELAB_COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet"
-
 # say prints a progress line on stderr (stdout carries only the kubeconfig
 # path).
 say() {
