@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # the settings are used by the scripts that source this
 # Shared by up, down and check (sourced, not run). The lab's fixed names,
 # addresses and ports are stated here once; up writes them into
 # STATE_DIR/env for the tests.
@@ -78,4 +79,28 @@ ctr_of() {
   local state=$1
   shift
   ctr --address "$state/containerd/containerd.sock" --namespace k8s.io "$@"
+}
+
+# import_image copies the Podman image $2 into the containerd of the lab in
+# state dir $1 (namespace k8s.io) through an OCI archive, logging to
+# STATE_DIR/logs/images.log; it fails unless containerd then lists the image.
+import_image() {
+  local state=$1 image=$2 archive
+  archive=$state/images/$(printf '%s' "$image" | tr -c 'A-Za-z0-9._-' _).tar
+  mkdir -p "$state/images"
+  say "importing $image"
+  if ! podman save --format oci-archive -o "$archive" "$image" >>"$state/logs/images.log" 2>&1; then
+    say "podman save $image failed: is it a local Podman image (podman image exists $image)?"
+    return 1
+  fi
+  if ! ctr_of "$state" images import --base-name "${image%:*}" "$archive" >>"$state/logs/images.log" 2>&1; then
+    rm -f "$archive"
+    say "ctr images import of $image failed (see $state/logs/images.log)"
+    return 1
+  fi
+  rm -f "$archive"
+  ctr_of "$state" images ls -q | grep -qxF "$image" || {
+    say "$image is not in containerd after its import"
+    return 1
+  }
 }
