@@ -99,7 +99,11 @@ import_image() {
     return 1
   fi
   rm -f "$archive"
-  ctr_of "$state" images ls -q | grep -qxF "$image" || {
+  # Listed first, then searched: grep -q in a pipe would end ctr early, and
+  # pipefail would count that as a failure.
+  local listed
+  listed=$(ctr_of "$state" images ls -q)
+  grep -qxF "$image" <<<"$listed" || {
     say "$image is not in containerd after its import"
     return 1
   }
