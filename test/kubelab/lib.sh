@@ -86,6 +86,8 @@ ctr_of() {
 # STATE_DIR/logs/images.log; it fails unless containerd then lists the image.
 import_image() {
   local state=$1 image=$2 archive
+  # A name without a tag is :latest, as Podman and the kubelet read it.
+  case ${image##*/} in *:*) ;; *) image=$image:latest ;; esac
   archive=$state/images/$(printf '%s' "$image" | tr -c 'A-Za-z0-9._-' _).tar
   mkdir -p "$state/images"
   say "importing $image"
