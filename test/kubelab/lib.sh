@@ -62,6 +62,10 @@ state_dir_of() {
   printf '%s\n' "$dir"
 }
 
+# KUBELAB_MARKER is the file up writes first into a state directory; down
+# touches no directory without it, so a mistyped path is never removed.
+KUBELAB_MARKER=.kubelab-state
+
 # pid_of prints the recorded pid of component $2 in state dir $1, if any.
 pid_of() {
   local file=$1/pids/$2.pid
