@@ -33,13 +33,7 @@ func TestExitedRetriesAVanishingProcess(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`{"Id":"c1","State":{"Running":false,"OOMKilled":true,"ExitCode":137},"HostConfig":{"Memory":536870912}}`))
 	}))
-	defer srv.Close()
-	cli, err := client.New(client.WithHost("tcp://"+srv.Listener.Addr().String()), client.WithHTTPClient(srv.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	c := &mobyContainer{engine: &mobyEngine{cli: cli}, id: "c1", stderr: &logWriter{log: slog.New(slog.DiscardHandler)}}
+	c := fakeContainer(t, srv)
 	got := c.Exited(context.Background(), time.Minute)
 	if want := "it ran out of memory (the limit is 512 MiB)"; !strings.HasPrefix(got, want) {
 		t.Fatalf("Exited said %q, want it to start %q", got, want)
@@ -57,14 +51,20 @@ func TestExitedGoneContainer(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"message":"no such container"}`))
 	}))
-	defer srv.Close()
+	c := fakeContainer(t, srv)
+	if got := c.Exited(context.Background(), time.Hour); !strings.HasPrefix(got, "its state is unknown (") {
+		t.Fatalf("Exited said %q", got)
+	}
+}
+
+// fakeContainer is container "c1" of an engine that srv plays.
+func fakeContainer(t *testing.T, srv *httptest.Server) *mobyContainer {
+	t.Helper()
+	t.Cleanup(srv.Close)
 	cli, err := client.New(client.WithHost("tcp://"+srv.Listener.Addr().String()), client.WithHTTPClient(srv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	c := &mobyContainer{engine: &mobyEngine{cli: cli}, id: "c1", stderr: &logWriter{log: slog.New(slog.DiscardHandler)}}
-	if got := c.Exited(context.Background(), time.Hour); !strings.HasPrefix(got, "its state is unknown (") {
-		t.Fatalf("Exited said %q", got)
-	}
+	t.Cleanup(func() { cli.Close() })
+	return &mobyContainer{engine: &mobyEngine{cli: cli}, id: "c1", stderr: &logWriter{log: slog.New(slog.DiscardHandler)}}
 }
