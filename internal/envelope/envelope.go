@@ -127,3 +127,26 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// Deeper reports whether the JSON value b nests objects and arrays more
+// than max deep (brackets inside strings do not count).
+func Deeper(b []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			if depth++; depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
