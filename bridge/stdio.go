@@ -32,7 +32,9 @@ import (
 // several lines, a line over [fastLineLimit], the end of the input) hands
 // the rest of the input, from that line on, to the go-sdk's IOTransport,
 // which then reads and writes everything: behaviour and errors stay its
-// own.
+// own. (How the go-sdk reads such input can depend on where its reads of
+// the input end; a hand-over is one such end: the start of a line, or,
+// for a long line, where this transport stopped reading it.)
 type StdioTransport struct {
 	Reader io.Reader // not closed
 	Writer io.Writer // not closed
@@ -231,10 +233,12 @@ func (nopWriteCloser) Close() error { return nil }
 // false: the line is anything else, and is handed over. The error is
 // jsonrpc.DecodeMessage's, which the go-sdk's Read would return.
 func decodeLine(line []byte) (jsonrpc.Message, error, bool) {
-	obj := bytes.TrimLeft(line, " \t\r\n")
-	obj = bytes.TrimSuffix(obj, []byte("\n"))
-	obj = bytes.TrimSuffix(obj, []byte("\r"))
-	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || len(obj) == len(line) || !json.Valid(obj) {
+	body, ended := bytes.CutSuffix(line, []byte("\n"))
+	if !ended { // a long line cut short: what follows on it counts too
+		return nil, nil, false
+	}
+	obj := bytes.TrimLeft(bytes.TrimSuffix(body, []byte("\r")), " \t\r")
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || !json.Valid(obj) {
 		return nil, nil, false
 	}
 	if msg, ok := fastMessage(obj); ok {

@@ -167,3 +167,20 @@ func TestStdioTransportReadsRequestsItself(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioTransportLongLineEndingInAnObject: a line over fastLineLimit
+// whose part read so far happens to end a whole object is the go-sdk's
+// to read, as it reads it when one of its reads ends there. (Whether the
+// go-sdk then sees the "x" after the object at once, and calls it
+// trailing data, depends on where its reads end: on a pipe, on how the
+// client's writes fell.)
+func TestStdioTransportLongLineEndingInAnObject(t *testing.T) {
+	obj := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	read := 17 * 64 << 10 // what nextLine has read when it gives up: 17 full buffers
+	input := strings.Repeat(" ", read-len(obj)) + obj + "x\n"
+	want, wantErr := readAll(t, &mcp.IOTransport{Reader: io.NopCloser(io.MultiReader(strings.NewReader(input[:read]), strings.NewReader(input[read:]))), Writer: nopWriteCloser{io.Discard}})
+	got, gotErr := readAll(t, &StdioTransport{Reader: strings.NewReader(input), Writer: io.Discard})
+	if !reflect.DeepEqual(got, want) || gotErr != wantErr {
+		t.Fatalf("got %s, %s\nwant %s, %s", show(got), gotErr, show(want), wantErr)
+	}
+}
