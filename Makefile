@@ -70,13 +70,14 @@ soak: build image
 
 # Run each fuzz target for FUZZTIME executions (100000x) in turn: the frame
 # decoder, redaction, the config loader, ${VAR} expansion, the upstream search
-# ranking and the upstream JSON-RPC line scanner. Seeds live in testdata/
+# ranking, the JSON-RPC envelope scanner and the stdio transport the bridge
+# serves on (held to the go-sdk's IOTransport on any input). Seeds live in testdata/
 # beside each package (and run as ordinary tests in make test). The budget is
 # a count, not a duration: Go 1.26's fuzz coordinator can report "context
 # deadline exceeded" as a failure when a duration ends while a worker is busy
 # (golang/go#75804, fixed in Go 1.27), which a loaded machine makes likely.
 FUZZTIME ?= 100000x
-FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./upstream:FuzzEnvelope
+FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./internal/envelope:FuzzOf ./bridge:FuzzStdioTransport
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

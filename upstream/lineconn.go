@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/envelope"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -244,28 +245,28 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	if !json.Valid(line) {
 		return nil, errors.New("the server sent a line that is not JSON")
 	}
-	f := envelope(line)
-	if string(f.method) == `"notifications/message"` {
+	f := envelope.Of(line)
+	if string(f.Method) == `"notifications/message"` {
 		line = c.tieLog(line)
 	}
-	if f.method == nil && f.id != nil {
+	if f.Method == nil && f.ID != nil {
 		c.mu.Lock()
-		slot := c.pending[string(f.id)]
+		slot := c.pending[string(f.ID)]
 		own := slot != nil && slot.done != nil
-		if own || f.result != nil {
-			delete(c.pending, string(f.id))
+		if own || f.Result != nil {
+			delete(c.pending, string(f.ID))
 		}
 		c.mu.Unlock()
 		if own { // the bridge's own request: nothing for the go-sdk
 			slot.settle(f)
 			return nil, nil
 		}
-		if slot != nil && f.result != nil {
-			slot.raw = f.result
+		if slot != nil && f.Result != nil {
+			slot.raw = f.Result
 			if msg, ok := placeholderResponse(f); ok {
 				return []jsonrpc.Message{msg}, nil
 			}
-			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.id) + `,"result":` + string(placeholderResult) + `}`)
+			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.ID) + `,"result":` + string(placeholderResult) + `}`)
 		}
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
@@ -379,22 +380,22 @@ func (c *lineConn) failOwn(err error) {
 
 // settle gives the bridge's own request its response: the result as it
 // came, or the JSON-RPC error (wrapped as the go-sdk wraps it).
-func (slot *rawSlot) settle(f fields) {
+func (slot *rawSlot) settle(f envelope.Fields) {
 	defer close(slot.done)
-	if f.err != nil && string(f.err) != "null" {
+	if f.Error != nil && string(f.Error) != "null" {
 		var werr jsonrpc.Error
-		if err := json.Unmarshal(f.err, &werr); err != nil {
+		if err := json.Unmarshal(f.Error, &werr); err != nil {
 			slot.err = fmt.Errorf("calling %q: the server's error response cannot be read: %w", "tools/call", err)
 			return
 		}
 		slot.err = fmt.Errorf("calling %q: %w", "tools/call", &werr)
 		return
 	}
-	if f.result == nil {
+	if f.Result == nil {
 		slot.err = fmt.Errorf("calling %q: the server's response has neither a result nor an error", "tools/call")
 		return
 	}
-	slot.raw = f.result
+	slot.raw = f.Result
 }
 
 // placeholderResponse is the go-sdk's message for a response whose result
@@ -404,11 +405,11 @@ func (slot *rawSlot) settle(f fields) {
 // id, as the go-sdk numbers its requests, goes through float64 there too);
 // false for anything else (a string id, a version tag other than 2.0), which
 // takes the decoder's path and its checks.
-func placeholderResponse(f fields) (*jsonrpc.Response, bool) {
-	if string(f.version) != `"2.0"` {
+func placeholderResponse(f envelope.Fields) (*jsonrpc.Response, bool) {
+	if string(f.Version) != `"2.0"` {
 		return nil, false
 	}
-	n, err := strconv.ParseInt(string(f.id), 10, 64)
+	n, err := strconv.ParseInt(string(f.ID), 10, 64)
 	if err != nil {
 		return nil, false
 	}
@@ -453,91 +454,4 @@ func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
 		msgs[i] = m
 	}
 	return msgs, nil
-}
-
-// fields are the spans of a JSON-RPC message's top-level members.
-type fields struct{ version, id, method, result, err []byte }
-
-// envelope finds the jsonrpc, id, method, result and error members of the JSON object in
-// line, which must be valid JSON, without copying or decoding them.
-func envelope(line []byte) fields {
-	var f fields
-	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '{' {
-		return f
-	}
-	i++
-	for {
-		i = skipSpace(line, i)
-		if i >= len(line) || line[i] != '"' {
-			return f
-		}
-		end := skipValue(line, i)
-		var key string
-		if json.Unmarshal(line[i:end], &key) != nil {
-			return f
-		}
-		i = skipSpace(line, end) + 1 // past ':'
-		i = skipSpace(line, i)
-		end = skipValue(line, i)
-		switch key {
-		case "jsonrpc":
-			f.version = line[i:end]
-		case "id":
-			f.id = line[i:end]
-		case "method":
-			f.method = line[i:end]
-		case "result":
-			f.result = line[i:end]
-		case "error":
-			f.err = line[i:end]
-		}
-		i = skipSpace(line, end)
-		if i >= len(line) || line[i] != ',' {
-			return f
-		}
-		i++
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at i
-// in b, which must be valid JSON.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-			continue
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of a number or literal
-			}
-			depth--
-		case ',', ':', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i // the end of a number or literal
-			}
-			continue
-		default:
-			continue // inside a number or literal
-		}
-		if depth == 0 {
-			return i + 1
-		}
-	}
-	return i
 }

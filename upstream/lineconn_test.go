@@ -13,66 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func TestEnvelopeFindsTheMembers(t *testing.T) {
-	cases := []struct{ line, id, method, result string }{
-		{`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`, `3`, ``, `{"content":[]}`},
-		{`{"result": [1, {"a": "}\"]"}], "id" : "x\"}" , "jsonrpc":"2.0"}`, `"x\"}"`, ``, `[1, {"a": "}\"]"}]`},
-		{`{"jsonrpc":"2.0","method":"ping","id":-1.5e3}`, `-1.5e3`, `"ping"`, ``},
-		{` { "id" : 7 , "result" : null } `, `7`, ``, `null`},
-		{`{"id":1,"result":true}`, `1`, ``, `true`},
-		{`[1,2]`, ``, ``, ``},
-	}
-	for _, c := range cases {
-		f := envelope([]byte(c.line))
-		if string(f.id) != c.id || string(f.method) != c.method || string(f.result) != c.result {
-			t.Errorf("envelope(%s) = id %q method %q result %q", c.line, f.id, f.method, f.result)
-		}
-	}
-}
-
-// FuzzEnvelope holds envelope to encoding/json: on any valid JSON object
-// it finds the same id, method and result.
-func FuzzEnvelope(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"a\"b}"}]}}`,
-		`{"id":"x","method":"tools/call","params":{}}`,
-		`{"id":1,"result":[],"id":2}`,
-		`{"id":1e5,"error":{"code":-1,"message":"]"}}`,
-		`{ "result" : "\\" , "id" : null }`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		var want map[string]json.RawMessage
-		if !json.Valid([]byte(line)) || json.Unmarshal([]byte(line), &want) != nil || want == nil {
-			return
-		}
-		got := envelope([]byte(line))
-		for key, span := range map[string][]byte{"id": got.id, "method": got.method, "result": got.result} {
-			w, ok := want[key]
-			if !ok {
-				if span != nil {
-					t.Fatalf("%s: found %s %q, which is not there", line, key, span)
-				}
-				continue
-			}
-			if !jsonEqual(t, w, span) {
-				t.Fatalf("%s: %s = %q, encoding/json says %q", line, key, span, w)
-			}
-		}
-	})
-}
-
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
-}
-
 // TestCallPassesTheResultThrough: a stdio server's result comes back as the
 // bytes it sent (Python's json.dumps spacing), not re-encoded by the go-sdk.
 func TestCallPassesTheResultThrough(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/codebridge/codebridge/bridge"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
@@ -67,7 +66,7 @@ func (c *cli) serve(s *settings) error {
 	stdin := eofReader{r: c.stdin, eof: endSandbox}
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
-	err = a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&mcp.IOTransport{Reader: nopReadCloser{stdin}, Writer: nopWriteCloser{c.stdout}}))
+	err = a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&bridge.StdioTransport{Reader: stdin, Writer: c.stdout}))
 	stop()
 	a.close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -90,11 +89,3 @@ func (e eofReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
