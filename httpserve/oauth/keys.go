@@ -33,6 +33,10 @@ type issuer struct {
 // errNoKey is a token signed with a key the issuer does not publish.
 var errNoKey = errors.New("no key of the issuer has this key id")
 
+// errRetryLater is a fetch of the issuer's metadata that failed less than
+// minRefresh ago: it is not tried again yet (the failure was logged).
+var errRetryLater = errors.New("the issuer's metadata could not be read; codebridge tries again shortly")
+
 // keysFor returns the issuer's keys that may have signed a token with
 // this key id (every signing key when kid is empty). On a kid the cache
 // lacks it fetches the issuer's keys again, unless it did less than
@@ -45,7 +49,7 @@ func (is *issuer) keysFor(ctx context.Context, kid string) ([]jose.JSONWebKey, e
 	}
 	if !is.fetched.IsZero() && is.now().Sub(is.fetched) < is.minRefresh {
 		if is.jwksURL == "" {
-			return nil, errors.New("the issuer's metadata could not be read (codebridge tries again shortly)")
+			return nil, errRetryLater
 		}
 		return nil, errNoKey
 	}

@@ -129,7 +129,9 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, tok *jwt.JSON
 		return jwt.Claims{}, nil, refuse(kindSignature, "the token is signed with a key its issuer does not publish")
 	}
 	if err != nil {
-		v.log.Warn("could not fetch an OAuth issuer's keys", "issuer", is.url, "err", err)
+		if !errors.Is(err, errRetryLater) {
+			v.log.Warn("could not fetch an OAuth issuer's keys", "issuer", is.url, "err", err)
+		}
 		return jwt.Claims{}, nil, refuse(kindUnavailable, "the keys of the token's issuer could not be fetched; try again later")
 	}
 	for _, k := range keys {
