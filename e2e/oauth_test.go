@@ -316,3 +316,38 @@ print(runtime.save_skill("report", "def report():\n    return 'static-alice'\n",
 		}
 	}
 }
+
+// TestOAuthKeyRotation: the provider replaces its signing key (it
+// restarts at the same address with a new key under a new key id);
+// codebridge, without a restart, accepts the tokens of the new key and
+// refuses those of the old, which the provider no longer publishes.
+func TestOAuthKeyRotation(t *testing.T) {
+	needEnv(t)
+	needProvider(t)
+	alice := oauthClient{ID: "alice", Secret: "alice-secret-0123456789"}
+	idp := startProvider(t, "before", 0, alice)
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	// A refresh may follow another at once: the rotation is seen on the
+	// first token that names the new key.
+	b := startHTTP(t, h, nil, "--oauth-issuer", idp.issuer, "--oauth-key-refresh", "0.001", "--warm", "0")
+	old := idp.token(t, alice, b.url, "mcp")
+	if status, hdr, _ := b.initialize(t, old); status != 200 {
+		t.Fatalf("a token of the first key: %d %q", status, hdr.Get("WWW-Authenticate"))
+	}
+
+	u, _ := url.Parse(idp.issuer)
+	var port int
+	fmt.Sscan(u.Port(), &port)
+	idp.stop()
+	rotated := startProvider(t, "after", port, alice)
+	if rotated.issuer != idp.issuer {
+		t.Fatalf("the provider came back as %s, not %s", rotated.issuer, idp.issuer)
+	}
+	fresh := rotated.token(t, alice, b.url, "mcp")
+	c := b.clientAs(t, "alice-after-rotation", fresh)
+	mustContain(t, c.ok("print(6*7)"), "42")
+	status, hdr, _ := b.initialize(t, old)
+	if ch := challenge(t, hdr); status != 401 || ch["error"] != "invalid_token" || !strings.Contains(ch["error_description"], "does not publish") {
+		t.Fatalf("a token of the retired key: %d %q, want 401 invalid_token", status, hdr.Get("WWW-Authenticate"))
+	}
+}
