@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
@@ -23,6 +24,9 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // provider is a real OpenID provider (the npm package oidc-provider) on
@@ -62,6 +66,12 @@ func needProvider(t *testing.T) {
 // (0: a free one), serving clients.
 func startProvider(t *testing.T, kid string, port int, clients ...oauthClient) *provider {
 	t.Helper()
+	return startProviderWith(t, kid, map[string]any{"port": port}, clients...)
+}
+
+// startProviderWith is startProvider with more of the script's settings.
+func startProviderWith(t *testing.T, kid string, settings map[string]any, clients ...oauthClient) *provider {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +80,8 @@ func startProvider(t *testing.T, kid string, port int, clients ...oauthClient) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{jwk}, "clients": clients, "port": port})
+	settings["keys"], settings["clients"] = []json.RawMessage{jwk}, clients
+	cfg, _ := json.Marshal(settings)
 	cmd := exec.Command("node", filepath.Join(repoRoot, "testdata/npm/oidc_provider.mjs"), string(cfg))
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -349,5 +360,53 @@ func TestOAuthKeyRotation(t *testing.T) {
 	status, hdr, _ := b.initialize(t, old)
 	if ch := challenge(t, hdr); status != 401 || ch["error"] != "invalid_token" || !strings.Contains(ch["error_description"], "does not publish") {
 		t.Fatalf("a token of the retired key: %d %q, want 401 invalid_token", status, hdr.Get("WWW-Authenticate"))
+	}
+}
+
+// TestOAuthClientDiscovers: a real MCP client (the go-sdk's, with its
+// client credentials handler) given only codebridge's URL and its client
+// credentials follows the 401 to the protected resource metadata, the
+// provider's metadata and its token endpoint, and runs code as its
+// subject. The provider binds the audience itself (as Keycloak's
+// audience mapper does), for the client sends no resource indicator.
+func TestOAuthClientDiscovers(t *testing.T) {
+	needEnv(t)
+	needProvider(t)
+	carol := oauthClient{ID: "carol", Secret: "carol-secret-0123456789a"}
+	audience := filepath.Join(t.TempDir(), "audience")
+	if err := os.WriteFile(audience, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idp := startProviderWith(t, "k1", map[string]any{"defaultResourceFile": audience}, carol)
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	state := filepath.Join(t.TempDir(), "state")
+	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--oauth-issuer", idp.issuer, "--oauth-scopes", "mcp", "--warm", "0")
+	if err := os.WriteFile(audience, []byte(b.url), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: carol.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: carol.Secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "discovering-client", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, OAuthHandler: handler, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("the client did not sign in by itself: %v", err)
+	}
+	defer cs.Close()
+	r, err := runPython(cs, "print(runtime.save_skill('mine', 'def mine():\\n    return 1\\n', 'Carol\\'s.')['name'])")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, r.text, "mine")
+	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"principal":"oauth:carol@` + idp.issuer + `"`; !strings.Contains(string(audit), want) {
+		t.Fatalf("the audit does not name carol's OAuth principal %s", want)
 	}
 }

@@ -3,12 +3,15 @@
 //
 // Usage: node oidc_provider.mjs CONFIG_JSON
 //   CONFIG_JSON: {"keys": [private JWK...], "clients": [{"client_id", "client_secret", "groups": [...]}],
-//                 "port": N (optional: 0, a free port, by default)}
+//                 "port": N (optional: 0, a free port, by default),
+//                 "defaultResourceFile": PATH (optional: the resource of a grant that names none, read at each grant,
+//                 as a provider configured with the resource server's audience gives it)}
 // It listens on 127.0.0.1, prints "issuer=URL" on stdout
 // and serves until stdin closes. Clients use the client credentials grant
 // with a resource indicator (RFC 8707): the access token is a JWT
 // (RFC 9068) whose aud is the resource asked for, sub the client's id,
 // scope "mcp", and a "groups" claim from the client's entry.
+import fs from 'node:fs';
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -34,7 +37,8 @@ server.listen(config.port || 0, '127.0.0.1', () => {
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => undefined,
+        defaultResource: () => (config.defaultResourceFile
+          ? fs.readFileSync(config.defaultResourceFile, 'utf8').trim() || undefined : undefined),
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource) => ({
           scope: 'mcp',
