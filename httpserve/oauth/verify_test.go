@@ -2,9 +2,11 @@ package oauth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -23,16 +25,22 @@ import (
 // 8414 metadata and one EC key, and counts the fetches of its keys.
 type testIssuer struct {
 	url     string
-	key     *ecdsa.PrivateKey
+	key     crypto.Signer
+	alg     jose.SignatureAlgorithm
 	fetches atomic.Int32
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &testIssuer{key: key}
+	return serveIssuer(t, key, jose.ES256)
+}
+
+// serveIssuer serves the metadata and the public key of key.
+func serveIssuer(t testing.TB, key crypto.Signer, alg jose.SignatureAlgorithm) *testIssuer {
+	is := &testIssuer{key: key, alg: alg}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -42,7 +50,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) {
 		is.fetches.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: "k1", Algorithm: string(alg), Use: "sig"}}})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -52,7 +60,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 
 // sign makes a token with claims, signed by the issuer's key under kid.
 func (is *testIssuer) sign(t testing.TB, kid string, claims map[string]any) string {
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: is.key, KeyID: kid}}, nil)
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: is.alg, Key: jose.JSONWebKey{Key: is.key, KeyID: kid}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,15 +196,40 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// BenchmarkVerify is the cost of validating a token on a warm cache.
+// BenchmarkVerify is the cost of validating a token on a warm cache,
+// ES256 and RS256 (2048 bits).
 func BenchmarkVerify(b *testing.B) {
-	is := newTestIssuer(&testing.T{})
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ES256", func(b *testing.B) { benchVerify(b, newTestIssuer(b)) })
+	b.Run("RS256", func(b *testing.B) { benchVerify(b, serveIssuer(b, rsaKey, jose.RS256)) })
+}
+
+// BenchmarkKeyRefresh is the cost of one fetch of an issuer's keys on
+// loopback (what a token of an unknown key id costs, at most once per
+// MinRefresh).
+func BenchmarkKeyRefresh(b *testing.B) {
+	is := newTestIssuer(b)
+	v, _ := New(Config{Issuers: []string{is.url}, Resource: testResource}, nil)
+	iss := v.issuers[is.url]
+	if err := iss.refresh(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := iss.refresh(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchVerify(b *testing.B, is *testIssuer) {
 	v, _ := New(Config{Issuers: []string{is.url}, Resource: testResource}, nil)
 	tok := is.sign(b, "k1", is.claims("alice"))
 	if _, err := v.Verify(context.Background(), tok); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
 	for b.Loop() {
 		if _, err := v.Verify(context.Background(), tok); err != nil {
 			b.Fatal(err)
