@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -17,6 +18,9 @@ type oauthFlags struct {
 	claim      string
 	allow      []oauth.Rule
 	minRefresh time.Duration
+	// introspection: the endpoint, and the client codebridge calls it as
+	// (its secret read from a file when the setting is applied).
+	introspectURL, introspectID, introspectSecret string
 }
 
 var oauthKnobs = []knob[oauthFlags]{
@@ -56,6 +60,24 @@ var oauthKnobs = []knob[oauthFlags]{
 	{flag: "oauth-key-refresh", envs: []string{"CODEBRIDGE_OAUTH_KEY_REFRESH"}, def: secondsText(oauth.DefaultMinRefresh), typ: "seconds",
 		usage: "the shortest time between two fetches of an issuer's keys, made when a token names a key not seen yet",
 		set:   func(g *oauthFlags, v string) (err error) { g.minRefresh, err = seconds(v); return }},
+	{flag: "oauth-introspection-url", envs: []string{"CODEBRIDGE_OAUTH_INTROSPECTION_URL"}, typ: "url",
+		usage: "an issuer's token introspection endpoint (RFC 7662): tokens that are not JWTs (opaque tokens) are validated there; with --oauth-introspection-client-id and --oauth-introspection-secret-file",
+		set:   func(g *oauthFlags, v string) error { g.introspectURL = v; return nil }},
+	{flag: "oauth-introspection-client-id", envs: []string{"CODEBRIDGE_OAUTH_INTROSPECTION_CLIENT_ID"}, typ: "id",
+		usage: "the client id codebridge authenticates to the introspection endpoint with",
+		set:   func(g *oauthFlags, v string) error { g.introspectID = v; return nil }},
+	{flag: "oauth-introspection-secret-file", envs: []string{"CODEBRIDGE_OAUTH_INTROSPECTION_SECRET_FILE"}, typ: "file",
+		usage: "a file holding that client's secret",
+		set: func(g *oauthFlags, v string) error {
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return fmt.Errorf("reading the introspection secret: %v", err)
+			}
+			if g.introspectSecret = strings.TrimSpace(string(b)); g.introspectSecret == "" {
+				return fmt.Errorf("%s is empty: write the client secret in it", v)
+			}
+			return nil
+		}},
 }
 
 // config is the OAuth configuration these settings make; nil without an
@@ -64,5 +86,9 @@ func (g oauthFlags) config() *oauth.Config {
 	if len(g.issuers) == 0 {
 		return nil
 	}
-	return &oauth.Config{Issuers: g.issuers, Resource: g.resource, Scopes: g.scopes, PrincipalClaim: g.claim, Allow: g.allow, MinRefresh: g.minRefresh}
+	cfg := &oauth.Config{Issuers: g.issuers, Resource: g.resource, Scopes: g.scopes, PrincipalClaim: g.claim, Allow: g.allow, MinRefresh: g.minRefresh}
+	if g.introspectURL != "" || g.introspectID != "" || g.introspectSecret != "" {
+		cfg.Introspection = &oauth.Introspection{URL: g.introspectURL, ClientID: g.introspectID, ClientSecret: g.introspectSecret}
+	}
+	return cfg
 }

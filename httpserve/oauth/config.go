@@ -45,9 +45,18 @@ type Config struct {
 	// MinRefresh is the shortest time between two fetches of an issuer's
 	// keys. Zero means [DefaultMinRefresh].
 	MinRefresh time.Duration
+	// Introspection, when not nil, validates tokens that are not JWTs
+	// (opaque tokens) at an introspection endpoint (RFC 7662).
+	Introspection *Introspection
 	// Client fetches issuers' metadata and keys. Nil means a client of
 	// its own.
 	Client *http.Client
+}
+
+// Introspection is an issuer's token introspection endpoint (RFC 7662)
+// and the credentials codebridge calls it with.
+type Introspection struct {
+	URL, ClientID, ClientSecret string
 }
 
 // Rule admits a token whose claim equals Value, or holds it when the
@@ -104,6 +113,14 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.PrincipalClaim) != c.PrincipalClaim {
 		return fmt.Errorf("the principal claim %q has white space around it", c.PrincipalClaim)
+	}
+	if in := c.Introspection; in != nil {
+		if err := checkURL(in.URL); err != nil {
+			return fmt.Errorf("--oauth-introspection-url %s: %w", in.URL, err)
+		}
+		if in.ClientID == "" || in.ClientSecret == "" {
+			return errors.New("introspection needs the client id and secret codebridge authenticates with: give --oauth-introspection-client-id and --oauth-introspection-secret-file")
+		}
 	}
 	if c.MinRefresh < 0 {
 		return errors.New("the minimum time between key refreshes must not be negative")

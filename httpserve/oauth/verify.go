@@ -27,10 +27,11 @@ var algorithms = []jose.SignatureAlgorithm{
 
 // Verifier validates access tokens for one resource.
 type Verifier struct {
-	cfg     Config
-	issuers map[string]*issuer
-	log     *slog.Logger
-	now     func() time.Time
+	cfg        Config
+	issuers    map[string]*issuer
+	introspect *introspector // nil without introspection
+	log        *slog.Logger
+	now        func() time.Time
 }
 
 // New returns a verifier for cfg, whose Resource must be set. It
@@ -59,6 +60,9 @@ func New(cfg Config, log *slog.Logger) (*Verifier, error) {
 	for _, iss := range cfg.Issuers {
 		v.issuers[iss] = &issuer{url: iss, client: cfg.Client, minRefresh: cfg.MinRefresh, now: time.Now}
 	}
+	if cfg.Introspection != nil {
+		v.introspect = newIntrospector(*cfg.Introspection, cfg.Client)
+	}
 	return v, nil
 }
 
@@ -81,8 +85,13 @@ func (v *Verifier) Scopes() []string { return v.cfg.Scopes }
 
 // Verify validates an access token and returns what the go-sdk keeps of
 // it: the user id of its principal ([principal.OAuth]), its scopes and
-// expiry. Every error is a *[Refusal].
+// expiry. A JWT is validated here; any other token, with introspection
+// configured, by the issuer's introspection endpoint. Every error is a
+// *[Refusal].
 func (v *Verifier) Verify(ctx context.Context, raw string) (*auth.TokenInfo, error) {
+	if v.introspect != nil && strings.Count(raw, ".") != 2 {
+		return v.introspect.verify(ctx, v, raw)
+	}
 	tok, err := jwt.ParseSigned(raw, algorithms)
 	if err != nil {
 		return nil, refuse(kindMalformed, "the token is not a JWT signed with an asymmetric algorithm (RS256, ES256, EdDSA...)")
@@ -105,6 +114,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*auth.TokenInfo, err
 	if err := v.checkClaims(is, claims); err != nil {
 		return nil, err
 	}
+	return v.admit(is.url, all, claims.Expiry.Time())
+}
+
+// admit checks what a valid token of issuer must also have: the
+// required scopes, the principal claim and a match of the allow-list.
+func (v *Verifier) admit(issuer string, all map[string]any, exp time.Time) (*auth.TokenInfo, error) {
 	scopes := scopesOf(all)
 	for _, s := range v.cfg.Scopes {
 		if !slices.Contains(scopes, s) {
@@ -118,7 +133,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*auth.TokenInfo, err
 	if !v.allowed(all) {
 		return nil, refuse(kindDenied, "the token's holder is not among those allowed on this server")
 	}
-	return &auth.TokenInfo{UserID: principal.OAuth(is.url, name).UserID(), Scopes: scopes, Expiration: claims.Expiry.Time()}, nil
+	return &auth.TokenInfo{UserID: principal.OAuth(issuer, name).UserID(), Scopes: scopes, Expiration: exp}, nil
 }
 
 // checkSignature verifies tok with its issuer's keys and returns its
