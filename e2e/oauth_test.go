@@ -410,3 +410,66 @@ func TestOAuthClientDiscovers(t *testing.T) {
 		t.Fatalf("the audit does not name carol's OAuth principal %s", want)
 	}
 }
+
+// TestOAuthOpaqueTokensIntrospected: the provider issues opaque access
+// tokens; codebridge asks its introspection endpoint (RFC 7662) as its
+// own client. A token of the grant works and names its client; a made-up
+// token, a revoked one and one for another audience are refused.
+func TestOAuthOpaqueTokensIntrospected(t *testing.T) {
+	needEnv(t)
+	needProvider(t)
+	dave := oauthClient{ID: "dave", Secret: "dave-secret-0123456789ab"}
+	self := oauthClient{ID: "codebridge", Secret: "codebridge-secret-012345"}
+	idp := startProviderWith(t, "k1", map[string]any{"format": "opaque"}, dave, self)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(self.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	state := filepath.Join(t.TempDir(), "state")
+	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--oauth-issuer", idp.issuer, "--oauth-scopes", "mcp",
+		"--oauth-principal-claim", "client_id", "--oauth-introspection-url", idp.issuer+"/token/introspection",
+		"--oauth-introspection-client-id", self.ID, "--oauth-introspection-secret-file", secret, "--warm", "0")
+
+	tok := idp.token(t, dave, b.url, "mcp")
+	if strings.Count(tok, ".") == 2 {
+		t.Fatal("the provider issued a JWT, not an opaque token")
+	}
+	c := b.clientAs(t, "dave", tok)
+	mustContain(t, c.ok("print(6*7)"), "42")
+	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"principal":"oauth:dave@` + idp.issuer + `"`; !strings.Contains(string(audit), want) {
+		t.Fatalf("the audit does not name dave's OAuth principal %s", want)
+	}
+	if strings.Contains(b.stderr.String()+string(audit), tok) {
+		t.Fatal("dave's token is in codebridge's log or audit")
+	}
+
+	revoked := idp.token(t, dave, b.url, "mcp")
+	form := url.Values{"token": {revoked}}
+	req, _ := http.NewRequest("POST", idp.issuer+"/token/revocation", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(dave.ID, dave.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("revoking: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, c := range []struct{ name, token, about string }{
+		{"made up", "opaque-but-made-up-0123456789abcdefghij", "not active"},
+		{"revoked", revoked, "not active"},
+		{"another audience", idp.token(t, dave, "http://127.0.0.1:1/mcp", "mcp"), "audience"},
+	} {
+		status, hdr, body := b.initialize(t, c.token)
+		ch := challenge(t, hdr)
+		if status != 401 || ch["error"] != "invalid_token" || !strings.Contains(ch["error_description"], c.about) {
+			t.Errorf("%s: %d %q, want 401 invalid_token about %q", c.name, status, hdr.Get("WWW-Authenticate"), c.about)
+		}
+		if strings.Contains(body+hdr.Get("WWW-Authenticate")+b.stderr.String(), c.token) {
+			t.Errorf("%s: the token is quoted in the answer or the log", c.name)
+		}
+	}
+}

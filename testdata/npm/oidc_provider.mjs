@@ -5,12 +5,15 @@
 //   CONFIG_JSON: {"keys": [private JWK...], "clients": [{"client_id", "client_secret", "groups": [...]}],
 //                 "port": N (optional: 0, a free port, by default),
 //                 "defaultResourceFile": PATH (optional: the resource of a grant that names none, read at each grant,
-//                 as a provider configured with the resource server's audience gives it)}
+//                 as a provider configured with the resource server's audience gives it),
+//                 "format": "opaque" (optional: opaque access tokens, validated by introspection, instead of JWTs)}
 // It listens on 127.0.0.1, prints "issuer=URL" on stdout
 // and serves until stdin closes. Clients use the client credentials grant
 // with a resource indicator (RFC 8707): the access token is a JWT
 // (RFC 9068) whose aud is the resource asked for, sub the client's id,
-// scope "mcp", and a "groups" claim from the client's entry.
+// scope "mcp", and a "groups" claim from the client's entry. Opaque
+// tokens are introspected at /token/introspection and revoked at
+// /token/revocation.
 import fs from 'node:fs';
 import http from 'node:http';
 import Provider from 'oidc-provider';
@@ -35,6 +38,8 @@ server.listen(config.port || 0, '127.0.0.1', () => {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => (config.defaultResourceFile
@@ -43,7 +48,7 @@ server.listen(config.port || 0, '127.0.0.1', () => {
         getResourceServerInfo: (ctx, resource) => ({
           scope: 'mcp',
           audience: resource,
-          accessTokenFormat: 'jwt',
+          accessTokenFormat: config.format || 'jwt',
           accessTokenTTL: 600,
           jwt: { sign: { alg: 'RS256' } },
         }),
