@@ -267,6 +267,16 @@ print(runtime.save_skill("report", "def report():\n    return 'static-alice'\n",
 	if _, err := os.Stat(filepath.Join(state, "principals", "t-alice")); err != nil {
 		t.Fatalf("the static token alice keeps its own state directory: %v", err)
 	}
+	// On the host, each alice's skills are found by the name the audit
+	// gives.
+	for flag, want := range map[string]string{"--oauth-principal=alice@" + idp.issuer: "Alice's.", "--principal=alice": "Static."} {
+		cmd := exec.Command(binary, "skills", "list", flag)
+		cmd.Env = append(os.Environ(), "CODEBRIDGE_STATE_DIR="+state)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("codebridge skills %s: %v\n%s", flag, err, out)
+		}
+	}
 
 	// The attacker's tokens.
 	pub, _ := x509.MarshalPKIXPublicKey(&idp.key.PublicKey)

@@ -3,6 +3,7 @@ package principal
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -33,6 +34,17 @@ func Token(name string) Principal { return Principal{token: name, named: true} }
 // two principals, and no OAuth principal is ever a static token's.
 func OAuth(issuer, subject string) Principal {
 	return Principal{token: subject, named: true, issuer: issuer}
+}
+
+// ParseOAuth reads an OAuth principal as [Principal.String] names it
+// without its "oauth:" prefix: SUBJECT@ISSUER, split at the last "@" (an
+// issuer URL holds none), the issuer an http or https URL.
+func ParseOAuth(s string) (Principal, error) {
+	i := strings.LastIndexByte(s, '@')
+	if i < 0 || !(strings.HasPrefix(s[i+1:], "https://") || strings.HasPrefix(s[i+1:], "http://")) {
+		return Principal{}, fmt.Errorf("%q is not SUBJECT@ISSUER (such as alice@https://sso.example.com/realms/team), as the audit names it after oauth:", s)
+	}
+	return OAuth(s[i+1:], s[:i]), nil
 }
 
 // UserID is the go-sdk's user id of p's verified token, which it binds

@@ -64,3 +64,18 @@ func TestOAuthNeverCollidesWithATokenName(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOAuth(t *testing.T) {
+	p, err := ParseOAuth("alice@example.com@https://sso.example.com/realms/team")
+	if err != nil || p != OAuth("https://sso.example.com/realms/team", "alice@example.com") {
+		t.Fatalf("%v %v", p, err)
+	}
+	if s := p.String(); s != "oauth:alice@example.com@https://sso.example.com/realms/team" {
+		t.Fatal(s)
+	}
+	for _, bad := range []string{"alice", "alice@example.com", "@", "alice@ftp://x"} {
+		if _, err := ParseOAuth(bad); err == nil {
+			t.Errorf("%q was read as an OAuth principal", bad)
+		}
+	}
+}
