@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,12 +21,7 @@ type authenticator struct {
 	// metadataURL is the protected resource metadata's URL; "" without
 	// OAuth.
 	metadataURL string
-	log         logger
-}
-
-// logger is what the authenticator logs with.
-type logger interface {
-	Info(msg string, args ...any)
+	log         *slog.Logger
 }
 
 // errStatic is a token that is neither a static token nor (without
@@ -53,8 +49,9 @@ func (a *authenticator) verify(ctx context.Context, token string) (*auth.TokenIn
 // sign-in from. The go-sdk (v1.8.0) sends WWW-Authenticate only with a
 // metadata URL or scopes, and without error or error_description.
 func (a *authenticator) require(h http.Handler) http.Handler {
-	// The token's expiry was checked by verify; a static one has none.
-	opts := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}
+	// The token's expiry was checked by verify, with the same skew; a
+	// static one has none.
+	opts := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauth.DefaultSkew}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, given := bearerToken(r)
 		if !given {

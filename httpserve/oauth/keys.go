@@ -26,8 +26,6 @@ type issuer struct {
 	jwksURL string     // from the issuer's metadata; "" until found
 	keys    []jose.JSONWebKey
 	fetched time.Time // the last fetch tried; zero before the first
-	// fetches counts the fetches of the key set, for tests and metrics.
-	fetches int
 }
 
 // errNoKey is a token signed with a key the issuer does not publish.
@@ -78,7 +76,6 @@ func (is *issuer) refresh(ctx context.Context) error {
 	if err := getJSON(ctx, is.client, is.jwksURL, &set); err != nil {
 		return fmt.Errorf("fetching the keys of %s: %w", is.url, err)
 	}
-	is.fetches++
 	is.keys = set.Keys
 	return nil
 }

@@ -188,6 +188,13 @@ func TestConfigValidate(t *testing.T) {
 		MetadataURL("https://h.example.com") != "https://h.example.com/.well-known/oauth-protected-resource" {
 		t.Fatal(MetadataURL("https://h.example.com/mcp"))
 	}
+	if u := metadataURLs("https://sso.example.com/realms/team"); u[0] != "https://sso.example.com/.well-known/oauth-authorization-server/realms/team" ||
+		u[1] != "https://sso.example.com/realms/team/.well-known/openid-configuration" {
+		t.Fatal(u)
+	}
+	if u := metadataURLs("http://127.0.0.1:9"); u[0] != "http://127.0.0.1:9/.well-known/oauth-authorization-server" || u[1] != "http://127.0.0.1:9/.well-known/openid-configuration" {
+		t.Fatal(u)
+	}
 	if r, err := ParseRule("admins"); err != nil || r != (Rule{Claim: "groups", Value: "admins"}) {
 		t.Fatal(r, err)
 	}
