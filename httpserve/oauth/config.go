@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Defaults of [Config], stated once.
@@ -130,6 +131,9 @@ func (c Config) Validate() error {
 
 // checkURL checks an issuer's or the resource's URL.
 func checkURL(s string) error {
+	if strings.ContainsFunc(s, unicode.IsSpace) {
+		return errors.New("holds white space; give the URL without it")
+	}
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return errors.New("is not an absolute URL such as https://idp.example.com/realms/team")

@@ -168,6 +168,7 @@ func TestConfigValidate(t *testing.T) {
 		{Issuers: []string{"https://idp.example.com#x"}},
 		{Issuers: []string{"https://idp.example.com?a=b"}},
 		{Issuers: []string{"idp.example.com"}},
+		{Issuers: []string{"https://idp.example.com/a b"}},
 		{Issuers: []string{"https://idp.example.com", "https://idp.example.com"}},
 		{Issuers: []string{"https://idp.example.com"}, Resource: "http://codebridge.example.com/mcp"},
 		{Issuers: []string{"https://idp.example.com"}, Scopes: []string{"a b"}},
