@@ -55,13 +55,13 @@ func (s *session) close() {
 }
 
 // principalOf is who a request comes from: the owner of its verified
-// bearer token (the go-sdk keeps it the same for every request of an
+// bearer token, a static token's or an OAuth subject (the go-sdk keeps it the same for every request of an
 // HTTP session), else the local user.
 func principalOf(extra *mcp.RequestExtra) principal.Principal {
 	if extra == nil || extra.TokenInfo == nil {
 		return principal.Local()
 	}
-	return principal.Token(extra.TokenInfo.UserID)
+	return principal.FromUserID(extra.TokenInfo.UserID)
 }
 
 // sessionOf returns the session the calls of ss run in: the single one,

@@ -70,7 +70,7 @@ func (s *Server) badBody(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &tooLarge):
 		http.Error(w, fmt.Sprintf("the request's body is larger than %d bytes", maxBody), http.StatusRequestEntityTooLarge)
 	case errors.As(err, &nerr) && nerr.Timeout():
-		s.log.Warn("ended a request whose body did not arrive in time", "user", principal(r), "remote", r.RemoteAddr, "body_timeout", s.opts.BodyTimeout)
+		s.log.Warn("ended a request whose body did not arrive in time", "user", userID(r), "remote", r.RemoteAddr, "body_timeout", s.opts.BodyTimeout)
 		http.Error(w, fmt.Sprintf("the request's body did not arrive within %s (--body-timeout): send it whole, at once", s.opts.BodyTimeout), http.StatusRequestTimeout)
 	default:
 		s.log.Debug("reading a request's body failed", "remote", r.RemoteAddr, "err", err)

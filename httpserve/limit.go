@@ -95,7 +95,7 @@ func (s *Server) limitSessions(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		who := principal(r)
+		who := userID(r)
 		kind, n := s.limit.reserve(who)
 		if kind != 0 {
 			s.opts.Metrics.Refused()

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/httpserve/oauth"
 	"github.com/codebridge/codebridge/metrics"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,9 +45,13 @@ const sessionIDHeader = "Mcp-Session-Id"
 type Options struct {
 	// Addr is the address to listen on, such as 127.0.0.1:8080.
 	Addr string
-	// Tokens are the accepted bearer tokens; nil means no authentication,
-	// which only a loopback Addr may have.
+	// Tokens are the accepted bearer tokens; nil, with no OAuth, means no
+	// authentication, which only a loopback Addr may have.
 	Tokens *Tokens
+	// OAuth, when not nil, makes the server an OAuth resource server too:
+	// access tokens of its issuers are accepted beside Tokens. An empty
+	// Resource is the URL of /mcp at the address listened on.
+	OAuth *oauth.Config
 	// TLSCert and TLSKey are PEM files; both empty means plain HTTP.
 	TLSCert, TLSKey string
 	// IdleTimeout ends a session (and removes its sandbox) that sent no
@@ -112,18 +118,45 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	host, _, _ := net.SplitHostPort(opts.Addr) // checked by Validate
 	s := &Server{b: b, opts: opts, log: opts.Log, mcp: b.Server(), hosts: newHostCheck(host, opts.AllowedHosts)}
 	perUser := opts.MaxSessionsPerUser
-	if opts.Tokens == nil {
+	if !opts.authenticates() {
 		perUser = 0
 	}
 	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.sessionIDs)
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
-	s.http = &http.Server{Handler: s.bodyDeadline(s.handler()), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
+	s.http = &http.Server{ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
 		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
 	return s, nil
 }
 
-// handler routes /mcp, /healthz and /metrics.
-func (s *Server) handler() http.Handler {
+// authenticates reports whether requests need a token.
+func (o Options) authenticates() bool { return o.Tokens != nil || o.OAuth != nil }
+
+// authenticator is the check of bearer tokens, nil without any; with
+// OAuth, the resource URL is the given one, else /mcp at addr (the
+// address listened on), reached with scheme.
+func (s *Server) authenticator(scheme string, addr net.Addr) (*authenticator, error) {
+	if !s.opts.authenticates() {
+		return nil, nil
+	}
+	a := &authenticator{tokens: s.opts.Tokens, log: s.log}
+	if s.opts.OAuth != nil {
+		cfg := *s.opts.OAuth
+		if cfg.Resource == "" {
+			cfg.Resource = scheme + "://" + addr.String() + "/mcp"
+		}
+		v, err := oauth.New(cfg, s.log)
+		if err != nil {
+			return nil, err
+		}
+		a.oauth, a.metadataURL = v, oauth.MetadataURL(cfg.Resource)
+	}
+	return a, nil
+}
+
+// handler routes /mcp, /healthz, /metrics and, with OAuth, the protected
+// resource metadata (at RFC 9728's path for the resource URL, and at the
+// root well-known path, which some clients ask first).
+func (s *Server) handler(a *authenticator) http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.IdleTimeout,
 		// The Host check below covers loopback too, and allows the names
@@ -132,12 +165,19 @@ func (s *Server) handler() http.Handler {
 		Logger:                     s.log,
 	})
 	protect := func(h http.Handler) http.Handler {
-		if s.opts.Tokens != nil {
-			h = s.opts.Tokens.require(h)
+		if a != nil {
+			h = a.require(h)
 		}
 		return s.checkOrigin(s.checkHost(h))
 	}
 	mux := http.NewServeMux()
+	if a != nil && a.oauth != nil {
+		// Public, and read by browser-based clients from other origins:
+		// the go-sdk's handler allows any origin to read it.
+		meta := s.checkHost(auth.ProtectedResourceMetadataHandler(a.oauth.Metadata()))
+		mux.Handle(oauth.MetadataPath(a.oauth.Resource()), meta)
+		mux.Handle("/.well-known/oauth-protected-resource", meta)
+	}
 	mux.Handle("/mcp", protect(s.readBody(s.limitSessions(streamable))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	if s.opts.Metrics != nil {
@@ -155,15 +195,25 @@ func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.opts.Addr, err)
 	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
 	scheme := "http"
 	if s.opts.TLSCert != "" {
 		scheme = "https"
 	}
-	s.log.Info("serving MCP over HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "auth", s.opts.Tokens != nil,
-		"max_sessions", s.opts.MaxSessions, "max_sessions_per_user", s.limit.perPrincipal, "idle_timeout", s.opts.IdleTimeout)
+	a, err := s.authenticator(scheme, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	s.http.Handler = s.bodyDeadline(s.handler(a))
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	attrs := []any{"url", scheme + "://" + ln.Addr().String() + "/mcp", "auth", s.opts.authenticates(),
+		"max_sessions", s.opts.MaxSessions, "max_sessions_per_user", s.limit.perPrincipal, "idle_timeout", s.opts.IdleTimeout}
+	if a != nil && a.oauth != nil {
+		attrs = append(attrs, "oauth_resource", a.oauth.Resource(), "oauth_metadata", a.metadataURL)
+	}
+	s.log.Info("serving MCP over HTTP", attrs...)
 	errc := make(chan error, 1)
 	go func() {
 		if scheme == "https" {

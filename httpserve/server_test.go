@@ -113,13 +113,14 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ti, err := tokens.verify(context.Background(), token, nil); err != nil || ti.UserID != "alice" {
+	a := &authenticator{tokens: tokens}
+	if ti, err := a.verify(context.Background(), token); err != nil || ti.UserID != "alice" {
 		t.Fatalf("alice: %v %v", ti, err)
 	}
-	if ti, err := tokens.verify(context.Background(), strings.Repeat("b", 20), nil); err != nil || ti.UserID != "token-4" {
+	if ti, err := a.verify(context.Background(), strings.Repeat("b", 20)); err != nil || ti.UserID != "token-4" {
 		t.Fatalf("unnamed: %v %v", ti, err)
 	}
-	if _, err := tokens.verify(context.Background(), token+"x", nil); err == nil {
+	if _, err := a.verify(context.Background(), token+"x"); err == nil {
 		t.Fatal("a wrong token was accepted")
 	}
 	for _, bad := range []string{"", "# only a comment", "shortsecret", "a b c", token + "\n" + token} {

@@ -2,12 +2,10 @@ package httpserve
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -81,41 +79,14 @@ func Merge(t *Tokens, envToken string) (*Tokens, error) {
 	return t, nil
 }
 
-// verify is the go-sdk's TokenVerifier for t. The digest lookup takes
-// the same time whatever the token's bytes.
-func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	name, ok := t.names[sha256.Sum256([]byte(token))]
-	if !ok {
-		return nil, fmt.Errorf("%w: the bearer token is not one this server accepts", auth.ErrInvalidToken)
+// lookup is the name of the holder of token, and whether it is one of
+// t's. The digest lookup takes the same time whatever the token's bytes.
+func (t *Tokens) lookup(token string) (string, bool) {
+	if t == nil {
+		return "", false
 	}
-	return &auth.TokenInfo{UserID: name}, nil
-}
-
-// require wraps h so that it needs one of t's tokens. The go-sdk's
-// middleware checks the token and gives h its holder (the session's
-// user, which the go-sdk also binds each session to); a request it would
-// refuse is refused here first, with the challenge RFC 6750 requires: the
-// go-sdk (v1.8.0) sends WWW-Authenticate only with an OAuth resource
-// metadata URL or scopes, which a server of static tokens has not, and
-// its body ("no bearer token") does not say how to send one. Without the
-// challenge, clients that know OAuth start its discovery, and report
-// errors about client registration instead of the missing token.
-func (t *Tokens) require(h http.Handler) http.Handler {
-	// A static token has no expiry.
-	checked := auth.RequireBearerToken(t.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, given := bearerToken(r)
-		if !given {
-			unauthorized(w, `Bearer realm="codebridge"`, "codebridge needs a bearer token and this request has none")
-			return
-		}
-		if _, err := t.verify(r.Context(), token, r); err != nil {
-			unauthorized(w, `Bearer realm="codebridge", error="invalid_token", error_description="the token is not one this server accepts"`,
-				"codebridge does not accept this request's bearer token")
-			return
-		}
-		checked.ServeHTTP(w, r)
-	})
+	name, ok := t.names[sha256.Sum256([]byte(token))]
+	return name, ok
 }
 
 // bearerToken is the token of r's Authorization header, and whether it
@@ -128,19 +99,9 @@ func bearerToken(r *http.Request) (string, bool) {
 	return f[1], true
 }
 
-// unauthorized answers 401 with challenge, and a body that says what was
-// wrong and how to send a token.
-func unauthorized(w http.ResponseWriter, challenge, what string) {
-	w.Header().Set("WWW-Authenticate", challenge)
-	http.Error(w, what+": send the header \"Authorization: Bearer TOKEN\" with every request "+
-		"(in an MCP client's server entry: \"headers\": {\"Authorization\": \"Bearer TOKEN\"}), "+
-		"with a token from the server's operator (--token-file or CODEBRIDGE_TOKEN, at least "+strconv.Itoa(MinTokenLength)+" characters). "+
-		"This server has no OAuth sign-in: a client that offers one should be given the header instead.", http.StatusUnauthorized)
-}
-
-// principal is the name of the token r carried, its user; "" on a server
-// without tokens.
-func principal(r *http.Request) string {
+// userID is the user id of the token r carried (a static token's
+// name, or an OAuth principal's id); "" on a server without tokens.
+func userID(r *http.Request) string {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		return ti.UserID
 	}

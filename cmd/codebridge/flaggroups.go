@@ -272,4 +272,5 @@ var (
 	workspaceNames = flagNames(workspaceKnobs)
 	gateNames      = flagNames(gateKnobs)
 	httpNames      = flagNames(httpKnobs)
+	oauthNames     = flagNames(oauthKnobs)
 )

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/codebridge/codebridge/httpserve"
+	"github.com/codebridge/codebridge/httpserve/oauth"
 )
 
 // httpFlags are the settings of serving MCP over HTTP (serve --http).
@@ -76,10 +77,10 @@ var httpKnobs = []knob[httpFlags]{
 }
 
 // options are the HTTP server's options these settings make, with the
-// tokens read from the token file and the variable.
-func (g httpFlags) httpOptions(tokens *httpserve.Tokens, m *metrics.Metrics, log *slog.Logger) httpserve.Options {
+// tokens read from the token file and the variable, and OAuth's settings.
+func (g httpFlags) httpOptions(tokens *httpserve.Tokens, oauth *oauth.Config, m *metrics.Metrics, log *slog.Logger) httpserve.Options {
 	return httpserve.Options{
-		Addr: g.httpAddr, Tokens: tokens, TLSCert: g.tlsCert, TLSKey: g.tlsKey,
+		Addr: g.httpAddr, Tokens: tokens, OAuth: oauth, TLSCert: g.tlsCert, TLSKey: g.tlsKey,
 		IdleTimeout: g.idleTimeout, MaxSessions: g.maxSessions, MaxSessionsPerUser: g.maxPerUser, BodyTimeout: g.bodyTimeout,
 		AllowedHosts: g.allowedHosts, AllowedOrigins: g.allowedOrigins,
 		Metrics: m, Log: log,
@@ -94,7 +95,7 @@ func (c *cli) serveHTTP(s *settings) error {
 	if err != nil {
 		return inputError{err}
 	}
-	if err := s.httpOptions(tokens, nil, nil).Validate(); err != nil {
+	if err := s.httpOptions(tokens, s.oauth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
 	// Each session's workspace is its own, and ephemeral.
@@ -104,7 +105,7 @@ func (c *cli) serveHTTP(s *settings) error {
 		a.close()
 		return errReported
 	}
-	srv, err := httpserve.New(a.bridge, s.httpOptions(tokens, a.metrics, a.log))
+	srv, err := httpserve.New(a.bridge, s.httpOptions(tokens, s.oauth.config(), a.metrics, a.log))
 	if err != nil {
 		a.close()
 		return inputError{err}

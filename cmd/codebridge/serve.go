@@ -25,7 +25,7 @@ With --http ADDR it serves streamable HTTP instead, to many clients at
 once, each MCP session with a sandbox of its own (see docs/scale-out.md).`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames, httpNames)
+	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames, httpNames, oauthNames)
 	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) error { return c.serve(s) })
 }
 

@@ -34,8 +34,9 @@ type settings struct {
 	workspaceFlags
 	stateFlags
 	logFlags
-	gate      gateFlags // policy, approval, audit, redaction (gate.go)
-	httpFlags           // serving HTTP (http.go)
+	gate      gateFlags  // policy, approval, audit, redaction (gate.go)
+	httpFlags            // serving HTTP (http.go)
+	oauth     oauthFlags // OAuth over HTTP (oauth.go)
 	// home is the home directory ($HOME); empty means the user's.
 	home string
 }
@@ -110,6 +111,7 @@ var entries = slices.Concat(
 	bind(func(s *settings) *logFlags { return &s.logFlags }, logKnobs),
 	bind(func(s *settings) *gateFlags { return &s.gate }, gateKnobs),
 	bind(func(s *settings) *httpFlags { return &s.httpFlags }, httpKnobs),
+	bind(func(s *settings) *oauthFlags { return &s.oauth }, oauthKnobs),
 )
 
 // entryFor returns the setting with the given flag name.
@@ -250,6 +252,11 @@ func (s *settings) validate() error {
 	}
 	if err := s.bridgeOptions().Validate(); err != nil {
 		return err
+	}
+	if cfg := s.oauth.config(); cfg != nil {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
 	}
 	return s.gate.config().Validate()
 }

@@ -22,7 +22,8 @@ sandbox gets them all. "codebridge skills" alone lists them.
 
 Each principal has skills of its own: yours (stdio, exec) are in skills/;
 those of each HTTP token holder in principals/<key>/skills/, which
---principal NAME shows and changes. "publish NAME" copies one of yours (or
+--principal NAME shows and changes, and those of each OAuth subject, which
+--oauth-principal SUBJECT@ISSUER (as the audit names it) does. "publish NAME" copies one of yours (or
 of --principal's) into the team's skills (team/skills/), which every
 principal's sessions can use and none can change; --team lists, shows and
 removes those.`,
@@ -37,9 +38,11 @@ removes those.`,
 		},
 	}
 	var asJSON, team bool
-	var owner string
+	var owner, oauthOwner string
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&owner, "principal", "", "the skills of the HTTP token with this name (from --token-file) instead of your own")
+	cmd.Flags().StringVar(&oauthOwner, "oauth-principal", "", "the skills of this OAuth subject, SUBJECT@ISSUER as the audit names it after oauth:, instead of your own")
+	cmd.MarkFlagsMutuallyExclusive("principal", "oauth-principal")
 	cmd.Flags().BoolVar(&team, "team", false, "the team's skills (published for every principal) instead of your own")
 	names := slices.Concat(stateNames, logNames)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
@@ -47,6 +50,13 @@ removes those.`,
 		store := root
 		if cmd.Flags().Changed("principal") {
 			store = root.Of(principal.Token(owner))
+		}
+		if cmd.Flags().Changed("oauth-principal") {
+			p, err := principal.ParseOAuth(oauthOwner)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			store = root.Of(p)
 		}
 		if len(args) > 0 && args[0] == "publish" {
 			return c.publishSkill(store, root.Team(), args[1])

@@ -32,3 +32,50 @@ func TestKeyIsOneSafeComponent(t *testing.T) {
 		t.Fatalf("keys: %q %q", Token("alice").Key(), Token("Alice").Key())
 	}
 }
+
+// TestOAuthNeverCollidesWithATokenName: an OAuth subject, whatever its
+// name, is never a static token's principal: not by key, user id or
+// audit name, and two issuers' subjects of one name are two principals.
+func TestOAuthNeverCollidesWithATokenName(t *testing.T) {
+	const iss, other = "https://idp.example.com", "https://other.example.com"
+	for _, sub := range []string{"alice", "t-alice", "oauth", "env", "token-1", "a b", "", strings.Repeat("z", 100)} {
+		o := OAuth(iss, sub)
+		tok := Token(sub)
+		if o.Key() == tok.Key() || o.UserID() == tok.UserID() || o.String() == tok.String() {
+			t.Errorf("OAuth subject %q shares an identity with the token of that name: %q %q %q", sub, o.Key(), o.UserID(), o.String())
+		}
+		if !strings.HasPrefix(o.Key(), "o-") || o.Key() != filepath.Base(o.Key()) {
+			t.Errorf("OAuth(%q).Key() = %q", sub, o.Key())
+		}
+		if o.Key() == OAuth(other, sub).Key() {
+			t.Errorf("subject %q of two issuers shares a key", sub)
+		}
+		if FromUserID(o.UserID()) != o {
+			t.Errorf("FromUserID(%q) = %v, want %v", o.UserID(), FromUserID(o.UserID()), o)
+		}
+		if o.Name() != sub || o.IsLocal() {
+			t.Errorf("OAuth(%q): name %q", sub, o.Name())
+		}
+	}
+	// A token's name has no white space, so it reads back as a token.
+	for _, name := range []string{"alice", "oauth", "oauth:https://idp.example.com"} {
+		if FromUserID(Token(name).UserID()) != Token(name) {
+			t.Errorf("token %q does not read back as itself", name)
+		}
+	}
+}
+
+func TestParseOAuth(t *testing.T) {
+	p, err := ParseOAuth("alice@example.com@https://sso.example.com/realms/team")
+	if err != nil || p != OAuth("https://sso.example.com/realms/team", "alice@example.com") {
+		t.Fatalf("%v %v", p, err)
+	}
+	if s := p.String(); s != "oauth:alice@example.com@https://sso.example.com/realms/team" {
+		t.Fatal(s)
+	}
+	for _, bad := range []string{"alice", "alice@example.com", "@", "alice@ftp://x"} {
+		if _, err := ParseOAuth(bad); err == nil {
+			t.Errorf("%q was read as an OAuth principal", bad)
+		}
+	}
+}
