@@ -229,28 +229,7 @@ func TestOAuthResourceServer(t *testing.T) {
 	resource := b.url
 	var secrets []string // every token the test sends: none may come back or be logged
 
-	// No token: a 401 that says where to sign in, and the metadata names
-	// the provider.
-	status, hdr, _ := b.initialize(t, "")
-	ch := challenge(t, hdr)
-	metaURL := strings.Replace(resource, "/mcp", "/.well-known/oauth-protected-resource/mcp", 1)
-	if status != 401 || ch["resource_metadata"] != metaURL || ch["error"] != "" {
-		t.Fatalf("no token: %d %q, want 401 with resource_metadata=%s", status, hdr.Get("WWW-Authenticate"), metaURL)
-	}
-	resp, err := http.Get(metaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta struct {
-		Resource             string   `json:"resource"`
-		AuthorizationServers []string `json:"authorization_servers"`
-		Scopes               []string `json:"scopes_supported"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&meta)
-	resp.Body.Close()
-	if meta.Resource != resource || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != idp.issuer || len(meta.Scopes) != 1 {
-		t.Fatalf("the protected resource metadata: %+v, want resource %s and the issuer %s", meta, resource, idp.issuer)
-	}
+	metaURL := checkSignInAdvertised(t, b, idp.issuer)
 
 	// Valid tokens: each subject has its own skills, and the static token
 	// named alice is another principal than the OAuth subject alice.
@@ -278,6 +257,59 @@ print(runtime.save_skill("report", "def report():\n    return 'static-alice'\n",
 		}
 	}
 
+	secrets = append(secrets, refuseAttackersTokens(t, b, idp, other, mallory, alice, staticAlice, metaURL)...)
+
+	// The audit names each OAuth principal by subject and issuer.
+	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"principal":"oauth:alice@` + idp.issuer + `"`, `"principal":"oauth:bob@` + idp.issuer + `"`, `"principal":"token:alice"`} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("the audit has no %s", want)
+		}
+	}
+	checkNoTokenLeaked(t, b, string(audit), secrets)
+}
+
+// checkSignInAdvertised: without a token, a 401 says where to sign in,
+// and the metadata it names names the provider. It returns the
+// metadata's URL.
+func checkSignInAdvertised(t *testing.T, b *httpBridge, issuer string) string {
+	t.Helper()
+	resource := b.url
+	// No token: a 401 that says where to sign in, and the metadata names
+	// the provider.
+	status, hdr, _ := b.initialize(t, "")
+	ch := challenge(t, hdr)
+	metaURL := strings.Replace(resource, "/mcp", "/.well-known/oauth-protected-resource/mcp", 1)
+	if status != 401 || ch["resource_metadata"] != metaURL || ch["error"] != "" {
+		t.Fatalf("no token: %d %q, want 401 with resource_metadata=%s", status, hdr.Get("WWW-Authenticate"), metaURL)
+	}
+	resp, err := http.Get(metaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		Scopes               []string `json:"scopes_supported"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&meta)
+	resp.Body.Close()
+	if meta.Resource != resource || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != issuer || len(meta.Scopes) != 1 {
+		t.Fatalf("the protected resource metadata: %+v, want resource %s and the issuer %s", meta, resource, issuer)
+	}
+
+	return metaURL
+}
+
+// refuseAttackersTokens sends the attacker's tokens: each is refused with
+// the error that says why, and none is quoted back. It returns them.
+func refuseAttackersTokens(t *testing.T, b *httpBridge, idp, other *provider, mallory, alice oauthClient, staticAlice, metaURL string) []string {
+	t.Helper()
+	resource := b.url
+	var secrets []string
 	// The attacker's tokens.
 	pub, _ := x509.MarshalPKIXPublicKey(&idp.key.PublicKey)
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
@@ -316,23 +348,19 @@ print(runtime.save_skill("report", "def report():\n    return 'static-alice'\n",
 		}
 	}
 
-	// The audit names each OAuth principal by subject and issuer.
-	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"principal":"oauth:alice@` + idp.issuer + `"`, `"principal":"oauth:bob@` + idp.issuer + `"`, `"principal":"token:alice"`} {
-		if !strings.Contains(string(audit), want) {
-			t.Errorf("the audit has no %s", want)
-		}
-	}
+	return secrets
+}
+
+// checkNoTokenLeaked: no token is in codebridge's log or audit.
+func checkNoTokenLeaked(t *testing.T, b *httpBridge, audit string, secrets []string) {
+	t.Helper()
 	for _, tok := range secrets {
 		// A JWT's signature alone is secret enough to look for.
 		sig := tok[strings.LastIndexByte(tok, '.')+1:]
 		if len(sig) < 16 {
 			sig = tok
 		}
-		if strings.Contains(b.stderr.String(), sig) || strings.Contains(string(audit), sig) {
+		if strings.Contains(b.stderr.String(), sig) || strings.Contains(audit, sig) {
 			t.Errorf("a token is in codebridge's log or audit")
 		}
 	}
