@@ -61,7 +61,16 @@ func testMain(m *testing.M) int {
 		}
 	}
 
-	skipWhy = checkEnvironment()
+	if err := kubeSetup(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		if required {
+			return 1
+		}
+		skipWhy = err.Error()
+	}
+	if skipWhy == "" {
+		skipWhy = checkEnvironment()
+	}
 	if skipWhy != "" && required {
 		fmt.Fprintf(os.Stderr, "e2e: CODEBRIDGE_E2E=1 but the environment cannot run the end-to-end tests: %s\n", skipWhy)
 		return 1
@@ -73,7 +82,7 @@ func testMain(m *testing.M) int {
 func checkEnvironment() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		return err.Error()
 	}
@@ -346,7 +355,7 @@ func containersOf(t *testing.T, pid int) []sandbox.ContainerInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func newEngineProxy(t *testing.T) *engineProxy {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

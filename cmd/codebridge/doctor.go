@@ -70,8 +70,13 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	start = time.Now()
 	eng, err := a.sandboxes.Engine(ctx)
 	if err != nil {
-		add(check{Name: "engine", Detail: err.Error(),
-			Fix: "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"}, start)
+		fix := "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"
+		if s.engine == sandbox.EngineKubernetes {
+			// The engine's error names each permission it lacks (it asks
+			// the API server with SelfSubjectAccessReviews).
+			fix = "set KUBECONFIG to a reachable cluster, and bind the bridge's account to the Role in deploy/kubernetes/rbac.yaml"
+		}
+		add(check{Name: "engine", Detail: err.Error(), Fix: fix}, start)
 	} else {
 		add(check{Name: "engine", OK: true, Detail: eng.Name()}, start)
 		checks = append(checks, sandboxChecks(ctx, a, eng)...)

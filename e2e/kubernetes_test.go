@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubeNamespace is where the end-to-end tests put sandbox Pods, unless
+// CODEBRIDGE_NAMESPACE names another.
+const kubeNamespace = "codebridge-e2e"
+
+// onKubernetes reports whether this run uses the kubernetes engine
+// (CODEBRIDGE_ENGINE=kubernetes, with KUBECONFIG naming the cluster).
+func onKubernetes() bool { return os.Getenv("CODEBRIDGE_ENGINE") == sandbox.EngineKubernetes }
+
+// engineOptions are the options every test's own engine connection uses:
+// the engine and namespace the bridges under test use too.
+func engineOptions() sandbox.EngineOptions {
+	return sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE"), Namespace: os.Getenv("CODEBRIDGE_NAMESPACE")}
+}
+
+// localEngineOnly skips a test that is about a local engine (the direct
+// channel, Podman, engine volumes, host mounts) when the run uses
+// Kubernetes, saying why.
+func localEngineOnly(t *testing.T, why string) {
+	t.Helper()
+	if onKubernetes() {
+		t.Skip("local engines only: " + why)
+	}
+}
+
+// kubeOnly skips a test of the kubernetes engine on other engines.
+func kubeOnly(t *testing.T) {
+	t.Helper()
+	needEnv(t)
+	if !onKubernetes() {
+		t.Skip("runs with CODEBRIDGE_ENGINE=kubernetes and KUBECONFIG naming a cluster")
+	}
+}
+
+// kubeSetup prepares a kubernetes run: the namespace (created when
+// missing, with its default service account, which Pods need) is set in
+// the environment every bridge under test inherits.
+func kubeSetup() error {
+	if !onKubernetes() {
+		return nil
+	}
+	if os.Getenv("CODEBRIDGE_NAMESPACE") == "" {
+		os.Setenv("CODEBRIDGE_NAMESPACE", kubeNamespace)
+	}
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	cs, err := kubeClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on the cluster of KUBECONFIG=%s: %w", ns, os.Getenv("KUBECONFIG"), err)
+	}
+	// The controller manager gives a new namespace its default service
+	// account; wait for it, watching.
+	w, err := cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "default").String()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	select {
+	case <-w.ResultChan():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("namespace %s has no default service account (is kube-controller-manager running?)", ns)
+	}
+}
+
+// kubeClient is a clientset for the cluster of KUBECONFIG (the tests may
+// use the whole clientset: it is not linked into codebridge).
+func kubeClient() (*kubernetes.Clientset, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading KUBECONFIG: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// bridgePods lists the sandbox Pods a bridge (by its pid) made.
+func bridgePods(t *testing.T, pid int) []corev1.Pod {
+	t.Helper()
+	cs, err := kubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.CoreV1().Pods(os.Getenv("CODEBRIDGE_NAMESPACE")).List(context.Background(), metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("%s=1,%s=%d", sandbox.LabelKey, sandbox.LabelPID, pid),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestKubernetesImageAbsentFailsAtOnce: a sandbox Pod whose image no node
+// has fails the first call with the kubelet's own event, not after the
+// start timeout: the start timeout is set far beyond the test's, so a
+// wait for it would fail the test by its deadline instead.
+func TestKubernetesImageAbsentFailsAtOnce(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_IMAGE=localhost/codebridge-absent:none")
+	r := b.run("print(1)")
+	if !r.isError {
+		t.Fatalf("a sandbox without its image ran: %s", r.text)
+	}
+	mustContain(t, r.text, "cannot start", "ErrImageNeverPull", "its events:", `"localhost/codebridge-absent:none" is not present with pull policy of Never`)
+	if strings.Contains(r.text, "timed out") {
+		t.Errorf("the start waited for a timeout: %s", r.text)
+	}
+	if left := bridgePods(t, b.pid); len(left) != 0 {
+		t.Errorf("the Pod that could not start was left: %s", left[0].Name)
+	}
+}
+
+// TestKubernetesRemoveLeavesNoPod: a bridge that stops leaves none of its
+// sandbox Pods behind.
+func TestKubernetesRemoveLeavesNoPod(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil))
+	mustContain(t, b.ok("print('up')"), "up")
+	pid := b.pid
+	if n := len(bridgePods(t, pid)); n == 0 {
+		t.Fatal("the bridge's sandbox Pod is not labelled with its pid")
+	}
+	b.close()
+	if left := bridgePods(t, pid); len(left) != 0 {
+		t.Errorf("%d sandbox Pod(s) left after the bridge stopped: %s", len(left), left[0].Name)
+	}
+}
+
+// TestKubernetesPodHardening: the hardening is on the live Pod, as the
+// API server stored it, and in force inside it.
+func TestKubernetesPodHardening(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_MEMORY=300m", "CODEBRIDGE_TMP_SIZE=32m")
+	inside := b.ok(`import os
+st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+print("uid", os.getuid(), os.getgid())
+print("capeff", st["CapEff"].strip(), "nonewprivs", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
+try:
+    open("/etc/x", "w")
+    print("rootfs writable")
+except OSError as e:
+    print("rootfs", e.errno)
+print("token", os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"))
+print("links", any(k.endswith("_SERVICE_HOST") for k in os.environ))
+`)
+	mustContain(t, inside, "uid 65534 65534", "capeff 0000000000000000 nonewprivs 1 seccomp 2", "rootfs 30", "token False", "links False")
+
+	pods := bridgePods(t, b.pid)
+	if len(pods) == 0 {
+		t.Fatal("no sandbox Pod of this bridge")
+	}
+	p := pods[0]
+	ps := p.Spec
+	c := ps.Containers[0]
+	sc, psc := c.SecurityContext, ps.SecurityContext
+	checks := map[string]bool{
+		"automountServiceAccountToken false": ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken,
+		"enableServiceLinks false":           ps.EnableServiceLinks != nil && !*ps.EnableServiceLinks,
+		"no host namespaces":                 !ps.HostNetwork && !ps.HostPID && !ps.HostIPC,
+		"restartPolicy Never":                ps.RestartPolicy == corev1.RestartPolicyNever,
+		"pod runs as 65534, non-root":        psc != nil && *psc.RunAsUser == 65534 && *psc.RunAsGroup == 65534 && *psc.RunAsNonRoot,
+		"seccomp RuntimeDefault":             sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault,
+		"read-only root":                     sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem,
+		"no privilege escalation":            sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
+		"all capabilities dropped":           sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL",
+		"memory limit 300Mi":                 c.Resources.Limits.Memory().Value() == 300<<20,
+		"cpu limit 1":                        c.Resources.Limits.Cpu().MilliValue() == 1000,
+	}
+	for _, v := range ps.Volumes {
+		checks["volume "+v.Name+" in memory, 32Mi"] = v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory &&
+			v.EmptyDir.SizeLimit != nil && v.EmptyDir.SizeLimit.Value() == 32<<20
+	}
+	for what, ok := range checks {
+		if !ok {
+			t.Errorf("the live Pod %s: %s does not hold", p.Name, what)
+		}
+	}
+}
