@@ -75,16 +75,16 @@ func pathList(v string) []string {
 // sandboxFlags say which engine and image the sandbox uses and how it is
 // bounded.
 type sandboxFlags struct {
-	engine  string
+	engine string
 	// namespace and seccompLocalhost are the kubernetes engine's (see
 	// sandbox.EngineOptions).
 	namespace        string
 	seccompLocalhost string
-	image   string // empty: the built image when the engine has it, else the registry image
-	limits  sandbox.Limits
-	channel sandbox.ChannelMode
-	user    string
-	pip     []string // the command that runs pip on the host (on-demand packages)
+	image            string // empty: the built image when the engine has it, else the registry image
+	limits           sandbox.Limits
+	channel          sandbox.ChannelMode
+	user             string
+	pip              []string // the command that runs pip on the host (on-demand packages)
 }
 
 var sandboxKnobs = []knob[sandboxFlags]{
