@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // EngineKubernetes is the engine kind that runs sandboxes as Pods.
@@ -77,6 +80,7 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 	if err != nil {
 		return nil, err
 	}
+	quietKlog(log)
 	// Each sandbox costs a create, a watch, an attach and a delete; the
 	// client's default of 5 requests a second would queue a warm pool.
 	cfg.QPS, cfg.Burst = 50, 100
@@ -99,6 +103,21 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 	}
 	return e, nil
 }
+
+// quietKlog sends what client-go logs (through klog, to stderr by
+// default) to the bridge's log; the errors it reports from streams that
+// end (an attach stream the bridge closed when it removed the sandbox)
+// are expected, so they are logged at debug level.
+func quietKlog(log *slog.Logger) {
+	klogOnce.Do(func() {
+		klog.SetSlogLogger(log.With("from", "client-go"))
+		utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, kv ...any) {
+			log.Debug("client-go: "+msg, append([]any{"err", err}, kv...)...)
+		}}
+	})
+}
+
+var klogOnce sync.Once
 
 // checkKubeAccess asks the API server whether every permission in
 // [kubeNeeds] is granted, and names the missing ones.
