@@ -216,6 +216,7 @@ func TestWorkspaceReadOfStoppedSandbox(t *testing.T) {
 // engineCLI is the command line program of the engine the tests use.
 func engineCLI(t *testing.T) string {
 	t.Helper()
+	localEngineOnly(t, "drives the engine's own command-line tool (podman, docker) or its local socket")
 	engine := os.Getenv("CODEBRIDGE_ENGINE")
 	if engine == "" || engine == "auto" {
 		engine = "podman"
