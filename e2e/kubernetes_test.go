@@ -41,6 +41,16 @@ func localEngineOnly(t *testing.T, why string) {
 	}
 }
 
+// sandboxNICs are the network interfaces a sandbox has, as a JSON list:
+// only loopback on the local engines; on Kubernetes also the Pod
+// network's, which the deny-all NetworkPolicy closes.
+func sandboxNICs() string {
+	if onKubernetes() {
+		return `["eth0", "lo"]`
+	}
+	return `["lo"]`
+}
+
 // kubeOnly skips a test of the kubernetes engine on other engines.
 func kubeOnly(t *testing.T) {
 	t.Helper()
