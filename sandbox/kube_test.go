@@ -2,7 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -16,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -33,59 +38,12 @@ func TestPodSpecHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := pod.Spec
-	check := func(what string, ok bool) {
-		t.Helper()
-		if !ok {
-			t.Errorf("%s is not as it should be", what)
-		}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Spec.Containers))
 	}
-	check("restartPolicy Never", ps.RestartPolicy == corev1.RestartPolicyNever)
-	check("automountServiceAccountToken false", ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken)
-	check("enableServiceLinks false", ps.EnableServiceLinks != nil && !*ps.EnableServiceLinks)
-	check("no host namespaces", !ps.HostNetwork && !ps.HostPID && !ps.HostIPC)
-	check("runtimeClassName from --oci-runtime", ps.RuntimeClassName != nil && *ps.RuntimeClassName == "gvisor")
-	check("a short grace period", ps.TerminationGracePeriodSeconds != nil && *ps.TerminationGracePeriodSeconds <= 2)
-	check("owner reference", len(pod.OwnerReferences) == 1 && pod.OwnerReferences[0].UID == "u1")
-	check("owner label", pod.Labels[LabelKey] == "1")
-	check("extra label made a valid value", pod.Labels["io.codebridge.extra"] == "volume_not_a_label")
-	psc := ps.SecurityContext
-	check("pod runAsUser/Group 65534", psc != nil && *psc.RunAsUser == 65534 && *psc.RunAsGroup == 65534)
-	check("pod runAsNonRoot", *psc.RunAsNonRoot)
-	check("pod seccomp RuntimeDefault", psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
-	if len(ps.Containers) != 1 {
-		t.Fatalf("%d containers", len(ps.Containers))
-	}
-	c := ps.Containers[0]
-	check("image and pull policy Never for localhost/", c.Image == spec.Image && c.ImagePullPolicy == corev1.PullNever)
-	check("command", strings.Join(c.Command, " ") == "python3 -c x")
-	check("env", len(c.Env) == 2 && c.Env[1].Name == "A" && c.Env[1].Value == "b=c")
-	check("stdin open, once, no TTY", c.Stdin && c.StdinOnce && !c.TTY)
-	sc := c.SecurityContext
-	check("container runAsUser/Group/NonRoot", *sc.RunAsUser == 65534 && *sc.RunAsGroup == 65534 && *sc.RunAsNonRoot)
-	check("readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem)
-	check("allowPrivilegeEscalation false", sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation)
-	check("not privileged", sc.Privileged != nil && !*sc.Privileged)
-	check("drop ALL capabilities", sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" && len(sc.Capabilities.Add) == 0)
-	check("container seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
-	check("memory limit", c.Resources.Limits.Memory().Value() == 300<<20)
-	check("cpu limit", c.Resources.Limits.Cpu().MilliValue() == 1500)
-	check("requests at most the limits", c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()) <= 0 &&
-		c.Resources.Requests.Cpu().Cmp(*c.Resources.Limits.Cpu()) <= 0)
-	mounts := map[string]string{}
-	for _, m := range c.VolumeMounts {
-		mounts[m.MountPath] = m.Name
-		check("writable mount "+m.MountPath+" not read-only... and not from the host", !m.ReadOnly)
-	}
-	for _, path := range []string{"/tmp", "/workspace", "/var/tmp"} {
-		check("a mount at "+path, mounts[path] != "")
-	}
-	check("only the three scratch volumes", len(ps.Volumes) == 3)
-	for _, v := range ps.Volumes {
-		ed := v.EmptyDir
-		check("volume "+v.Name+" is an emptyDir in memory of the tmp size", ed != nil && ed.Medium == corev1.StorageMediumMemory &&
-			ed.SizeLimit != nil && ed.SizeLimit.Value() == 32<<20 && v.HostPath == nil)
-	}
+	checkPodLevel(t, pod)
+	checkContainer(t, spec, pod.Spec.Containers[0])
+	checkScratch(t, pod)
 
 	// A node's own profile, when one is named; an image from a registry
 	// is pulled when missing.
@@ -96,15 +54,76 @@ func TestPodSpecHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = pod.Spec.Containers[0]
-	check("Localhost seccomp profile", c.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost &&
+	c := pod.Spec.Containers[0]
+	holds(t, "Localhost seccomp profile", c.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost &&
 		*c.SecurityContext.SeccompProfile.LocalhostProfile == name &&
 		pod.Spec.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost)
-	check("IfNotPresent for a registry image", c.ImagePullPolicy == corev1.PullIfNotPresent)
-	check("no owner reference outside a cluster", len(pod.OwnerReferences) == 0)
+	holds(t, "IfNotPresent for a registry image", c.ImagePullPolicy == corev1.PullIfNotPresent)
+	holds(t, "no owner reference outside a cluster", len(pod.OwnerReferences) == 0)
 
 	if _, err := podSpec(ContainerSpec{User: "0:0"}, podOptions{}); err == nil {
 		t.Error("a Pod for root was made")
+	}
+}
+
+func holds(t *testing.T, what string, ok bool) {
+	t.Helper()
+	if !ok {
+		t.Errorf("%s does not hold", what)
+	}
+}
+
+func checkPodLevel(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	ps := pod.Spec
+	holds(t, "restartPolicy Never", ps.RestartPolicy == corev1.RestartPolicyNever)
+	holds(t, "automountServiceAccountToken false", ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken)
+	holds(t, "enableServiceLinks false", ps.EnableServiceLinks != nil && !*ps.EnableServiceLinks)
+	holds(t, "no host namespaces", !ps.HostNetwork && !ps.HostPID && !ps.HostIPC)
+	holds(t, "runtimeClassName from --oci-runtime", ps.RuntimeClassName != nil && *ps.RuntimeClassName == "gvisor")
+	holds(t, "a short grace period", ps.TerminationGracePeriodSeconds != nil && *ps.TerminationGracePeriodSeconds <= 2)
+	holds(t, "owner reference", len(pod.OwnerReferences) == 1 && pod.OwnerReferences[0].UID == "u1")
+	holds(t, "owner label", pod.Labels[LabelKey] == "1")
+	holds(t, "extra label made a valid value", pod.Labels["io.codebridge.extra"] == "volume_not_a_label")
+	psc := ps.SecurityContext
+	holds(t, "pod runAsUser/Group 65534", psc != nil && *psc.RunAsUser == 65534 && *psc.RunAsGroup == 65534)
+	holds(t, "pod runAsNonRoot", *psc.RunAsNonRoot)
+	holds(t, "pod seccomp RuntimeDefault", psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
+}
+
+func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
+	t.Helper()
+	holds(t, "image and pull policy Never for localhost/", c.Image == spec.Image && c.ImagePullPolicy == corev1.PullNever)
+	holds(t, "command", strings.Join(c.Command, " ") == "python3 -c x")
+	holds(t, "env", len(c.Env) == 2 && c.Env[1].Name == "A" && c.Env[1].Value == "b=c")
+	holds(t, "stdin open, once, no TTY", c.Stdin && c.StdinOnce && !c.TTY)
+	sc := c.SecurityContext
+	holds(t, "container runAsUser/Group/NonRoot", *sc.RunAsUser == 65534 && *sc.RunAsGroup == 65534 && *sc.RunAsNonRoot)
+	holds(t, "readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem)
+	holds(t, "allowPrivilegeEscalation false", sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation)
+	holds(t, "not privileged", sc.Privileged != nil && !*sc.Privileged)
+	holds(t, "drop ALL capabilities", sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL" && len(sc.Capabilities.Add) == 0)
+	holds(t, "container seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
+	holds(t, "memory limit", c.Resources.Limits.Memory().Value() == 300<<20)
+	holds(t, "cpu limit", c.Resources.Limits.Cpu().MilliValue() == 1500)
+	holds(t, "requests at most the limits", c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()) <= 0 &&
+		c.Resources.Requests.Cpu().Cmp(*c.Resources.Limits.Cpu()) <= 0)
+}
+
+func checkScratch(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	mounts := map[string]string{}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	for _, path := range []string{"/tmp", "/workspace", "/var/tmp"} {
+		holds(t, "a mount at "+path, mounts[path] != "")
+	}
+	holds(t, "only the three scratch volumes", len(pod.Spec.Volumes) == 3)
+	for _, v := range pod.Spec.Volumes {
+		ed := v.EmptyDir
+		holds(t, "volume "+v.Name+" is an emptyDir in memory of the tmp size", ed != nil && ed.Medium == corev1.StorageMediumMemory &&
+			ed.SizeLimit != nil && ed.SizeLimit.Value() == 32<<20 && v.HostPath == nil)
 	}
 }
 
@@ -288,5 +307,51 @@ func TestKubeExitedReasons(t *testing.T) {
 		if got := c.Exited(context.Background(), time.Second); !strings.Contains(got, tc.want) {
 			t.Errorf("%s %d: %q, want %q", tc.term.Reason, tc.term.ExitCode, got, tc.want)
 		}
+	}
+}
+
+// TestKubeAccessNamesMissingVerbs: the engine asks the API server about
+// each permission it needs and names every one that is missing, verb on
+// resource.
+func TestKubeAccessNamesMissingVerbs(t *testing.T) {
+	denied := map[string]bool{"list events": true, "create pods/attach": true}
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		var review struct {
+			Spec struct {
+				ResourceAttributes struct{ Namespace, Verb, Resource, Subresource string } `json:"resourceAttributes"`
+			} `json:"spec"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		a := review.Spec.ResourceAttributes
+		what := a.Verb + " " + a.Resource
+		if a.Subresource != "" {
+			what += "/" + a.Subresource
+		}
+		asked = append(asked, a.Namespace+": "+what)
+		fmt.Fprintf(w, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","status":{"allowed":%v}}`, !denied[what])
+	}))
+	defer srv.Close()
+	rc, err := coreClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test")
+	if err == nil || !strings.Contains(err.Error(), "lacks these permissions in namespace team: create on pods/attach, list on events;") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(asked) != len(kubeNeeds) || asked[0] != "team: create pods" {
+		t.Errorf("asked %q", asked)
+	}
+	denied = nil
+	if err := checkKubeAccess(context.Background(), rc, "team", "kubernetes at test"); err != nil {
+		t.Errorf("all granted: %v", err)
 	}
 }

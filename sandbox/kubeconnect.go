@@ -134,8 +134,8 @@ func checkKubeAccess(ctx context.Context, rc rest.Interface, ns, name string) er
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("sandbox: %s: the bridge may not %s in namespace %s: grant them with a Role bound to its account "+
-			"(deploy/kubernetes/rbac.yaml has the Role the bridge needs)", name, strings.Join(missing, ", "), ns)
+		return fmt.Errorf("sandbox: %s: the bridge lacks these permissions in namespace %s: %s; grant them with a Role bound to its account "+
+			"(deploy/kubernetes/rbac.yaml has the Role the bridge needs)", name, ns, strings.Join(missing, ", "))
 	}
 	return nil
 }
