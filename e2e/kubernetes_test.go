@@ -9,12 +9,15 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // kubeNamespace is where the end-to-end tests put sandbox Pods, unless
@@ -210,5 +213,72 @@ print("links", sorted(k for k in os.environ if k.endswith("_SERVICE_HOST") and k
 		if !ok {
 			t.Errorf("the live Pod %s: %s does not hold", p.Name, what)
 		}
+	}
+}
+
+// TestKubernetesMissingPermissionNamed: a bridge whose account lacks a
+// permission the engine needs says which verb on which resource, at
+// start (a cell fails with it) and in doctor.
+func TestKubernetesMissingPermissionNamed(t *testing.T) {
+	kubeOnly(t)
+	cs, err := kubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	name := fmt.Sprintf("codebridge-partial-%d", time.Now().UnixNano())
+	// The deploy Role without "list" on events.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+	}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.CoreV1().ServiceAccounts(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		cs.RbacV1().Roles(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		cs.RbacV1().RoleBindings(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A kubeconfig for that account: the admin's cluster, the account's token.
+	raw, err := clientcmd.NewDefaultClientConfigLoadingRules().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := raw.Contexts[raw.CurrentContext]
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = raw.Clusters[cur.Cluster]
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: ns}
+	cfg.CurrentContext = "x"
+	kc := t.TempDir() + "/kubeconfig"
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	want := "lacks these permissions in namespace " + ns + ": list on events"
+
+	stdout, _, exit := cli(t, home(t, nil), "", []string{"KUBECONFIG=" + kc}, "doctor")
+	if exit != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("doctor: exit %d, want 1 and %q:\n%s", exit, want, stdout)
+	}
+	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
+	r := b.run("print(1)")
+	if !r.isError || !strings.Contains(r.text, want) {
+		t.Errorf("a cell of a bridge without the permission: %s", r.text)
 	}
 }
