@@ -11,10 +11,20 @@ import (
 // only cost memory in a bridge that does not use them: gRPC (and what it
 // brings: grpc-gateway, x/net/trace, html/template) came with the SDK's
 // OTLP/HTTP exporter, which internal/otlphttp replaces. Every linked
-// package's code is mapped and its init runs at start, used or not. (The
-// Kubernetes engine will be linked into every bridge, as DESIGN.md's
-// idle target says "with every engine compiled in": its weight is
-// measured by make bench, not refused here.)
+// package's code is mapped and its init runs at start, used or not.
+//
+// The Kubernetes engine is linked into every bridge (DESIGN.md's idle
+// target says "with every engine compiled in"), on the smallest part of
+// client-go that does the job: the REST client, clientcmd and
+// remotecommand, with a scheme of the core group made on first use
+// (sandbox/kubeclient.go). What this test refuses is the rest of it: the
+// generated clientset (k8s.io/client-go/kubernetes and its typed
+// packages, whose kubernetes/scheme registers all ~50 API groups at
+// start), apply configurations, informers, the dynamic client, and
+// k8s.io/kubernetes itself. Measured (make bench's idle RSS, warm
+// sandbox and three warm upstreams): 22.4 MB before the engine, 27.5 MB
+// with it; of that, k8s.io/client-go/rest alone is about 8 MB in an
+// otherwise empty program, remotecommand and core/v1 about 1 MB.
 func TestLinksNoIdleWeight(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -24,13 +34,23 @@ func TestLinksNoIdleWeight(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
+	heavies := []string{"google.golang.org/grpc", "github.com/grpc-ecosystem/", "golang.org/x/net/trace", "html/template",
+		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "go.opentelemetry.io/proto/otlp/collector/",
+		"k8s.io/client-go/kubernetes", "k8s.io/client-go/applyconfigurations", "k8s.io/client-go/informers",
+		"k8s.io/client-go/dynamic", "k8s.io/client-go/discovery", "k8s.io/kubernetes/"}
+	linked := 0
 	for _, pkg := range strings.Fields(string(out)) {
-		for _, heavy := range []string{"google.golang.org/grpc", "github.com/grpc-ecosystem/", "golang.org/x/net/trace", "html/template",
-			"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "go.opentelemetry.io/proto/otlp/collector/"} {
+		if pkg == "k8s.io/client-go/tools/remotecommand" {
+			linked++
+		}
+		for _, heavy := range heavies {
 			if strings.HasPrefix(pkg, heavy) {
 				t.Errorf("codebridge links %s", pkg)
 			}
 		}
+	}
+	if linked == 0 {
+		t.Error("the kubernetes engine (client-go's remotecommand) is not linked: this test no longer checks what it should")
 	}
 }
 
