@@ -80,12 +80,17 @@ func kubeSetup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	return ensureNamespace(ctx, cs, ns)
+}
+
+// ensureNamespace creates namespace ns when missing and waits (watching)
+// for its default service account, which the controller manager makes
+// and Pods need.
+func ensureNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s on the cluster of KUBECONFIG=%s: %w", ns, os.Getenv("KUBECONFIG"), err)
 	}
-	// The controller manager gives a new namespace its default service
-	// account; wait for it, watching.
 	w, err := cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "default").String()})
 	if err != nil {
 		return err
