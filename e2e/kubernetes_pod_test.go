@@ -175,6 +175,9 @@ func applyDeploy(t *testing.T, cs *kubernetes.Clientset, cfg *rest.Config, ns st
 	c.Args = []string{"serve", "--http", "127.0.0.1:" + strconv.Itoa(port), "--warm", "1"}
 	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}
 	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "tokens" })
+	// The probe, like the port-forward, reaches the host's loopback.
+	c.ReadinessProbe.HTTPGet.Host = "127.0.0.1"
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "CODEBRIDGE_IMAGE" })
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: api.Hostname()},
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: api.Port()},
