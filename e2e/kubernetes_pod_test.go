@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,16 +39,19 @@ const bridgeImage = "localhost/codebridge-bridge:e2e"
 
 // TestKubernetesBridgeInCluster: the bridge runs in the cluster as the
 // Pod of deploy/kubernetes/'s Deployment, with only its Role, reached
-// through a port-forward on loopback; it runs a cell in a sandbox Pod it
-// owns. Its Pod is then deleted at once (no time to clean up): once the
-// next bridge of the Deployment has started and run a cell, no sandbox
+// through a port-forward on loopback, and runs a cell in a sandbox Pod
+// that names it as owner. Then the bridge is killed with SIGKILL (no
+// clean-up) twice: restarted in place (the same Pod), the next bridge's
+// sweep removes its predecessor's sandboxes; killed and its Pod deleted
+// at once, once the Deployment's next bridge has run a cell no sandbox
 // Pod of the first one is left.
 //
 // It needs podman (to build the bridge's image) and ctr with the
 // cluster's containerd socket (CODEBRIDGE_KUBE_CONTAINERD, by default
 // containerd/containerd.sock beside KUBECONFIG, as test/kubelab lays it
-// out). The lab's Pods reach nothing, so the bridge's Pod uses the host
-// network to reach the API server on 127.0.0.1.
+// out), and runs on the node (it kills the bridge's process by its
+// listening address). The lab's Pods reach nothing, so the bridge's Pod
+// uses the host network to reach the API server on 127.0.0.1.
 func TestKubernetesBridgeInCluster(t *testing.T) {
 	kubeOnly(t)
 	needTool(t, "podman", "podman")
@@ -62,7 +66,8 @@ func TestKubernetesBridgeInCluster(t *testing.T) {
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	applyDeploy(t, cs, cfg, ns)
 
-	first := readyBridgePod(t, cs, ns, "")
+	first := readyBridgePod(t, cs, ns, func(*corev1.Pod) bool { return true })
+	port := int(first.Spec.Containers[0].Ports[0].ContainerPort)
 	c := forwardBridge(t, cfg, cs, ns, first)
 	mustContain(t, c.ok("print(6 * 7)"), "42")
 	owned := sandboxPodsOf(t, cs, ns, string(first.UID))
@@ -73,16 +78,49 @@ func TestKubernetesBridgeInCluster(t *testing.T) {
 		t.Errorf("sandbox Pod %s: owner references %v, want the bridge Pod", owned[0].Name, refs)
 	}
 
+	// Restarted in place: the same Pod, a new process.
+	killBridge(t, port)
+	again := readyBridgePod(t, cs, ns, func(p *corev1.Pod) bool {
+		return p.UID == first.UID && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount > 0
+	})
+	mustContain(t, forwardBridge(t, cfg, cs, ns, again).ok("print('again')"), "again")
+	for _, p := range owned {
+		if _, err := cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("sandbox Pod %s of the killed bridge is left after the restarted one ran a cell", p.Name)
+		}
+	}
+
+	// Killed, and its Pod deleted at once.
+	killBridge(t, port)
 	zero := int64(0)
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, first.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	next := readyBridgePod(t, cs, ns, first.Name)
-	c2 := forwardBridge(t, cfg, cs, ns, next)
-	mustContain(t, c2.ok("print('next')"), "next")
+	next := readyBridgePod(t, cs, ns, func(p *corev1.Pod) bool { return p.UID != first.UID })
+	mustContain(t, forwardBridge(t, cfg, cs, ns, next).ok("print('next')"), "next")
 	if left := sandboxPodsOf(t, cs, ns, string(first.UID)); len(left) != 0 {
 		t.Errorf("%d sandbox Pod(s) of the deleted bridge left once the next one ran: %s", len(left), left[0].Name)
 	}
+}
+
+// killBridge kills, with SIGKILL, the bridge process on this node that
+// serves HTTP on 127.0.0.1:port.
+func killBridge(t *testing.T, port int) {
+	t.Helper()
+	want := "\x00--http\x00127.0.0.1:" + strconv.Itoa(port) + "\x00"
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), want) || !strings.Contains(string(b), "codebridge") {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no bridge process serves 127.0.0.1:%d on this node", port)
 }
 
 func randomSuffix() string {
@@ -215,9 +253,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// readyBridgePod waits (watching) for a bridge Pod of the Deployment,
-// other than the one named not, to be ready, and returns it.
-func readyBridgePod(t *testing.T, cs *kubernetes.Clientset, ns, not string) *corev1.Pod {
+// readyBridgePod waits (watching) for a ready bridge Pod of the
+// Deployment for which want holds, and returns it.
+func readyBridgePod(t *testing.T, cs *kubernetes.Clientset, ns string, want func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -233,7 +271,7 @@ func readyBridgePod(t *testing.T, cs *kubernetes.Clientset, ns, not string) *cor
 			if !ok {
 				t.Fatal("the watch of the bridge's Pods ended")
 			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.Name != not && p.DeletionTimestamp == nil && podReady(p) {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil && podReady(p) && want(p) {
 				return p
 			}
 		case <-ctx.Done():

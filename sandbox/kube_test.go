@@ -234,7 +234,8 @@ func TestKubeStartRefusesHostState(t *testing.T) {
 
 // TestKubeRemoveStale: the sweep removes the Pods of bridges that are
 // gone (a process of this host that ended; a bridge Pod that no longer
-// exists, or exists with another UID) and no other.
+// exists, or exists with another UID; an earlier process of this very
+// Pod, restarted in place) and no other.
 func TestKubeRemoveStale(t *testing.T) {
 	me := currentOwner()
 	me.host = labelValue(me.host)
@@ -259,7 +260,12 @@ func TestKubeRemoveStale(t *testing.T) {
 		pod("of-live-bridge", podLabels("bridge-live", "live-uid")),
 		pod("of-deleted-bridge", podLabels("bridge-gone", "gone-uid")),
 		pod("of-replaced-bridge", podLabels("bridge-again", "old-uid")),
-		pod("of-this-bridge", podLabels("me", "my-uid")),
+		pod("of-this-bridge", func() map[string]string {
+			l := podLabels("me", "my-uid")
+			l[LabelPID], l[LabelStart] = strconv.Itoa(me.pid), me.start
+			return l
+		}()),
+		pod("of-this-pod-restarted", podLabels("me", "my-uid")),
 	)
 	e := testKubeEngine(cs)
 	e.owner.pod, e.owner.podUID = "me", "my-uid"
@@ -274,8 +280,8 @@ func TestKubeRemoveStale(t *testing.T) {
 	}
 	got := strings.Join(names, " ")
 	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host"
-	if n != 3 || got != want {
-		t.Errorf("removed %d, left %q; want 3 removed, %q left", n, got, want)
+	if n != 4 || got != want {
+		t.Errorf("removed %d, left %q; want 4 removed, %q left", n, got, want)
 	}
 	for _, a := range cs.Actions() {
 		if d, ok := a.(k8stesting.DeleteAction); ok {

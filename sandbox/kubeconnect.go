@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -187,14 +188,17 @@ func (o kubeOwner) ref() *metav1.OwnerReference {
 
 // stale reports whether the bridge that made a Pod with these labels is
 // gone: for a bridge in a Pod, its Pod no longer exists (or is another
-// one of the same name); for one outside, as [owner.isStale].
+// one of the same name), or it is this Pod and an earlier process in it
+// made them; for one outside, as [owner.isStale].
 func (o kubeOwner) stale(ctx context.Context, pods podClient, labels map[string]string) (bool, error) {
 	uid := labels[LabelPodUID]
 	if uid == "" {
 		return o.proc.isStale(labels), nil
 	}
 	if uid == o.podUID {
-		return false, nil
+		// This Pod's own: stale when an earlier container of it made
+		// them (the bridge was restarted in place, its Pod kept).
+		return labels[LabelPID] != strconv.Itoa(o.proc.pid) || labels[LabelStart] != o.proc.start, nil
 	}
 	p, err := pods.Get(ctx, labels[LabelPod], metav1.GetOptions{})
 	if isKubeNotFound(err) {
