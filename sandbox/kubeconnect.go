@@ -26,8 +26,7 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // kubeNeeds are the permissions the engine needs in its namespace: verb
 // on resource (with a subresource after '/'). The deploy manifests'
-// Role grants exactly these (and get on pods/attach, see
-// deploy/kubernetes/rbac.yaml).
+// Role grants exactly these (deploy/kubernetes/rbac.yaml).
 var kubeNeeds = []struct{ verb, resource string }{
 	{"create", "pods"}, {"get", "pods"}, {"list", "pods"}, {"watch", "pods"}, {"delete", "pods"},
 	{"create", "pods/attach"},
