@@ -33,7 +33,11 @@ func TestHostileUnknownOCIRuntime(t *testing.T) {
 		c.Remove(ctx)
 		t.Fatal("a container started with an OCI runtime the engine does not know")
 	}
-	mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "daemon.json")
+	if onKubernetes() {
+		mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "RuntimeClass")
+	} else {
+		mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "daemon.json")
+	}
 	after, err := eng.List(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,17 @@ func sandboxNICs() string {
 	return `["lo"]`
 }
 
+// codebridgeSeccomp skips a test of codebridge's own seccomp profile on
+// Kubernetes, where sandboxes get the container runtime's RuntimeDefault
+// unless CODEBRIDGE_SECCOMP_LOCALHOST names the profile installed on the
+// nodes.
+func codebridgeSeccomp(t *testing.T) {
+	t.Helper()
+	if onKubernetes() && os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST") == "" {
+		t.Skip("Kubernetes sandboxes get RuntimeDefault unless codebridge's profile is installed on the nodes and named by CODEBRIDGE_SECCOMP_LOCALHOST")
+	}
+}
+
 // kubeOnly skips a test of the kubernetes engine on other engines.
 func kubeOnly(t *testing.T) {
 	t.Helper()
@@ -208,6 +219,7 @@ print("links", sorted(k for k in os.environ if k.endswith("_SERVICE_HOST") and k
 		"no privilege escalation":            sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
 		"all capabilities dropped":           sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL",
 		"memory limit 300Mi":                 c.Resources.Limits.Memory().Value() == 300<<20,
+		"ephemeral-storage limit 32Mi":       c.Resources.Limits.StorageEphemeral().Value() == 32<<20,
 		"cpu limit 1":                        c.Resources.Limits.Cpu().MilliValue() == 1000,
 	}
 	for _, v := range ps.Volumes {

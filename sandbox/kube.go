@@ -70,7 +70,7 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	}
 	created, err := e.pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %s refused the sandbox Pod: %w%s", e.name, err, createHint(err))
+		return nil, fmt.Errorf("sandbox: %s refused the sandbox Pod: %w%s", e.name, err, createHint(spec.Limits, err))
 	}
 	c := &kubeContainer{engine: e, name: created.Name}
 	fail := func(err error) (Container, error) {
@@ -89,8 +89,11 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 }
 
 // createHint explains a create the API server refused.
-func createHint(err error) string {
+func createHint(l Limits, err error) string {
 	switch {
+	case l.Runtime != "" && strings.Contains(err.Error(), "RuntimeClass"):
+		return fmt.Sprintf(" (the OCI runtime %q is configured: on Kubernetes it is a RuntimeClass of that name, whose handler "+
+			"is installed on the nodes: create it, or unset the OCI runtime setting)", l.Runtime)
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quota"):
 		return " (a ResourceQuota of the namespace is used up: raise it, or lower CODEBRIDGE_MEMORY / CODEBRIDGE_CPUS)"
 	case apierrors.IsForbidden(err):

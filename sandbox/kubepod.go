@@ -92,8 +92,12 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				},
 				Resources: corev1.ResourceRequirements{
 					Limits: corev1.ResourceList{
-						corev1.ResourceMemory: memory,
-						corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(l.CPUs*1000), resource.DecimalSI),
+						// The kubelet mounts /dev/termination-log from the
+						// node's disk, writable; with the container's logs it
+						// counts here, and a Pod beyond it is evicted.
+						corev1.ResourceEphemeralStorage: scratch,
+						corev1.ResourceMemory:           memory,
+						corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(l.CPUs*1000), resource.DecimalSI),
 					},
 					Requests: corev1.ResourceList{
 						corev1.ResourceMemory: minQuantity(kubeRequestMemory, memory),

@@ -85,7 +85,7 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 		add(check{Name: "engine", OK: true, Detail: detail}, start)
 		sc := sandboxChecks(ctx, a, eng)
 		if s.engine == sandbox.EngineKubernetes {
-			sc = kubeChecks(sc)
+			sc = kubeChecks(sc, s.seccompLocalhost != "")
 		}
 		checks = append(checks, sc...)
 	}
@@ -214,8 +214,8 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 // checked its permissions when it connected; an image cannot be checked
 // per node; the frames take pods/attach by design; user namespaces and
 // the pids limit are the cluster's; the seccomp filter is RuntimeDefault
-// or the node's profile.
-func kubeChecks(in []check) []check {
+// unless the nodes' copy of codebridge's profile is named (ownProfile).
+func kubeChecks(in []check, ownProfile bool) []check {
 	out := make([]check, 0, len(in))
 	for _, ch := range in {
 		switch ch.Name {
@@ -228,7 +228,7 @@ func kubeChecks(in []check) []check {
 		case "rootless":
 			ch.Warn, ch.Fix, ch.Detail = false, "", "a Pod: runs as non-root with no capabilities; user namespaces for Pods are the cluster's (hostUsers: false)"
 		case "seccomp":
-			if ch.OK {
+			if ch.OK && !ownProfile {
 				ch.Detail = "a seccomp filter applies (RuntimeDefault, or the node's profile named by --seccomp-localhost): user namespaces are refused; the init is out of reach"
 			}
 		case "pids":
