@@ -65,6 +65,19 @@ func codebridgeSeccomp(t *testing.T) {
 	}
 }
 
+// seccompAsConfigured reports whether a Pod's profile is the one the run
+// asks for: codebridge's on the nodes when CODEBRIDGE_SECCOMP_LOCALHOST
+// names it, else RuntimeDefault.
+func seccompAsConfigured(p *corev1.SeccompProfile) bool {
+	if p == nil {
+		return false
+	}
+	if name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST"); name != "" {
+		return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
+	}
+	return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+}
+
 // kubeOnly skips a test of the kubernetes engine on other engines.
 func kubeOnly(t *testing.T) {
 	t.Helper()
@@ -214,7 +227,7 @@ print("links", sorted(k for k in os.environ if k.endswith("_SERVICE_HOST") and k
 		"no host namespaces":                 !ps.HostNetwork && !ps.HostPID && !ps.HostIPC,
 		"restartPolicy Never":                ps.RestartPolicy == corev1.RestartPolicyNever,
 		"pod runs as 65534, non-root":        psc != nil && *psc.RunAsUser == 65534 && *psc.RunAsGroup == 65534 && *psc.RunAsNonRoot,
-		"seccomp RuntimeDefault":             sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault,
+		"seccomp as configured":              seccompAsConfigured(sc.SeccompProfile),
 		"read-only root":                     sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem,
 		"no privilege escalation":            sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
 		"all capabilities dropped":           sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL",
