@@ -106,7 +106,7 @@ func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	holds(t, "container seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
 	holds(t, "memory limit", c.Resources.Limits.Memory().Value() == 300<<20)
 	holds(t, "cpu limit", c.Resources.Limits.Cpu().MilliValue() == 1500)
-	holds(t, "ephemeral-storage limit (the termination log, the logs)", c.Resources.Limits.StorageEphemeral().Value() == 32<<20)
+	holds(t, "ephemeral-storage limit (the termination log, the logs)", c.Resources.Limits.StorageEphemeral().Value() == 1<<30)
 	holds(t, "requests at most the limits", c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()) <= 0 &&
 		c.Resources.Requests.Cpu().Cmp(*c.Resources.Limits.Cpu()) <= 0)
 }

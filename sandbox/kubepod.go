@@ -28,6 +28,13 @@ var (
 	kubeRequestMemory = resource.MustParse("64Mi")
 )
 
+// kubeEphemeralStorage bounds the node's disk a sandbox Pod may use: the
+// container's logs (the runtime writes everything the sandbox prints to
+// them, the frames included, and the kubelet rotates them) and
+// /dev/termination-log, which the kubelet mounts writable from the node.
+// The kubelet evicts a Pod beyond it (at its next check, not at once).
+var kubeEphemeralStorage = resource.MustParse("1Gi")
+
 // podOptions is what a sandbox Pod needs besides the [ContainerSpec].
 type podOptions struct {
 	name      string
@@ -92,10 +99,7 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				},
 				Resources: corev1.ResourceRequirements{
 					Limits: corev1.ResourceList{
-						// The kubelet mounts /dev/termination-log from the
-						// node's disk, writable; with the container's logs it
-						// counts here, and a Pod beyond it is evicted.
-						corev1.ResourceEphemeralStorage: scratch,
+						corev1.ResourceEphemeralStorage: kubeEphemeralStorage,
 						corev1.ResourceMemory:           memory,
 						corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(l.CPUs*1000), resource.DecimalSI),
 					},
