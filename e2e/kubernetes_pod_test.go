@@ -47,9 +47,9 @@ const bridgeImage = "localhost/codebridge-bridge:e2e"
 // Pod of the first one is left.
 //
 // It needs podman (to build the bridge's image) and ctr with the
-// cluster's containerd socket (CODEBRIDGE_KUBE_CONTAINERD, by default
-// containerd/containerd.sock beside KUBECONFIG, as test/kubelab lays it
-// out), and runs on the node (it kills the bridge's process by its
+// cluster's containerd socket (CODEBRIDGE_KUBE_CONTAINERD, else
+// KUBELAB_CONTAINERD_SOCKET, else containerd/containerd.sock beside
+// KUBECONFIG, as test/kubelab lays it out), and runs on the node (it kills the bridge's process by its
 // listening address). The lab's Pods reach nothing, so the bridge's Pod
 // uses the host network to reach the API server on 127.0.0.1.
 func TestKubernetesBridgeInCluster(t *testing.T) {
@@ -163,6 +163,9 @@ func buildBridgeImage(t *testing.T) {
 	archive := filepath.Join(dir, "bridge.tar")
 	run("podman", "save", "--format", "oci-archive", "-o", archive, bridgeImage)
 	sock := os.Getenv("CODEBRIDGE_KUBE_CONTAINERD")
+	if sock == "" {
+		sock = os.Getenv("KUBELAB_CONTAINERD_SOCKET") // test/kubelab's STATE_DIR/env
+	}
 	if sock == "" {
 		sock = filepath.Join(filepath.Dir(os.Getenv("KUBECONFIG")), "containerd", "containerd.sock")
 	}
