@@ -245,8 +245,15 @@ func (c *kubeContainer) attach() error {
 	return nil
 }
 
+// kubeExitWait is the least time Exited gives the cluster to report how a
+// container ended: the kubelet notices at its next relist (every second)
+// and then updates the Pod's status through the API server, seconds
+// later on a loaded node. Exited is asked when the attach stream ended,
+// so the container has ended or is ending.
+const kubeExitWait = 15 * time.Second
+
 func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(max(wait, kubeExitWait))
 	for {
 		p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
 		if err != nil && (isKubeNotFound(err) || time.Now().After(deadline)) {
