@@ -14,10 +14,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildBridge compiles ./cmd/codebridge into dir and returns the binary.
-func buildBridge(ctx context.Context, repo, dir string) (string, error) {
+// buildBridge compiles ./cmd/codebridge into dir and returns the binary;
+// profiled adds the bench's profiling hook (cmd/codebridge/benchprofile.go).
+func buildBridge(ctx context.Context, repo, dir string, profiled bool) (string, error) {
 	bin := filepath.Join(dir, "codebridge")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/codebridge")
+	args := []string{"build", "-o", bin}
+	if profiled {
+		args = append(args, "-tags", "benchprofile")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/codebridge")...)
 	cmd.Dir = repo
 	out, err := cmd.CombinedOutput()
 	if err != nil {

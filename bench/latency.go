@@ -33,11 +33,12 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := e.startBridge(ctx, cfg)
+	b, err := e.startBridgeWith(ctx, e.profileEnv(), cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer b.close()
+	prof := e.profiler(b)
 	// Warm up: the sandbox, the upstream, both code paths.
 	for range 20 {
 		if _, err := b.run(ctx, "print(1)"); err != nil {
@@ -52,6 +53,7 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 
 	// Warm run_python round trips, timed by the MCP client.
 	var warm runStats
+	end := prof.window("print(1), sequential run_python calls")
 	for range e.runs {
 		lat := make(sample, 0, e.calls)
 		start := time.Now()
@@ -68,6 +70,7 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 		}
 		warm.add(lat, time.Since(start))
 	}
+	end()
 
 	// Proxied calls, sequential and timed inside Python; and the part of
 	// each that is the sandbox-host round trip alone.
@@ -76,6 +79,7 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 		stats *runStats
 		expr  string
 	}{{&proxied, echoCall}, {&rpc, hostRPC}} {
+		end := prof.window(m.expr + ", sequential")
 		for range e.runs {
 			out, err := b.run(ctx, pythonSequential(e.calls, m.expr))
 			if err != nil {
@@ -87,10 +91,12 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 			}
 			m.stats.add(lat, total)
 		}
+		end()
 	}
 
 	// Proxied calls, all at once with asyncio.gather.
 	var gathered sample
+	end = prof.window("echo, asyncio.gather")
 	for range e.runs {
 		out, err := b.run(ctx, pythonGathered(e.calls))
 		if err != nil {
@@ -101,6 +107,10 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 			return nil, fmt.Errorf("gathered calls printed %q", out)
 		}
 		gathered = append(gathered, float64(e.calls)/time.Duration(ns).Seconds())
+	}
+	end()
+	if err := e.pythonProfiles(ctx, b); err != nil {
+		return nil, err
 	}
 
 	directSeq, directConc, err := e.directEcho(ctx)

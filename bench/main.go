@@ -57,6 +57,13 @@
 //   - Idle. The bridge's VmRSS with a warm sandbox and its three npm
 //     upstreams warm (each called once), two seconds after the last call.
 //
+//   - Profiles (-profile DIR, with -only latency; not in the report). The
+//     bridge is built with its profiling hook (-tags benchprofile) and each
+//     latency loop runs in a window of CPU and allocation profiles; the
+//     bridge's CPU time per window (/proc) goes to DIR/windows.txt, the
+//     runtime's CPU per call and cProfile of the proxied loops to
+//     DIR/python-*.txt (profile.go; docs/ARCHITECTURE.md reads them).
+//
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
 // of the runs is shown. Targets come from DESIGN.md ("Targets").
@@ -84,6 +91,8 @@ type env struct {
 	tok   *tokenizer
 
 	runs, calls, coldRuns, dataRuns int
+
+	profile string // where the latency section's bridge writes its profiles; "": none (profile.go)
 
 	engineName, python, loadAtStart string // for the report
 }
@@ -116,6 +125,7 @@ func run() error {
 	flag.IntVar(&e.calls, "calls", 1000, "calls per latency run and per batch")
 	flag.IntVar(&e.coldRuns, "cold", 5, "cold starts (each also gives an idle RSS)")
 	flag.IntVar(&e.dataRuns, "data-runs", 5, "repetitions of each 64 MiB transfer")
+	flag.StringVar(&e.profile, "profile", "", "build the bridge with its profiling hook and write CPU and allocation profiles of the latency section's loops to this `dir` (profile.go)")
 	only := flag.String("only", "", "run only the measurements whose name contains this (e.g. gate); the report is then not written")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
 	flag.Parse()
@@ -150,7 +160,7 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != ""); err != nil {
 		return err
 	}
 

@@ -83,7 +83,7 @@ type directListener struct {
 
 // listenDirect makes the directory and the listening socket.
 func listenDirect() (*directListener, error) {
-	root, err := os.MkdirTemp("", "codebridge-channel-") // mode 0700
+	root, err := makeTempDir(tempChannel) // mode 0700
 	if err != nil {
 		return nil, fmt.Errorf("making a private directory for the socket: %w", err)
 	}

@@ -166,7 +166,7 @@ func dial(ctx context.Context, kind, host string, log *slog.Logger) (*mobyEngine
 // connects to it. The service is this bridge's child: it stops with the
 // engine, and on Linux it also dies if the bridge is killed.
 func startPodmanService(ctx context.Context, podman string, log *slog.Logger) (Engine, error) {
-	dir, err := os.MkdirTemp("", "codebridge-podman-")
+	dir, err := makeTempDir(tempPodman)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: making a directory for the Podman socket: %w", err)
 	}

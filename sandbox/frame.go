@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -193,23 +194,35 @@ func (o *outbox) write(ctx context.Context, parts ...[]byte) error {
 	}
 }
 
+// loop writes what is queued. Everything waiting goes out in one write
+// (writev on the direct channel's socket): an answer's frame is in parts
+// (protocol.ResultParts), and gathered calls' answers pile up while a
+// write is in progress; one system call each would wake the runtime's
+// reader for each part.
 func (o *outbox) loop() {
+	var parts [][]byte
+	var sent []*outItem
 	for {
-		it, ok := o.pop()
+		items, ok := o.pop()
 		if !ok {
 			return
 		}
-		if it.cell != 0 && it.cell != o.cell.Load() {
-			it.finish(errDropped)
-			continue
-		}
-		var err error
-		for _, p := range it.parts {
-			if _, err = o.w.Write(p); err != nil {
-				break
+		parts, sent = parts[:0], sent[:0]
+		for _, it := range items {
+			if it.cell != 0 && it.cell != o.cell.Load() {
+				it.finish(errDropped)
+				continue
 			}
+			parts = append(parts, it.parts...)
+			sent = append(sent, it)
 		}
-		it.finish(err)
+		bufs := net.Buffers(parts) // WriteTo consumes bufs, not parts
+		_, err := bufs.WriteTo(o.w)
+		for _, it := range sent {
+			it.finish(err)
+		}
+		clear(parts)
+		clear(sent)
 		if err != nil {
 			o.close()
 			return
@@ -217,8 +230,9 @@ func (o *outbox) loop() {
 	}
 }
 
-// pop waits for the next item; false once the outbox is closed.
-func (o *outbox) pop() (*outItem, bool) {
+// pop waits for what is queued and takes all of it; false once the
+// outbox is closed.
+func (o *outbox) pop() ([]*outItem, bool) {
 	for {
 		o.mu.Lock()
 		if o.closed {
@@ -226,11 +240,10 @@ func (o *outbox) pop() (*outItem, bool) {
 			return nil, false
 		}
 		if len(o.queue) > 0 {
-			it := o.queue[0]
-			o.queue[0] = nil
-			o.queue = o.queue[1:]
+			items := o.queue
+			o.queue = nil
 			o.mu.Unlock()
-			return it, true
+			return items, true
 		}
 		o.mu.Unlock()
 		<-o.wake

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 )
@@ -64,6 +65,9 @@ func (m *Manager) Engine(ctx context.Context) (Engine, error) {
 		m.log.Warn("removing stale containers", "err", err)
 	} else if n > 0 {
 		m.log.Info("removed containers left by earlier bridges", "count", n)
+	}
+	if n := sweepTempDirs(currentOwner()); n > 0 {
+		m.log.Info("removed private directories left by earlier bridges", "count", n, "in", os.TempDir())
 	}
 	m.eng = eng
 	return eng, nil

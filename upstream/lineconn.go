@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +28,7 @@ type lineTransport struct {
 	r          io.ReadCloser
 	w          io.WriteCloser
 	maxMessage int
+	conn       *lineConn // the connection Connect made, for the bridge's own tools/call requests
 }
 
 // Connect starts reading the server's output.
@@ -37,6 +41,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		pending:  map[string]*rawSlot{},
 	}
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxMessage)
+	t.conn = c
 	return c, nil
 }
 
@@ -59,6 +64,11 @@ type rawSlot struct {
 	raw     json.RawMessage
 	release func()     // forgets the request when no response came
 	call    *callWatch // the tool call the request is (nil for a resource read)
+
+	// For a request the bridge sent itself ([lineConn.call]): closed once
+	// raw or err is set; nil for a request of the go-sdk's.
+	done chan struct{}
+	err  error
 }
 
 type rawSlotKey struct{}
@@ -123,9 +133,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
+	return c.writeLine(append(data, '\n'))
+}
+
+// writeLine writes one message, a line, to the server's stdin.
+func (c *lineConn) writeLine(line []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err = c.w.Write(append(data, '\n'))
+	_, err := c.w.Write(line)
 	return err
 }
 
@@ -159,7 +174,9 @@ func (c *lineConn) readLoop(r *bufio.Reader, maxMessage int) {
 			}
 		}
 		if err != nil {
-			c.deliver(lineOrErr{err: fmt.Errorf("%w: %w", errReading, err)})
+			err = fmt.Errorf("%w: %w", errReading, err)
+			c.failOwn(err)
+			c.deliver(lineOrErr{err: err})
 			return
 		}
 	}
@@ -231,13 +248,23 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	if string(f.method) == `"notifications/message"` {
 		line = c.tieLog(line)
 	}
-	if f.method == nil && f.result != nil && f.id != nil {
+	if f.method == nil && f.id != nil {
 		c.mu.Lock()
 		slot := c.pending[string(f.id)]
-		delete(c.pending, string(f.id))
+		own := slot != nil && slot.done != nil
+		if own || f.result != nil {
+			delete(c.pending, string(f.id))
+		}
 		c.mu.Unlock()
-		if slot != nil {
+		if own { // the bridge's own request: nothing for the go-sdk
+			slot.settle(f)
+			return nil, nil
+		}
+		if slot != nil && f.result != nil {
 			slot.raw = f.result
+			if msg, ok := placeholderResponse(f); ok {
+				return []jsonrpc.Message{msg}, nil
+			}
 			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.id) + `,"result":` + string(placeholderResult) + `}`)
 		}
 	}
@@ -246,6 +273,150 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, err
 	}
 	return []jsonrpc.Message{msg}, nil
+}
+
+// ownIDs numbers the bridge's own requests ([lineConn.call]). Their ids
+// are strings ("codebridge-N"); the go-sdk numbers its requests with
+// integers, so the two never meet.
+var ownIDs atomic.Int64
+
+// call sends a tools/call request with params itself, not through the
+// go-sdk, and returns the result as the server sent it, undecoded. The
+// go-sdk would decode the placeholder of every result twice, each time
+// with a 32 KiB buffer, and hand the response through two goroutines;
+// here the reading goroutine hands it straight to the caller. Only for a
+// session on the legacy protocol (which is what the bridge asks for):
+// there a tools/call is one request and one response, with no
+// multi-round-trip retries. slot.call is the call's watch (log messages
+// that come while it is the only request in flight are tied to it). The
+// errors are the go-sdk's: a JSON-RPC error as a *jsonrpc.Error, the
+// connection's end as mcp.ErrConnectionClosed or errReading, and ctx's
+// end as ctx.Err(), after which the server is told the request is
+// cancelled.
+func (c *lineConn) call(ctx context.Context, params *mcp.CallToolParams, slot *rawSlot) (json.RawMessage, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	id := `"codebridge-` + strconv.FormatInt(ownIDs.Add(1), 10) + `"`
+	slot.done = make(chan struct{})
+	c.mu.Lock()
+	c.pending[id] = slot
+	c.mu.Unlock()
+	if err := c.writeLine([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + string(p) + "}\n")); err != nil {
+		c.forget(id)
+		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	select {
+	case <-slot.done:
+		return slot.raw, slot.err
+	case <-ctx.Done():
+		if !c.forget(id) { // answered meanwhile
+			<-slot.done
+			return slot.raw, slot.err
+		}
+		go c.cancelled(id, ctx.Err())
+		return nil, ctx.Err()
+	case <-c.closed:
+		if !c.forget(id) {
+			<-slot.done
+			return slot.raw, slot.err
+		}
+		return nil, fmt.Errorf("%w: calling %q: the connection is closed", mcp.ErrConnectionClosed, "tools/call")
+	}
+}
+
+// forget removes the bridge's own request id from those waiting; false
+// when it was no longer there (its answer, or the connection's end, took
+// it and settles its slot).
+func (c *lineConn) forget(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// cancelled tells the server that the bridge's own request id was
+// cancelled, as the go-sdk does for its own: best effort, and within a
+// bound, since a server that does not read would hold the write.
+func (c *lineConn) cancelled(id string, why error) {
+	reason, _ := json.Marshal(why.Error())
+	line := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":` + string(reason) + "}}\n")
+	done := make(chan struct{})
+	go func() {
+		_ = c.writeLine(line)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(cancelNoticeTime):
+	case <-c.closed:
+	}
+}
+
+// cancelNoticeTime bounds the wait to tell a server a request was
+// cancelled.
+const cancelNoticeTime = 5 * time.Second
+
+// failOwn ends the bridge's own requests still waiting with err: the
+// server's output ended.
+func (c *lineConn) failOwn(err error) {
+	c.mu.Lock()
+	var own []*rawSlot
+	for id, slot := range c.pending {
+		if slot.done != nil {
+			own = append(own, slot)
+			delete(c.pending, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, slot := range own {
+		slot.err = err
+		close(slot.done)
+	}
+}
+
+// settle gives the bridge's own request its response: the result as it
+// came, or the JSON-RPC error (wrapped as the go-sdk wraps it).
+func (slot *rawSlot) settle(f fields) {
+	defer close(slot.done)
+	if f.err != nil && string(f.err) != "null" {
+		var werr jsonrpc.Error
+		if err := json.Unmarshal(f.err, &werr); err != nil {
+			slot.err = fmt.Errorf("calling %q: the server's error response cannot be read: %w", "tools/call", err)
+			return
+		}
+		slot.err = fmt.Errorf("calling %q: %w", "tools/call", &werr)
+		return
+	}
+	if f.result == nil {
+		slot.err = fmt.Errorf("calling %q: the server's response has neither a result nor an error", "tools/call")
+		return
+	}
+	slot.raw = f.result
+}
+
+// placeholderResponse is the go-sdk's message for a response whose result
+// went to a rawSlot, made without decoding the placeholder line: the
+// go-sdk's decoder allocates a 32 KiB buffer for every message, however
+// small. It is what jsonrpc.DecodeMessage makes of that line (an integer
+// id, as the go-sdk numbers its requests, goes through float64 there too);
+// false for anything else (a string id, a version tag other than 2.0), which
+// takes the decoder's path and its checks.
+func placeholderResponse(f fields) (*jsonrpc.Response, bool) {
+	if string(f.version) != `"2.0"` {
+		return nil, false
+	}
+	n, err := strconv.ParseInt(string(f.id), 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(float64(n))
+	if err != nil || !id.IsValid() {
+		return nil, false
+	}
+	return &jsonrpc.Response{ID: id, Result: placeholderResult}, true
 }
 
 // tieLog ties a log message to the tool call it came with. stdio has one
@@ -285,9 +456,9 @@ func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
 }
 
 // fields are the spans of a JSON-RPC message's top-level members.
-type fields struct{ id, method, result []byte }
+type fields struct{ version, id, method, result, err []byte }
 
-// envelope finds the id, method and result members of the JSON object in
+// envelope finds the jsonrpc, id, method, result and error members of the JSON object in
 // line, which must be valid JSON, without copying or decoding them.
 func envelope(line []byte) fields {
 	var f fields
@@ -310,12 +481,16 @@ func envelope(line []byte) fields {
 		i = skipSpace(line, i)
 		end = skipValue(line, i)
 		switch key {
+		case "jsonrpc":
+			f.version = line[i:end]
 		case "id":
 			f.id = line[i:end]
 		case "method":
 			f.method = line[i:end]
 		case "result":
 			f.result = line[i:end]
+		case "error":
+			f.err = line[i:end]
 		}
 		i = skipSpace(line, end)
 		if i >= len(line) || line[i] != ',' {

@@ -1,10 +1,16 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestEnvelopeFindsTheMembers(t *testing.T) {
@@ -147,5 +153,91 @@ func TestTieLog(t *testing.T) {
 	}
 	if line := logLine(""); string(c.tieLog(line)) != string(line) {
 		t.Fatal("a message that belongs to no call was rewritten")
+	}
+}
+
+// TestOwnCall: a tools/call the bridge sends itself (lineConn.call) gets
+// the server's result as sent, its JSON-RPC error as a *jsonrpc.Error, a
+// cancellation that reaches the server as notifications/cancelled, and
+// the end of the server's output as errReading; the go-sdk sees none of
+// these responses.
+func TestOwnCall(t *testing.T) {
+	inR, inW := io.Pipe()   // the server's stdin
+	outR, outW := io.Pipe() // the server's stdout
+	tr := &lineTransport{r: outR, w: inW, maxMessage: 1 << 20}
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.conn
+	requests := bufio.NewReader(inR)
+	next := func() map[string]any {
+		t.Helper()
+		line, err := requests.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return m
+	}
+	answer := func(id any, member string) {
+		idText, _ := json.Marshal(id)
+		if _, err := io.WriteString(outW, `{"jsonrpc":"2.0","id":`+string(idText)+`,`+member+"}\n"); err != nil {
+			t.Error(err)
+		}
+	}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"m":1}`)}
+
+	type outcome struct {
+		raw json.RawMessage
+		err error
+	}
+	call := func(ctx context.Context) chan outcome {
+		ch := make(chan outcome, 1)
+		go func() {
+			raw, err := c.call(ctx, params, &rawSlot{})
+			ch <- outcome{raw, err}
+		}()
+		return ch
+	}
+
+	got := call(context.Background())
+	req := next()
+	if req["method"] != "tools/call" || req["params"].(map[string]any)["name"] != "echo" {
+		t.Fatalf("request = %v", req)
+	}
+	answer(req["id"], `"result": {"content": [ ]}`)
+	if o := <-got; o.err != nil || string(o.raw) != `{"content": [ ]}` {
+		t.Fatalf("result = %s, %v; want the server's bytes", o.raw, o.err)
+	}
+
+	got = call(context.Background())
+	answer(next()["id"], `"error":{"code":-32602,"message":"unknown tool"}`)
+	var werr *jsonrpc.Error
+	if o := <-got; !errors.As(o.err, &werr) || werr.Code != -32602 || !strings.Contains(o.err.Error(), "unknown tool") {
+		t.Fatalf("error = %v; want the server's JSON-RPC error", o.err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	got = call(ctx)
+	id := next()["id"]
+	cancel()
+	if o := <-got; !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", o.err)
+	}
+	if n := next(); n["method"] != "notifications/cancelled" || n["params"].(map[string]any)["requestId"] != id {
+		t.Fatalf("after the cancel the server got %v; want notifications/cancelled for %v", n, id)
+	}
+
+	got = call(context.Background())
+	next()
+	_ = outW.Close()
+	if o := <-got; !errors.Is(o.err, errReading) {
+		t.Fatalf("the server's output ended: %v; want errReading", o.err)
+	}
+	if len(c.pending) != 0 {
+		t.Fatalf("%d requests still pending", len(c.pending))
 	}
 }

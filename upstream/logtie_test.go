@@ -160,3 +160,31 @@ func TestRemoteLogTiedToItsCall(t *testing.T) {
 		t.Fatalf("the message of the second call: tied %v, untied %v", sink.tied, sink.untied)
 	}
 }
+
+// slowSink is a logSink whose handler takes its time, as the go-sdk's
+// notification goroutine may under load.
+type slowSink struct{ *logSink }
+
+func (l slowSink) LogCall(call context.Context, server string, p *mcp.LoggingMessageParams) {
+	time.Sleep(200 * time.Millisecond) // a slow handler, not synchronisation: the call must wait for it
+	l.logSink.LogCall(call, server, p)
+}
+
+// TestLogHandledBeforeTheCallReturns: a log message tied to a stdio call
+// is handled before the call returns (its cell's notes then have it), even
+// when the handler is slow: the answer that follows it does not overtake it.
+func TestLogHandledBeforeTheCallReturns(t *testing.T) {
+	p := newTestPool(t, Options{}, stubSpec("stub"))
+	sink := newLogSink()
+	p.SetDownstream(slowSink{sink})
+	s, _ := p.Get("stub")
+	ctx := context.WithValue(context.Background(), markKey{}, "mine")
+	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"first"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.tied["first"] != "mine" {
+		t.Fatalf("when the call returned its log message had not been handled: tied %v, untied %v", sink.tied, sink.untied)
+	}
+}

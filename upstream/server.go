@@ -107,14 +107,21 @@ func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessag
 	var res *mcp.CallToolResult
 	var slot *rawSlot
 	err := s.sup.run(ctx, fmt.Sprintf("calling tool %q", tool), func(cctx context.Context, c *conn) error {
-		cctx, slot = withRawSlot(cctx)
 		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
 		call, forget := s.watchers.watch(ctx, params, progress)
+		defer forget()
+		if c.line != nil { // stdio: the bridge sends it itself
+			slot = &rawSlot{call: call}
+			var err error
+			slot.raw, err = c.line.call(cctx, params, slot)
+			call.handled(cctx) // the log messages that came before the answer
+			return err
+		}
+		cctx, slot = withRawSlot(cctx)
 		slot.call = call
+		defer slot.release()
 		var err error
 		res, err = c.cs.CallTool(cctx, params)
-		forget()
-		slot.release()
 		return err
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ type conn struct {
 	client *mcp.Client
 	cs     *mcp.ClientSession
 	proc   *process      // nil for a remote server
+	line   *lineConn     // a stdio server's connection, for tools/call requests the bridge sends itself; nil: none
 	exited chan struct{} // closed when the session ends
 }
 
@@ -187,7 +188,19 @@ func (s *supervisor) dial(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	c.cs = cs
+	if lt, ok := t.(*lineTransport); ok && legacySession(cs) {
+		c.line = lt.conn
+	}
 	return c, nil
+}
+
+// legacySession reports whether cs speaks a protocol older than
+// 2026-07-28, as the bridge asks: there a tools/call is one request and
+// one response (no multi-round-trip retries, no per-request _meta), so
+// the bridge may send it itself ([lineConn.call]).
+func legacySession(cs *mcp.ClientSession) bool {
+	res := cs.InitializeResult()
+	return res != nil && res.ProtocolVersion < "2026-07-28"
 }
 
 // run runs one request on a live session, starting the server when

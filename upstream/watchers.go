@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,16 +40,47 @@ type callWatch struct {
 	progress func(*mcp.ProgressNotificationParams) // nil: nobody watches progress
 
 	mu    sync.Mutex
-	held  int  // log messages tied to the call, not handled yet
-	ended bool // the call returned
+	held  int           // log messages tied to the call, not handled yet
+	quiet chan struct{} // closed when held drops back to 0; nil while it is 0
+	ended bool          // the call returned
 }
 
 // hold keeps w for one more log message tied to it.
 func (w *callWatch) hold() {
 	w.mu.Lock()
+	if w.held == 0 {
+		w.quiet = make(chan struct{})
+	}
 	w.held++
 	w.mu.Unlock()
 }
+
+// handled waits until the log messages tied to the call so far have been
+// handled (a warning is then in the cell's notes, a message on its way to
+// the caller), or ctx ends, or logWait passes (a message the go-sdk
+// dropped). The go-sdk hands notifications to their handler on a
+// goroutine of its own, while the bridge's own tools/call takes its answer
+// straight from the reading goroutine ([lineConn.call]): without this
+// wait a call could return, and its cell end, before the log messages that
+// came before its answer were handled.
+func (w *callWatch) handled(ctx context.Context) {
+	w.mu.Lock()
+	quiet := w.quiet
+	w.mu.Unlock()
+	if quiet == nil {
+		return
+	}
+	t := time.NewTimer(logWait)
+	defer t.Stop()
+	select {
+	case <-quiet:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// logWait bounds how long a call waits for its log messages to be handled.
+const logWait = 2 * time.Second
 
 // watch gives params a progress token of its own and registers the call
 // under it, so that the server's notifications that carry the token find
@@ -63,7 +95,15 @@ func (ws *callWatchers) watch(ctx context.Context, params *mcp.CallToolParams, p
 }
 
 // unhold lets w go for one log message handled.
-func (ws *callWatchers) unhold(w *callWatch) { ws.letGo(w, func() { w.held = max(w.held-1, 0) }) }
+func (ws *callWatchers) unhold(w *callWatch) {
+	ws.letGo(w, func() {
+		w.held = max(w.held-1, 0)
+		if w.held == 0 && w.quiet != nil {
+			close(w.quiet)
+			w.quiet = nil
+		}
+	})
+}
 
 // letGo applies change to w; once w's call ended and its last log message
 // was handled, w is forgotten.

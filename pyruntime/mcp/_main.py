@@ -126,6 +126,7 @@ def _serve(channel, output, executor, procs, frame):
         note = procs.end(channel.interrupted == cell)
         if note:
             output.stderr.write(note)
+        channel.hold()  # the last output and the done frame go out in one write (main() releases)
         output.finish()
     finally:
         channel.fail_pending(cell)
@@ -194,5 +195,10 @@ def main():
                 channel.log("error", "runtime: " + "".join(traceback.format_exception(exc)))
                 channel.send({"t": "done", "id": frame.get("id"), "status": "error",
                               "value": None, "error": f"codebridge runtime error: {exc!r}\n"})
+            except BaseException:
+                pass
+        finally:
+            try:
+                channel.release()
             except BaseException:
                 pass

@@ -34,13 +34,15 @@ __all__ = ["twin", "run_sync", "run_async", "Plan"]
 Plan = Generator
 
 
-def _send(request):
-    """Send one request, or a list of them; return their futures."""
+def _send(request, asynchronous=False):
+    """Send one request, or a list of them; return their futures: asyncio
+    futures of the running loop when ``asynchronous``."""
     channel = _channel.get()
+    send = channel.request_async if asynchronous else channel.request
     if isinstance(request, list):
-        return [channel.request(method, params) for method, params in request]
+        return [send(method, params) for method, params in request]
     method, params = request
-    return channel.request(method, params)
+    return send(method, params)
 
 
 def _outcome(future):
@@ -76,12 +78,11 @@ async def run_async(plan: Plan) -> object:
             return stop.value
         answer, error = None, None
         try:
-            sent = _send(request)
+            sent = _send(request, asynchronous=True)
             if isinstance(sent, list):
-                answer = await asyncio.gather(*(asyncio.wrap_future(f) for f in sent),
-                                              return_exceptions=True)
+                answer = await asyncio.gather(*sent, return_exceptions=True)
             else:
-                answer = await asyncio.wrap_future(sent)
+                answer = await sent
         except Exception as exc:  # given to the plan; cancellation is not
             error = exc
 

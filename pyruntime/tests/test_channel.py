@@ -58,6 +58,65 @@ class InFlightBoundTest(unittest.TestCase):
             self.assertTrue(self.ch._slots.acquire(blocking=False))
         self.assertFalse(self.ch._slots.acquire(blocking=False))
 
+    def test_held_frames_go_out_in_one_write_in_order(self):
+        self.ch.hold()
+        self.ch.send({"t": "out", "id": 1, "stream": "stdout", "data": "1\n"})
+        other = threading.Thread(target=self.ch.send, args=({"t": "log", "level": "debug", "msg": "x"},))
+        other.start()
+        other.join()
+        self.ch.send({"t": "done", "id": 1, "status": "ok"})
+        self.assertFalse(_readable(self.reader), "a held frame was written")
+        self.ch.release()
+        data = os.read(self.reader.fileno(), 1 << 16)  # one write: all of it at once
+        self.assertEqual([json.loads(line)["t"] for line in data.splitlines()], ["out", "log", "done"])
+        self.ch.send({"t": "log", "level": "debug", "msg": "after"})  # released: written at once
+        self.assertEqual(json.loads(os.read(self.reader.fileno(), 1 << 16))["msg"], "after")
+
+    def test_an_awaited_request_is_settled_through_its_loop(self):
+        import asyncio
+
+        async def main():
+            done = self.ch.request_async("call_tool", {"i": 1})
+            cancelled = self.ch.request_async("call_tool", {"i": 2})
+            sent = [json.loads(self.reader.readline())["id"] for _ in range(2)]
+            cancelled.cancel()
+            resolver = threading.Thread(target=lambda: [
+                self.ch._resolve({"t": "result", "id": sent[0], "ok": True, "value": "v"}),
+                self.ch._resolve({"t": "result", "id": sent[1], "ok": True, "value": "late"})])
+            resolver.start()
+            value = await done
+            resolver.join()
+            return value, cancelled.cancelled()
+
+        self.assertEqual(asyncio.run(main()), ("v", True))
+        for _ in range(MAX_IN_FLIGHT):  # both answers freed their slots
+            self.assertTrue(self.ch._slots.acquire(blocking=False))
+
+    def test_a_burst_of_answers_wakes_the_loop_once(self):
+        import asyncio
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            wakes, real = [], loop._write_to_self
+            loop._write_to_self = lambda: (wakes.append(1), real())
+            futures = [self.ch.request_async("call_tool", {"i": i}) for i in range(10)]
+            ids = [json.loads(self.reader.readline())["id"] for _ in futures]
+            resolver = threading.Thread(target=lambda: [
+                self.ch._resolve({"t": "result", "id": rid, "ok": True, "value": rid}) for rid in ids])
+            resolver.start()
+            resolver.join()  # the loop has not run meanwhile: one batch
+            return await asyncio.gather(*futures), len(wakes)
+
+        values, wakes = asyncio.run(main())
+        self.assertEqual(wakes, 1)
+        self.assertEqual(len(values), 10)
+        self.assertEqual(values, sorted(values))
+
+
+def _readable(f):
+    import select
+    return bool(select.select([f], [], [], 0)[0])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -28,6 +28,10 @@ class FakeChannel:
             future.set_result(answer)
         return future
 
+    def request_async(self, method, params):
+        """The channel's awaitable form: an asyncio future of the running loop."""
+        return asyncio.wrap_future(self.request(method, params))
+
 
 def _double(x, *, label="n"):
     """Doubles ``x`` on the host."""

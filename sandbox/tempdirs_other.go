@@ -1,0 +1,7 @@
+//go:build !unix
+
+package sandbox
+
+// ownPrivateDir is false where file ownership cannot be read the Unix way:
+// nothing is swept there.
+func ownPrivateDir(string) bool { return false }
