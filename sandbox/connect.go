@@ -15,6 +15,19 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// EngineKubernetes is the engine kind that runs sandboxes as Pods. The
+// engine is compiled in only with the build tag kubernetes
+// ([KubernetesBuilt]): client-go costs every bridge about 6 MB of idle
+// memory, which a bridge that does not use Kubernetes should not pay.
+const EngineKubernetes = "kubernetes"
+
+// ErrKubernetesNotBuilt is the refusal of the kubernetes engine by a
+// build without it.
+var ErrKubernetesNotBuilt = errors.New("the kubernetes engine is not compiled into this codebridge (it is opt-in: " +
+	"client-go would cost every bridge about 6 MB of memory): install a build with it, " +
+	"go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest, " +
+	"or use the image of deploy/kubernetes/Containerfile")
+
 // EngineOptions say which container engine to use.
 type EngineOptions struct {
 	// Kind is "auto" (the default), "podman", "docker" or "kubernetes".

@@ -1,3 +1,5 @@
+//go:build kubernetes
+
 package sandbox
 
 import (
@@ -18,8 +20,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// EngineKubernetes is the engine kind that runs sandboxes as Pods.
-const EngineKubernetes = "kubernetes"
+// KubernetesBuilt says whether this build has the kubernetes engine
+// (build tag kubernetes; see kube_off.go).
+const KubernetesBuilt = true
 
 // namespaceFile is where a Pod's service account says its namespace.
 const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

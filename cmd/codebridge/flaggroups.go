@@ -94,6 +94,9 @@ var sandboxKnobs = []knob[sandboxFlags]{
 			if v != "auto" && v != "podman" && v != "docker" && v != sandbox.EngineKubernetes {
 				return fmt.Errorf("%q is not an engine: use auto, podman, docker or kubernetes", v)
 			}
+			if v == sandbox.EngineKubernetes && !sandbox.KubernetesBuilt {
+				return sandbox.ErrKubernetesNotBuilt
+			}
 			g.engine = v
 			return nil
 		}},
