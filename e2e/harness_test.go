@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,7 +54,7 @@ func testMain(m *testing.M) int {
 	binary = os.Getenv("CODEBRIDGE_BIN") // prebuilt, for runs as a user without Go
 	if binary == "" {
 		binary = filepath.Join(dir, "codebridge")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/codebridge")
+		build := exec.Command("go", slices.Concat([]string{"build"}, buildTags(), []string{"-o", binary, "./cmd/codebridge"})...)
 		build.Dir = repoRoot
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
@@ -61,7 +63,7 @@ func testMain(m *testing.M) int {
 		}
 	}
 
-	if err := kubeSetup(); err != nil {
+	if err := errors.Join(checkBinaryEngine(binary), kubeSetup()); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		if required {
 			return 1

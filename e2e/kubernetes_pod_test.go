@@ -1,3 +1,5 @@
+//go:build kubernetes
+
 package e2e
 
 import (
@@ -158,7 +160,7 @@ func buildBridgeImage(t *testing.T) {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 	}
-	run("go", "build", "-o", filepath.Join(dir, "codebridge"), "./cmd/codebridge")
+	run("go", "build", "-tags", "kubernetes", "-o", filepath.Join(dir, "codebridge"), "./cmd/codebridge")
 	run("podman", "build", "-q", "-t", bridgeImage, "--build-arg", "BASE="+testImage, "-f", filepath.Join(repoRoot, "deploy/kubernetes/Containerfile"), dir)
 	archive := filepath.Join(dir, "bridge.tar")
 	run("podman", "save", "--format", "oci-archive", "-o", archive, bridgeImage)

@@ -1,3 +1,5 @@
+//go:build kubernetes
+
 package e2e
 
 import (
@@ -24,47 +26,6 @@ import (
 // CODEBRIDGE_NAMESPACE names another.
 const kubeNamespace = "codebridge-e2e"
 
-// onKubernetes reports whether this run uses the kubernetes engine
-// (CODEBRIDGE_ENGINE=kubernetes, with KUBECONFIG naming the cluster).
-func onKubernetes() bool { return os.Getenv("CODEBRIDGE_ENGINE") == sandbox.EngineKubernetes }
-
-// engineOptions are the options every test's own engine connection uses:
-// the engine and namespace the bridges under test use too.
-func engineOptions() sandbox.EngineOptions {
-	return sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE"), Namespace: os.Getenv("CODEBRIDGE_NAMESPACE")}
-}
-
-// localEngineOnly skips a test that is about a local engine (the direct
-// channel, Podman, engine volumes, host mounts) when the run uses
-// Kubernetes, saying why.
-func localEngineOnly(t *testing.T, why string) {
-	t.Helper()
-	if onKubernetes() {
-		t.Skip("local engines only: " + why)
-	}
-}
-
-// sandboxNICs are the network interfaces a sandbox has, as a JSON list:
-// only loopback on the local engines; on Kubernetes also the Pod
-// network's, which the deny-all NetworkPolicy closes.
-func sandboxNICs() string {
-	if onKubernetes() {
-		return `["eth0", "lo"]`
-	}
-	return `["lo"]`
-}
-
-// codebridgeSeccomp skips a test of codebridge's own seccomp profile on
-// Kubernetes, where sandboxes get the container runtime's RuntimeDefault
-// unless CODEBRIDGE_SECCOMP_LOCALHOST names the profile installed on the
-// nodes.
-func codebridgeSeccomp(t *testing.T) {
-	t.Helper()
-	if onKubernetes() && os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST") == "" {
-		t.Skip("Kubernetes sandboxes get RuntimeDefault unless codebridge's profile is installed on the nodes and named by CODEBRIDGE_SECCOMP_LOCALHOST")
-	}
-}
-
 // seccompAsConfigured reports whether a Pod's profile is the one the run
 // asks for: codebridge's on the nodes when CODEBRIDGE_SECCOMP_LOCALHOST
 // names it, else RuntimeDefault.
@@ -76,15 +37,6 @@ func seccompAsConfigured(p *corev1.SeccompProfile) bool {
 		return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
 	}
 	return p.Type == corev1.SeccompProfileTypeRuntimeDefault
-}
-
-// kubeOnly skips a test of the kubernetes engine on other engines.
-func kubeOnly(t *testing.T) {
-	t.Helper()
-	needEnv(t)
-	if !onKubernetes() {
-		t.Skip("runs with CODEBRIDGE_ENGINE=kubernetes and KUBECONFIG naming a cluster")
-	}
 }
 
 // kubeSetup prepares a kubernetes run: the namespace (created when
