@@ -71,6 +71,12 @@ func needMemoryLimit(t *testing.T, b *bridge) {
 // limit of 128 processes (rootless Podman on cgroup v1 cannot).
 func needPidsLimit(t *testing.T, b *bridge) {
 	t.Helper()
+	if onKubernetes() {
+		// A Pod cannot set a pids limit: the kubelet's podPidsLimit bounds
+		// the whole Pod, from a cgroup the container does not see.
+		t.Log("kubernetes: the process limit is the kubelet's podPidsLimit, outside the container's cgroup")
+		return
+	}
 	if got := sandboxCgroup(t, b, "pids.max", "pids/pids.max"); got != "128" {
 		skipOrFail(t, "the sandbox's process limit is %s, not 128: this engine cannot apply it", got)
 	}
@@ -204,6 +210,9 @@ func TestFaultForkBomb(t *testing.T) {
 			// sandbox is a new container whose counters start at zero, so
 			// there only its limit can be checked (the bomb's own container,
 			// and its record of refused forks, is gone).
+			if onKubernetes() {
+				return // the limit is the Pod's, in a cgroup the sandbox cannot read
+			}
 			got := b.ok(pidsLimitHeld)
 			if restarted {
 				mustContain(t, got, "limit 128, forks refused: ")
@@ -219,6 +228,7 @@ func TestFaultForkBomb(t *testing.T) {
 // so and how to recover, and following its advice works.
 func TestFaultThreadBomb(t *testing.T) {
 	needEnv(t)
+	localEngineOnly(t, "the runtime's advice reads the container's pids cgroup; a Pod's limit is the kubelet's podPidsLimit, outside it")
 	b := startBridge(t, home(t, nil))
 	needPidsLimit(t, b)
 	setMarker(t, b)

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,7 +54,7 @@ func testMain(m *testing.M) int {
 	binary = os.Getenv("CODEBRIDGE_BIN") // prebuilt, for runs as a user without Go
 	if binary == "" {
 		binary = filepath.Join(dir, "codebridge")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/codebridge")
+		build := exec.Command("go", slices.Concat([]string{"build"}, buildTags(), []string{"-o", binary, "./cmd/codebridge"})...)
 		build.Dir = repoRoot
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
@@ -61,7 +63,16 @@ func testMain(m *testing.M) int {
 		}
 	}
 
-	skipWhy = checkEnvironment()
+	if err := errors.Join(checkBinaryEngine(binary), kubeSetup()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		if required {
+			return 1
+		}
+		skipWhy = err.Error()
+	}
+	if skipWhy == "" {
+		skipWhy = checkEnvironment()
+	}
 	if skipWhy != "" && required {
 		fmt.Fprintf(os.Stderr, "e2e: CODEBRIDGE_E2E=1 but the environment cannot run the end-to-end tests: %s\n", skipWhy)
 		return 1
@@ -73,7 +84,7 @@ func testMain(m *testing.M) int {
 func checkEnvironment() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		return err.Error()
 	}
@@ -346,7 +357,7 @@ func containersOf(t *testing.T, pid int) []sandbox.ContainerInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -16,7 +15,7 @@ func TestHostileUnknownOCIRuntime(t *testing.T) {
 	needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +33,11 @@ func TestHostileUnknownOCIRuntime(t *testing.T) {
 		c.Remove(ctx)
 		t.Fatal("a container started with an OCI runtime the engine does not know")
 	}
-	mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "daemon.json")
+	if onKubernetes() {
+		mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "RuntimeClass")
+	} else {
+		mustContain(t, err.Error(), `OCI runtime "codebridge-no-such-runtime"`, "daemon.json")
+	}
 	after, err := eng.List(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,7 @@ func newNetns(t *testing.T) *netns {
 // (nothing from the bridge's host is mounted into them); after a SIGKILL
 // of the bridge, the next bridge removes the container it left there.
 func TestRemoteEngine(t *testing.T) {
+	localEngineOnly(t, "a Docker-API engine reached over TCP")
 	needEnv(t)
 	needTool(t, "podman", "podman")
 	needTool(t, "nsenter", "util-linux")

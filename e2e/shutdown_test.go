@@ -83,7 +83,7 @@ func newEngineProxy(t *testing.T) *engineProxy {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, engineOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +216,7 @@ func TestWorkspaceReadOfStoppedSandbox(t *testing.T) {
 // engineCLI is the command line program of the engine the tests use.
 func engineCLI(t *testing.T) string {
 	t.Helper()
+	localEngineOnly(t, "drives the engine's own command-line tool (podman, docker) or its local socket")
 	engine := os.Getenv("CODEBRIDGE_ENGINE")
 	if engine == "" || engine == "auto" {
 		engine = "podman"

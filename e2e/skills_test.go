@@ -124,6 +124,7 @@ func volume(t *testing.T) string {
 // workspace (volume or host directory), and gone with the ephemeral one;
 // a second bridge at once on the same workspace shares it.
 func TestWorkspacePersists(t *testing.T) {
+	localEngineOnly(t, "persistent workspaces are engine volumes or host directories; the kubernetes engine has none yet")
 	needEnv(t)
 	h := home(t, nil)
 	write := `open("/workspace/note.txt", "w").write("kept"); print("written")`
@@ -172,6 +173,7 @@ func inspector(t *testing.T, h string, env []string, args ...string) map[string]
 // A CSV and a PNG the code shares are read through resources/read by the
 // MCP Inspector CLI, byte for byte; '..' and symlink escapes are refused.
 func TestSharedFilesThroughInspector(t *testing.T) {
+	localEngineOnly(t, "shares a workspace volume between bridges; the kubernetes engine has none yet")
 	needEnv(t)
 	h := home(t, nil)
 	env := []string{"CODEBRIDGE_WORKSPACE=" + volume(t)}
@@ -269,6 +271,7 @@ func TestExecOutAndResourceList(t *testing.T) {
 
 // A read-only mount is readable and not writable; a refused mount says why.
 func TestMounts(t *testing.T) {
+	localEngineOnly(t, "host directories; the kubernetes engine refuses --mount (unit test TestKubeStartRefusesHostState)")
 	needEnv(t)
 	h := home(t, nil)
 	proj := filepath.Join(t.TempDir(), "proj")

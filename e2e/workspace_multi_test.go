@@ -51,6 +51,7 @@ func codebridgeIn(t *testing.T, dir, homeDir, stdin string, args ...string) stri
 // workspaces the second bridge was refused ("in use by another
 // codebridge") and every project shared one volume.
 func TestWorkspaceTwoBridgesOfOneProject(t *testing.T) {
+	localEngineOnly(t, "persistent workspaces are engine volumes; the kubernetes engine has none yet")
 	needEnv(t)
 	h := home(t, nil)
 	var projA, projB string

@@ -15,16 +15,39 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// EngineKubernetes is the engine kind that runs sandboxes as Pods. The
+// engine is compiled in only with the build tag kubernetes
+// ([KubernetesBuilt]): client-go costs every bridge about 6 MB of idle
+// memory, which a bridge that does not use Kubernetes should not pay.
+const EngineKubernetes = "kubernetes"
+
+// ErrKubernetesNotBuilt is the refusal of the kubernetes engine by a
+// build without it.
+var ErrKubernetesNotBuilt = errors.New("the kubernetes engine is not compiled into this codebridge (it is opt-in: " +
+	"client-go would cost every bridge about 6 MB of memory): install a build with it, " +
+	"go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest, " +
+	"or use the image of deploy/kubernetes/Containerfile")
+
 // EngineOptions say which container engine to use.
 type EngineOptions struct {
-	// Kind is "auto" (the default), "podman" or "docker".
+	// Kind is "auto" (the default), "podman", "docker" or "kubernetes".
 	Kind string
 	// Getenv reads DOCKER_HOST, CONTAINER_HOST, DOCKER_CERT_PATH and
-	// XDG_RUNTIME_DIR. Nil means os.Getenv. (The engine client reads the
+	// XDG_RUNTIME_DIR (and, for Kubernetes, KUBECONFIG,
+	// KUBERNETES_SERVICE_HOST and the bridge Pod's POD_NAME, POD_UID and
+	// POD_NAMESPACE). Nil means os.Getenv. (The engine client reads the
 	// TLS variables themselves from the process environment.)
 	Getenv func(string) string
 	// Log receives the engine's diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+	// Namespace is the Kubernetes namespace of the sandbox Pods (kind
+	// "kubernetes"). Empty means the bridge Pod's own in a cluster, else
+	// the kubeconfig context's, else "default".
+	Namespace string
+	// SeccompLocalhost names a seccomp profile installed on the
+	// Kubernetes nodes (a path relative to the kubelet's seccomp
+	// directory, such as "codebridge.json"). Empty means RuntimeDefault.
+	SeccompLocalhost string
 }
 
 // Connect finds a container engine and returns a connection to it.
@@ -46,8 +69,11 @@ func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
 	if kind == "" {
 		kind = "auto"
 	}
+	if kind == EngineKubernetes {
+		return connectKube(ctx, opts, getenv, log)
+	}
 	if kind != "auto" && kind != "podman" && kind != "docker" {
-		return nil, fmt.Errorf("sandbox: unknown engine %q: use auto, podman or docker", kind)
+		return nil, fmt.Errorf("sandbox: unknown engine %q: use auto, podman, docker or kubernetes", kind)
 	}
 
 	cands := candidates(kind, getenv)

@@ -471,8 +471,10 @@ func isNotFound(err error) bool {
 	return strings.Contains(s, "no such") || strings.Contains(s, "not found") || strings.Contains(s, "image not known")
 }
 
+// short shortens an engine's hexadecimal container ID for logs, as the
+// engines' own tools do; a name (a sandbox Pod's) is kept whole.
 func short(id string) string {
-	if len(id) > 12 {
+	if len(id) > 12 && !strings.Contains(id, "-") {
 		return id[:12]
 	}
 	return id

@@ -70,11 +70,28 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	start = time.Now()
 	eng, err := a.sandboxes.Engine(ctx)
 	if err != nil {
-		add(check{Name: "engine", Detail: err.Error(),
-			Fix: "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"}, start)
+		fix := "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"
+		if s.engine == sandbox.EngineKubernetes {
+			// The engine's error names each permission it lacks (it asks
+			// the API server with SelfSubjectAccessReviews).
+			fix = "set KUBECONFIG to a reachable cluster, and bind the bridge's account to the Role in deploy/kubernetes/rbac.yaml"
+		}
+		add(check{Name: "engine", Detail: err.Error(), Fix: fix}, start)
 	} else {
-		add(check{Name: "engine", OK: true, Detail: eng.Name()}, start)
-		checks = append(checks, sandboxChecks(ctx, a, eng)...)
+		detail := eng.Name()
+		if s.engine == sandbox.EngineKubernetes {
+			detail += "; the bridge may create, get, list, watch and delete pods, attach to them and list events"
+		}
+		add(check{Name: "engine", OK: true, Detail: detail}, start)
+		sc := sandboxChecks(ctx, a, eng)
+		if s.engine == sandbox.EngineKubernetes {
+			sc = kubeChecks(sc, s.seccompLocalhost != "")
+		}
+		checks = append(checks, sc...)
+	}
+	if !sandbox.KubernetesBuilt {
+		add(check{Name: "kubernetes", OK: true, Detail: "the kubernetes engine is not compiled in (opt-in: client-go costs every bridge about 6 MB of memory); " +
+			"for it: go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest"}, time.Now())
 	}
 	checks = append(checks, serverChecks(ctx, a)...)
 	checks = append(checks, packagesCheck(ctx, a.bridge.Packages()))
@@ -197,6 +214,38 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 // channelCheck says what the sandbox's frames travel over; the attach
 // stream where the direct channel was wanted is a warning (slower), not a
 // problem.
+// kubeChecks words the sandbox checks as they apply to a Pod: the engine
+// checked its permissions when it connected; an image cannot be checked
+// per node; the frames take pods/attach by design; user namespaces and
+// the pids limit are the cluster's; the seccomp filter is RuntimeDefault
+// unless the nodes' copy of codebridge's profile is named (ownProfile).
+func kubeChecks(in []check, ownProfile bool) []check {
+	out := make([]check, 0, len(in))
+	for _, ch := range in {
+		switch ch.Name {
+		case "image":
+			if ch.OK {
+				ch.Detail = strings.TrimSuffix(ch.Detail, " is present") + ": which node has it is known only when a Pod starts (one that lacks it fails at once with the kubelet's event)"
+			}
+		case "channel":
+			ch.Warn, ch.Fix, ch.Detail = false, "", "attach: pods/attach through the API server (Kubernetes has no direct channel)"
+		case "rootless":
+			ch.Warn, ch.Fix, ch.Detail = false, "", "a Pod: runs as non-root with no capabilities; user namespaces for Pods are the cluster's (hostUsers: false)"
+		case "seccomp":
+			if ch.OK && !ownProfile {
+				ch.Detail = "a seccomp filter applies (RuntimeDefault, or the node's profile named by --seccomp-localhost): user namespaces are refused; the init is out of reach"
+			}
+		case "pids":
+			if ch.Warn {
+				ch.Detail += " in the container's own cgroup"
+				ch.Fix = "a Pod cannot set a pids limit: the kubelet's podPidsLimit bounds the whole Pod; set it on every node (128 matches --pids)"
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
 func channelCheck(got string, mode sandbox.ChannelMode) check {
 	slow := strings.HasPrefix(got, "attach") && mode != sandbox.ChannelAttach
 	ch := check{Name: "channel", OK: true, Warn: slow, Detail: got}

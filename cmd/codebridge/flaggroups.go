@@ -75,22 +75,41 @@ func pathList(v string) []string {
 // sandboxFlags say which engine and image the sandbox uses and how it is
 // bounded.
 type sandboxFlags struct {
-	engine  string
-	image   string // empty: the built image when the engine has it, else the registry image
-	limits  sandbox.Limits
-	channel sandbox.ChannelMode
-	user    string
-	pip     []string // the command that runs pip on the host (on-demand packages)
+	engine string
+	// namespace and seccompLocalhost are the kubernetes engine's (see
+	// sandbox.EngineOptions).
+	namespace        string
+	seccompLocalhost string
+	image            string // empty: the built image when the engine has it, else the registry image
+	limits           sandbox.Limits
+	channel          sandbox.ChannelMode
+	user             string
+	pip              []string // the command that runs pip on the host (on-demand packages)
 }
 
 var sandboxKnobs = []knob[sandboxFlags]{
-	{flag: "engine", envs: []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, def: "auto", typ: "name", usage: "container engine: auto, podman or docker",
+	{flag: "engine", envs: []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, def: "auto", typ: "name", usage: "container engine: auto, podman, docker or kubernetes (sandboxes as Pods; KUBECONFIG, or in-cluster in a Pod)",
 		set: func(g *sandboxFlags, v string) error {
 			v = strings.ToLower(v)
-			if v != "auto" && v != "podman" && v != "docker" {
-				return fmt.Errorf("%q is not an engine: use auto, podman or docker", v)
+			if v != "auto" && v != "podman" && v != "docker" && v != sandbox.EngineKubernetes {
+				return fmt.Errorf("%q is not an engine: use auto, podman, docker or kubernetes", v)
+			}
+			if v == sandbox.EngineKubernetes && !sandbox.KubernetesBuilt {
+				return sandbox.ErrKubernetesNotBuilt
 			}
 			g.engine = v
+			return nil
+		}},
+	{flag: "namespace", envs: []string{"CODEBRIDGE_NAMESPACE"}, typ: "name",
+		usage: "Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default",
+		set:   func(g *sandboxFlags, v string) error { g.namespace = v; return nil }},
+	{flag: "seccomp-localhost", envs: []string{"CODEBRIDGE_SECCOMP_LOCALHOST"}, typ: "profile",
+		usage: "seccomp profile installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (e.g. codebridge.json; see docs/scale-out.md); empty means RuntimeDefault",
+		set: func(g *sandboxFlags, v string) error {
+			if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+				return fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as codebridge.json", v)
+			}
+			g.seccompLocalhost = v
 			return nil
 		}},
 	{flag: "image", envs: []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, typ: "image",
@@ -150,7 +169,7 @@ var sandboxKnobs = []knob[sandboxFlags]{
 
 // engineOptions are the engine's options.
 func (g sandboxFlags) engineOptions(log *slog.Logger) sandbox.EngineOptions {
-	return sandbox.EngineOptions{Kind: g.engine, Log: log}
+	return sandbox.EngineOptions{Kind: g.engine, Log: log, Namespace: g.namespace, SeccompLocalhost: g.seccompLocalhost}
 }
 
 // runFlags bound one run_python call and shape its result.

@@ -42,6 +42,25 @@ The default tag is the image codebridge uses by default when present.`,
 	image.AddCommand(c.settingsCommand(build, []string{"engine"}, commandLogLevel, func(s *settings, _ []string) error {
 		return c.buildImage(s, tag, packages, debian)
 	}))
+	image.AddCommand(&cobra.Command{
+		Use:   "seccomp",
+		Short: "Print codebridge's seccomp profile, for Kubernetes nodes (--seccomp-localhost)",
+		Long: `Print codebridge's seccomp profile (JSON, the format of Docker, Podman,
+containerd and CRI-O): what the local engines load. For Kubernetes, install it
+on every node under the kubelet's seccomp directory and name it:
+
+  codebridge image seccomp > /var/lib/kubelet/seccomp/codebridge.json
+  codebridge serve --engine kubernetes --seccomp-localhost codebridge.json`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			p, err := sandbox.SeccompProfile()
+			if err != nil {
+				return err
+			}
+			_, err = c.stdout.Write(append(p, '\n'))
+			return err
+		},
+	})
 	return image
 }
 

@@ -226,6 +226,10 @@ func (s *settings) checkSource(src string, getenv func(string) string) error {
 func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, error) {
 	var out []sandbox.Mount
 	for _, m := range s.mounts {
+		if s.engine == sandbox.EngineKubernetes {
+			return nil, fmt.Errorf("--mount %s refused: a sandbox Pod runs on a node of the cluster, whose files are not this machine's, "+
+				"and a hostPath volume would give model-written code the node's filesystem; pass files with run_python's files argument, or use a local engine", m.Source)
+		}
 		src, err := s.hostPath(m.Source)
 		if err != nil {
 			return nil, fmt.Errorf("--mount %s: %w", m.Source, err)
@@ -252,6 +256,9 @@ func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, e
 // write its files.
 func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, string, error) {
 	w := s.workspace
+	if s.engine == sandbox.EngineKubernetes && !w.ephemeral {
+		return s.kubeWorkspace()
+	}
 	switch {
 	case w.ephemeral:
 		return nil, s.user, nil
@@ -280,6 +287,17 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
 	return &sandbox.Mount{Source: src}, user, nil
+}
+
+// kubeWorkspace is the workspace with --engine kubernetes: the project's
+// (the default) becomes ephemeral, since the engine has no persistent
+// workspace yet; a volume or directory asked for by name is refused.
+func (s *settings) kubeWorkspace() (*sandbox.Mount, string, error) {
+	if s.workspace.project {
+		return nil, s.user, nil
+	}
+	return nil, "", errors.New("--workspace: the kubernetes engine has no persistent workspace yet (a PersistentVolumeClaim per principal is planned); " +
+		"its /workspace is an in-memory emptyDir that ends with the Pod: give --workspace ephemeral")
 }
 
 // shareDir lets the sandbox's user write to a host workspace directory

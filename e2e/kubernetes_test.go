@@ -1,0 +1,294 @@
+//go:build kubernetes
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// kubeNamespace is where the end-to-end tests put sandbox Pods, unless
+// CODEBRIDGE_NAMESPACE names another.
+const kubeNamespace = "codebridge-e2e"
+
+// seccompAsConfigured reports whether a Pod's profile is the one the run
+// asks for: codebridge's on the nodes when CODEBRIDGE_SECCOMP_LOCALHOST
+// names it, else RuntimeDefault.
+func seccompAsConfigured(p *corev1.SeccompProfile) bool {
+	if p == nil {
+		return false
+	}
+	if name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST"); name != "" {
+		return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
+	}
+	return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+}
+
+// kubeSetup prepares a kubernetes run: the namespace (created when
+// missing, with its default service account, which Pods need) is set in
+// the environment every bridge under test inherits.
+func kubeSetup() error {
+	if !onKubernetes() {
+		return nil
+	}
+	if os.Getenv("CODEBRIDGE_NAMESPACE") == "" {
+		os.Setenv("CODEBRIDGE_NAMESPACE", kubeNamespace)
+	}
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	cs, err := kubeClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return ensureNamespace(ctx, cs, ns)
+}
+
+// ensureNamespace creates namespace ns when missing and waits (watching)
+// for its default service account, which the controller manager makes
+// and Pods need.
+func ensureNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on the cluster of KUBECONFIG=%s: %w", ns, os.Getenv("KUBECONFIG"), err)
+	}
+	w, err := cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "default").String()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	select {
+	case <-w.ResultChan():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("namespace %s has no default service account (is kube-controller-manager running?)", ns)
+	}
+}
+
+// kubeClient is a clientset for the cluster of KUBECONFIG (the tests may
+// use the whole clientset: it is not linked into codebridge).
+func kubeClient() (*kubernetes.Clientset, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading KUBECONFIG: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// bridgePods lists the sandbox Pods a bridge (by its pid) made.
+func bridgePods(t *testing.T, pid int) []corev1.Pod {
+	t.Helper()
+	cs, err := kubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cs.CoreV1().Pods(os.Getenv("CODEBRIDGE_NAMESPACE")).List(context.Background(), metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("%s=1,%s=%d", sandbox.LabelKey, sandbox.LabelPID, pid),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestKubernetesImageAbsentFailsAtOnce: a sandbox Pod whose image no node
+// has fails the first call with the kubelet's own event, not after the
+// start timeout: the start timeout is set far beyond the test's, so a
+// wait for it would fail the test by its deadline instead.
+func TestKubernetesImageAbsentFailsAtOnce(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_IMAGE=localhost/codebridge-absent:none")
+	r := b.run("print(1)")
+	if !r.isError {
+		t.Fatalf("a sandbox without its image ran: %s", r.text)
+	}
+	mustContain(t, r.text, "cannot start", "ErrImageNeverPull", "its events:", `"localhost/codebridge-absent:none" is not present with pull policy of Never`)
+	if strings.Contains(r.text, "timed out") {
+		t.Errorf("the start waited for a timeout: %s", r.text)
+	}
+	if left := bridgePods(t, b.pid); len(left) != 0 {
+		t.Errorf("the Pod that could not start was left: %s", left[0].Name)
+	}
+}
+
+// TestKubernetesRemoveLeavesNoPod: a bridge that stops leaves none of its
+// sandbox Pods behind.
+func TestKubernetesRemoveLeavesNoPod(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil))
+	mustContain(t, b.ok("print('up')"), "up")
+	pid := b.pid
+	if n := len(bridgePods(t, pid)); n == 0 {
+		t.Fatal("the bridge's sandbox Pod is not labelled with its pid")
+	}
+	b.close()
+	if left := bridgePods(t, pid); len(left) != 0 {
+		t.Errorf("%d sandbox Pod(s) left after the bridge stopped: %s", len(left), left[0].Name)
+	}
+}
+
+// TestKubernetesPodHardening: the hardening is on the live Pod, as the
+// API server stored it, and in force inside it.
+func TestKubernetesPodHardening(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_MEMORY=300m", "CODEBRIDGE_TMP_SIZE=32m")
+	inside := b.ok(`import os
+st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+print("uid", os.getuid(), os.getgid())
+print("capeff", st["CapEff"].strip(), "nonewprivs", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
+try:
+    open("/etc/x", "w")
+    print("rootfs writable")
+except OSError as e:
+    print("rootfs", e.errno)
+print("token", os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"))
+print("links", sorted(k for k in os.environ if k.endswith("_SERVICE_HOST") and k != "KUBERNETES_SERVICE_HOST"))
+`)
+	mustContain(t, inside, "uid 65534 65534", "capeff 0000000000000000 nonewprivs 1 seccomp 2", "rootfs 30", "token False", "links []")
+
+	pods := bridgePods(t, b.pid)
+	if len(pods) == 0 {
+		t.Fatal("no sandbox Pod of this bridge")
+	}
+	p := pods[0]
+	ps := p.Spec
+	c := ps.Containers[0]
+	sc, psc := c.SecurityContext, ps.SecurityContext
+	checks := map[string]bool{
+		"automountServiceAccountToken false": ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken,
+		"enableServiceLinks false":           ps.EnableServiceLinks != nil && !*ps.EnableServiceLinks,
+		"no host namespaces":                 !ps.HostNetwork && !ps.HostPID && !ps.HostIPC,
+		"restartPolicy Never":                ps.RestartPolicy == corev1.RestartPolicyNever,
+		"pod runs as 65534, non-root":        psc != nil && *psc.RunAsUser == 65534 && *psc.RunAsGroup == 65534 && *psc.RunAsNonRoot,
+		"seccomp as configured":              seccompAsConfigured(sc.SeccompProfile),
+		"read-only root":                     sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem,
+		"no privilege escalation":            sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
+		"all capabilities dropped":           sc.Capabilities != nil && len(sc.Capabilities.Drop) == 1 && sc.Capabilities.Drop[0] == "ALL",
+		"memory limit 300Mi":                 c.Resources.Limits.Memory().Value() == 300<<20,
+		"ephemeral-storage limit":            c.Resources.Limits.StorageEphemeral().Value() > 0,
+		"cpu limit 1":                        c.Resources.Limits.Cpu().MilliValue() == 1000,
+	}
+	for _, v := range ps.Volumes {
+		checks["volume "+v.Name+" in memory, 32Mi"] = v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory &&
+			v.EmptyDir.SizeLimit != nil && v.EmptyDir.SizeLimit.Value() == 32<<20
+	}
+	for what, ok := range checks {
+		if !ok {
+			t.Errorf("the live Pod %s: %s does not hold", p.Name, what)
+		}
+	}
+}
+
+// TestKubernetesMissingPermissionNamed: a bridge whose account lacks a
+// permission the engine needs says which verb on which resource, at
+// start (a cell fails with it) and in doctor.
+func TestKubernetesMissingPermissionNamed(t *testing.T) {
+	kubeOnly(t)
+	// The deploy Role without "list" on events.
+	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+	})
+	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") + ": list on events"
+	stdout, _, exit := cli(t, home(t, nil), "", []string{"KUBECONFIG=" + kc}, "doctor")
+	if exit != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("doctor: exit %d, want 1 and %q:\n%s", exit, want, stdout)
+	}
+	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
+	r := b.run("print(1)")
+	if !r.isError || !strings.Contains(r.text, want) {
+		t.Errorf("a cell of a bridge without the permission: %s", r.text)
+	}
+}
+
+// TestKubernetesLeastRoleWorks: with exactly the permissions the engine
+// asks for (create, not get, on pods/attach: the WebSocket attach is
+// refused and the bridge falls back to SPDY), cells run and the sandbox
+// is removed.
+func TestKubernetesLeastRoleWorks(t *testing.T) {
+	kubeOnly(t)
+	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	})
+	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
+	mustContain(t, b.ok("x = 20\nprint(x + 1)"), "21")
+	mustContain(t, b.ok("print(x * 2)"), "40")
+	pid := b.pid
+	b.close()
+	if left := bridgePods(t, pid); len(left) != 0 {
+		t.Errorf("%d sandbox Pod(s) left", len(left))
+	}
+}
+
+// accountKubeconfig makes a service account in the test namespace bound
+// to a Role of rules, and a kubeconfig that acts as it.
+func accountKubeconfig(t *testing.T, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	cs, err := kubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	name := fmt.Sprintf("codebridge-account-%d", time.Now().UnixNano())
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: rules}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.CoreV1().ServiceAccounts(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		cs.RbacV1().Roles(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		cs.RbacV1().RoleBindings(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The admin's cluster, the account's token.
+	raw, err := clientcmd.NewDefaultClientConfigLoadingRules().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := raw.Contexts[raw.CurrentContext]
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = raw.Clusters[cur.Cluster]
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: ns}
+	cfg.CurrentContext = "x"
+	kc := t.TempDir() + "/kubeconfig"
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}

@@ -1,0 +1,318 @@
+//go:build kubernetes
+
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// kubeEngine runs each sandbox as a Pod of one container and carries its
+// frames over the Pod's attach stream (WebSocket, or SPDY where the API
+// server has only that). Nothing is mounted from the bridge: the runtime
+// arrives on stdin, as with the other engines' attach channel. It has no
+// direct channel (it is not a [channelEngine]).
+type kubeEngine struct {
+	name    string
+	ns      string
+	cfg     *rest.Config   // for the attach streams; nil in unit tests
+	rest    rest.Interface // the core group's REST client
+	pods    podClient
+	events  eventClient
+	log     *slog.Logger
+	owner   kubeOwner
+	seccomp *corev1.SeccompProfile // a node's Localhost profile, or nil for RuntimeDefault
+}
+
+func (e *kubeEngine) Name() string { return e.name }
+
+// Close has nothing to release: the REST client's connections are
+// pooled by net/http and the sandbox Pods are removed one by one.
+func (e *kubeEngine) Close() error { return nil }
+
+// Refusals of what the engine cannot give a Pod.
+var (
+	errKubeWorkspace = errors.New("sandbox: a persistent workspace is not available with the kubernetes engine yet " +
+		"(a PersistentVolumeClaim per principal is planned): give --workspace ephemeral; the Pod's /workspace is an in-memory emptyDir")
+)
+
+// kubeMountRefusal says why a host directory cannot be given to a Pod.
+func kubeMountRefusal(m Mount) error {
+	return fmt.Errorf("sandbox: --mount %s is refused with the kubernetes engine: a sandbox Pod runs on a node of the cluster, "+
+		"whose files are not this machine's, and a hostPath volume would give model-written code the node's filesystem; "+
+		"pass files in with the files argument of run_python, or use a local engine", m.Source)
+}
+
+func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
+	if spec.Workspace != nil {
+		return nil, errKubeWorkspace
+	}
+	if len(spec.Mounts) > 0 {
+		return nil, kubeMountRefusal(spec.Mounts[0])
+	}
+	pod, err := podSpec(spec, podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(),
+		ownerRef: e.owner.ref(), seccomp: e.seccomp})
+	if err != nil {
+		return nil, err
+	}
+	created, err := e.pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %s refused the sandbox Pod: %w%s", e.name, err, createHint(spec.Limits, err))
+	}
+	c := &kubeContainer{engine: e, name: created.Name}
+	fail := func(err error) (Container, error) {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = c.Remove(rmCtx)
+		return nil, err
+	}
+	if err := e.waitRunning(ctx, created); err != nil {
+		return fail(err)
+	}
+	if err := c.attach(); err != nil {
+		return fail(fmt.Errorf("sandbox: attaching to Pod %s on %s: %w", c.name, e.name, err))
+	}
+	return c, nil
+}
+
+// createHint explains a create the API server refused.
+func createHint(l Limits, err error) string {
+	switch {
+	case l.Runtime != "" && strings.Contains(err.Error(), "RuntimeClass"):
+		return fmt.Sprintf(" (the OCI runtime %q is configured: on Kubernetes it is a RuntimeClass of that name, whose handler "+
+			"is installed on the nodes: create it, or unset the OCI runtime setting)", l.Runtime)
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quota"):
+		return " (a ResourceQuota of the namespace is used up: raise it, or lower CODEBRIDGE_MEMORY / CODEBRIDGE_CPUS)"
+	case apierrors.IsForbidden(err):
+		return " (an admission policy or the bridge's Role refused it: see deploy/kubernetes/ for what the bridge needs)"
+	case apierrors.IsInvalid(err):
+		return " (check the image name, --user and --oci-runtime)"
+	}
+	return ""
+}
+
+// newPodName is a fresh sandbox Pod name.
+func newPodName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "codebridge-sandbox-" + hex.EncodeToString(b)
+}
+
+// HasImage cannot be answered for a cluster: which node a Pod lands on,
+// and what that node holds or may pull, are known only when it starts.
+// It says yes, so the configured (or built) image is used; a Pod whose
+// image is missing fails its start at once with the kubelet's event.
+func (e *kubeEngine) HasImage(context.Context, string) (bool, error) { return true, nil }
+
+func (e *kubeEngine) List(ctx context.Context) ([]ContainerInfo, error) {
+	list, err := e.pods.List(ctx, metav1.ListOptions{LabelSelector: LabelKey + "=1"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing codebridge Pods on %s: %w", e.name, err)
+	}
+	out := make([]ContainerInfo, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, ContainerInfo{ID: p.Name, State: podState(&p), Labels: p.Labels})
+	}
+	return out, nil
+}
+
+// podState words a Pod's phase as the local engines word a container's
+// state.
+func podState(p *corev1.Pod) string {
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		return "running"
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return "exited"
+	case corev1.PodPending:
+		return "created"
+	}
+	return strings.ToLower(string(p.Status.Phase))
+}
+
+func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
+	list, err := e.pods.List(ctx, metav1.ListOptions{LabelSelector: LabelKey + "=1"})
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: listing codebridge Pods on %s: %w", e.name, err)
+	}
+	removed := 0
+	var errs []error
+	for _, p := range list.Items {
+		stale, err := e.owner.stale(ctx, e.pods, p.Labels)
+		if err == nil && stale {
+			err = e.remove(ctx, p.Name)
+			if err == nil {
+				removed++
+				e.log.Info("removed a sandbox Pod left by a bridge that is gone", "pod", p.Name)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// remove deletes a Pod at once (no grace period). A Pod already gone is
+// not an error.
+func (e *kubeEngine) remove(ctx context.Context, name string) error {
+	grace := int64(0)
+	err := e.pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err != nil && !isKubeNotFound(err) {
+		return fmt.Errorf("sandbox: deleting Pod %s on %s: %w", name, e.name, err)
+	}
+	return nil
+}
+
+func isKubeNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
+
+// Workspaces: the kubernetes engine makes no workspace volumes (yet).
+func (e *kubeEngine) Workspaces(context.Context) ([]WorkspaceVolume, error) { return nil, nil }
+
+func (e *kubeEngine) RemoveWorkspace(_ context.Context, name string) error {
+	return fmt.Errorf("%w: %s (the kubernetes engine makes no workspace volumes)", ErrNotWorkspace, name)
+}
+
+// kubeContainer is a sandbox Pod started by [kubeEngine], with its attach
+// stream.
+type kubeContainer struct {
+	engine *kubeEngine
+	name   string
+	stdin  *io.PipeWriter
+	stdout io.Reader
+	stderr *logWriter
+	cancel context.CancelFunc // ends the attach stream
+
+	removeOnce sync.Once
+	removeErr  error
+}
+
+func (c *kubeContainer) ID() string            { return c.name }
+func (c *kubeContainer) Stdout() io.Reader     { return c.stdout }
+func (c *kubeContainer) Stdin() io.WriteCloser { return c.stdin }
+
+// attach opens the Pod's attach stream: WebSocket first, SPDY when the
+// API server (or a proxy on the way) cannot upgrade to it. The stream
+// lives until the container ends or [kubeContainer.Remove]; what the
+// container writes to stderr goes to the log.
+func (c *kubeContainer) attach() error {
+	e := c.engine
+	u := restPods{c: e.rest, ns: e.ns}.attachURL(c.name, &corev1.PodAttachOptions{
+		Container: sandboxContainer, Stdin: true, Stdout: true, Stderr: true,
+	})
+	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", u.String())
+	if err != nil {
+		return err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
+	if err != nil {
+		return err
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c.stdin, c.stdout = inW, outR
+	c.stderr = &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("pod", c.name)}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: c.stderr})
+		c.stderr.close()
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+		inR.CloseWithError(err)
+	}()
+	return nil
+}
+
+// kubeExitWait is the least time Exited gives the cluster to report how a
+// container ended: the kubelet notices at its next relist (every second)
+// and then updates the Pod's status through the API server, seconds
+// later on a loaded node. Exited is asked when the attach stream ended,
+// so the container has ended or is ending.
+const kubeExitWait = 15 * time.Second
+
+func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
+	deadline := time.Now().Add(max(wait, kubeExitWait))
+	for {
+		p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
+		if err != nil && (isKubeNotFound(err) || time.Now().After(deadline)) {
+			return "its state is unknown (" + err.Error() + ")"
+		}
+		if t := terminated(p, err); t != nil {
+			// The kubelet knows an out-of-memory kill where the runtime
+			// reports it; the sandbox's init reads the memory cgroup too.
+			oom := t.Reason == "OOMKilled" || c.stderr.saw(oomMarker)
+			known := oom || c.stderr.saw(notOOMMarker)
+			code := int(t.ExitCode)
+			if code == 0 && t.Signal > 0 {
+				code = 128 + int(t.Signal)
+			}
+			return exitReason(oom, known, code, memoryLimit(p))
+		}
+		if time.Now().After(deadline) {
+			return "it stopped answering"
+		}
+		select {
+		case <-ctx.Done():
+			return "its state is unknown (" + ctx.Err().Error() + ")"
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// terminated is the sandbox container's terminated state, or nil.
+func terminated(p *corev1.Pod, err error) *corev1.ContainerStateTerminated {
+	if err != nil || p == nil {
+		return nil
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == sandboxContainer {
+			return s.State.Terminated
+		}
+	}
+	return nil
+}
+
+// memoryLimit is the sandbox container's memory limit in bytes, or 0.
+func memoryLimit(p *corev1.Pod) int64 {
+	for _, c := range p.Spec.Containers {
+		if c.Name == sandboxContainer {
+			return c.Resources.Limits.Memory().Value()
+		}
+	}
+	return 0
+}
+
+func (c *kubeContainer) Remove(ctx context.Context) error {
+	c.removeOnce.Do(func() {
+		if c.cancel != nil {
+			c.cancel()
+			c.stdin.CloseWithError(io.ErrClosedPipe)
+		}
+		c.removeErr = c.engine.remove(ctx, c.name)
+	})
+	return c.removeErr
+}

@@ -1,0 +1,202 @@
+//go:build kubernetes
+
+package sandbox
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// sandboxContainer is the name of the one container of a sandbox Pod.
+const sandboxContainer = "sandbox"
+
+// kubeGrace is how long a sandbox Pod is given to stop when the cluster
+// (not the bridge, which deletes at once) ends it: the sandbox keeps no
+// state worth a graceful stop.
+const kubeGrace = 1
+
+// Requests of a sandbox Pod: what the scheduler reserves for it. An idle
+// sandbox uses a few MiB and no CPU, so the warm pool and idle sessions
+// pack onto a node; the limits are the configured ones.
+var (
+	kubeRequestCPU    = resource.MustParse("50m")
+	kubeRequestMemory = resource.MustParse("64Mi")
+)
+
+// kubeEphemeralStorage bounds the node's disk a sandbox Pod may use: the
+// container's logs (the runtime writes everything the sandbox prints to
+// them, the frames included, and the kubelet rotates them) and
+// /dev/termination-log, which the kubelet mounts writable from the node.
+// The kubelet evicts a Pod beyond it (at its next check, not at once).
+var kubeEphemeralStorage = resource.MustParse("1Gi")
+
+// podOptions is what a sandbox Pod needs besides the [ContainerSpec].
+type podOptions struct {
+	name      string
+	namespace string
+	labels    map[string]string      // the owner labels
+	ownerRef  *metav1.OwnerReference // the bridge Pod, when in a cluster
+	seccomp   *corev1.SeccompProfile // nil: RuntimeDefault
+}
+
+// podSpec maps the sandbox's hardening onto a Pod: the same user, no
+// capabilities, no new privileges, seccomp, a read-only root, sized
+// in-memory scratch space, the memory and CPU limits, no service account
+// token, no service links, no host namespaces, the OCI runtime as the
+// RuntimeClass. The pids limit is the kubelet's (podPidsLimit) and the
+// open-files limit the container runtime's: a Pod cannot set either.
+func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
+	l := spec.Limits.withDefaults()
+	uid, gid, err := parseUser(spec.User)
+	if err != nil {
+		return nil, err
+	}
+	seccomp := o.seccomp
+	if seccomp == nil {
+		seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	labels := maps.Clone(o.labels)
+	for k, v := range spec.Labels {
+		labels[k] = labelValue(v)
+	}
+	memory := *resource.NewQuantity(l.Memory, resource.BinarySI)
+	scratch := *resource.NewQuantity(l.TmpSize, resource.BinarySI)
+	no, yes := false, true
+	grace := int64(kubeGrace)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			HostNetwork:                   false,
+			HostPID:                       false,
+			HostIPC:                       false,
+			TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser: &uid, RunAsGroup: &gid, RunAsNonRoot: &yes, SeccompProfile: seccomp,
+			},
+			Containers: []corev1.Container{{
+				Name:            sandboxContainer,
+				Image:           spec.Image,
+				ImagePullPolicy: pullPolicy(spec.Image),
+				Command:         spec.Cmd,
+				Env:             envVars(spec.Env),
+				WorkingDir:      WorkspacePath,
+				Stdin:           true,
+				StdinOnce:       true,
+				TTY:             false,
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser: &uid, RunAsGroup: &gid, RunAsNonRoot: &yes,
+					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+					Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile: seccomp,
+				},
+				Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{
+						corev1.ResourceEphemeralStorage: kubeEphemeralStorage,
+						corev1.ResourceMemory:           memory,
+						corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(l.CPUs*1000), resource.DecimalSI),
+					},
+					Requests: corev1.ResourceList{
+						corev1.ResourceMemory: minQuantity(kubeRequestMemory, memory),
+						corev1.ResourceCPU:    kubeRequestCPU,
+					},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "tmp", MountPath: "/tmp"},
+					{Name: "workspace", MountPath: WorkspacePath},
+					{Name: "var-tmp", MountPath: "/var/tmp"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				memoryVolume("tmp", scratch), memoryVolume("workspace", scratch), memoryVolume("var-tmp", scratch),
+			},
+		},
+	}
+	if l.Runtime != "" {
+		rc := l.Runtime
+		pod.Spec.RuntimeClassName = &rc
+	}
+	if o.ownerRef != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*o.ownerRef}
+	}
+	return pod, nil
+}
+
+// memoryVolume is an emptyDir in memory (a tmpfs, counted against the
+// Pod's memory limit) of at most size.
+func memoryVolume(name string, size resource.Quantity) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size},
+	}}
+}
+
+func minQuantity(a, b resource.Quantity) resource.Quantity {
+	if a.Cmp(b) <= 0 {
+		return a
+	}
+	return b
+}
+
+// pullPolicy is Never for an image named localhost/... (one built on the
+// node, as `codebridge image build` makes: there is no registry to pull
+// it from) and IfNotPresent for the others.
+func pullPolicy(image string) corev1.PullPolicy {
+	if strings.HasPrefix(image, "localhost/") {
+		return corev1.PullNever
+	}
+	return corev1.PullIfNotPresent
+}
+
+// parseUser reads "uid:gid" ([DefaultUser] when empty).
+func parseUser(user string) (int64, int64, error) {
+	if user == "" {
+		user = DefaultUser
+	}
+	u, g, ok := strings.Cut(user, ":")
+	if !ok {
+		g = u
+	}
+	uid, err1 := strconv.ParseInt(u, 10, 64)
+	gid, err2 := strconv.ParseInt(g, 10, 64)
+	if err1 != nil || err2 != nil || uid <= 0 || gid <= 0 {
+		return 0, 0, fmt.Errorf("sandbox: the user %q is not a numeric uid:gid other than root, which a Pod needs", user)
+	}
+	return uid, gid, nil
+}
+
+func envVars(env []string) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		out = append(out, corev1.EnvVar{Name: k, Value: v})
+	}
+	return out
+}
+
+// labelValue makes s a valid label value: at most 63 characters of
+// letters, digits, '-', '_' and '.', starting and ending with a letter or
+// digit; other characters become '_'.
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	return strings.Trim(string(b), "-_.")
+}
