@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -79,7 +78,7 @@ func cpuTime(pid int) time.Duration {
 // toggle signals the bridge and waits until it wrote the file that says
 // it saw the signal: two signals sent at once would arrive as one.
 func (p *profiler) toggle(written string) {
-	_ = syscall.Kill(p.pid, syscall.SIGUSR1)
+	signalProfile(p.pid)
 	for range 500 {
 		if _, err := os.Stat(filepath.Join(p.dir, written)); err == nil {
 			return
