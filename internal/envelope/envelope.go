@@ -100,11 +100,7 @@ func skipValue(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
+			i = closeQuote(b, i)
 		case '{', '[':
 			depth++
 			continue
@@ -135,11 +131,7 @@ func Deeper(b []byte, max int) bool {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
+			i = closeQuote(b, i)
 		case '{', '[':
 			if depth++; depth > max {
 				return true
@@ -149,4 +141,15 @@ func Deeper(b []byte, max int) bool {
 		}
 	}
 	return false
+}
+
+// closeQuote returns the index of the quote that ends the JSON string
+// whose opening quote is at i in b (len(b) when it has none).
+func closeQuote(b []byte, i int) int {
+	for i++; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i
 }
