@@ -201,7 +201,8 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 func (sess *session) run(ctx context.Context, c *call, code string, timeout time.Duration, servers []string) (out *mcp.CallToolResult) {
 	b := sess.b
 	c.sandboxHost, c.sbx = sess.host, sess.sbx
-	ctx, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
+	ctx, run, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
+	c.cell = run
 	// The audited outcome: the cell's status once it ended; a run whose
 	// code never ran failed.
 	status := sandbox.StatusError

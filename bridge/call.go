@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +23,7 @@ type call struct {
 	run          *detachedRun              // the detached run it is, on the newer protocol (roundtrip.go); nil otherwise
 	output       func(stream, text string) // sees the cell's output as it comes (progress); nil: nobody does
 	shared       shares                    // the files the cell shared, for the call's result
+	cell         *gate.Run                 // the gate's record of this call, which its requests name; nil without a gate
 }
 
 // Answer handles one request of the cell's runtime (rpc.go). Its error

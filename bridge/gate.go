@@ -155,17 +155,18 @@ func (h *sandboxHost) redactText(s string) string {
 	return h.gate.Redact(s)
 }
 
-// startRun begins the audit record and span of one run_python; finish
+// startRun begins the audit record and span of one run_python, and
+// returns the gate's run, which the cell's requests name; finish
 // redacts what the model will read and records how the run ended: the
 // cell's status as the sandbox reported it (a value, never read back
 // from the text, which the code can print), or an error when the code
 // never ran.
-func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Context, func(*mcp.CallToolResult, sandbox.Status) *mcp.CallToolResult) {
+func (h *sandboxHost) startRun(ctx context.Context, code string) (context.Context, *gate.Run, func(*mcp.CallToolResult, sandbox.Status) *mcp.CallToolResult) {
 	if h.gate == nil {
-		return ctx, func(r *mcp.CallToolResult, _ sandbox.Status) *mcp.CallToolResult { return r }
+		return ctx, nil, func(r *mcp.CallToolResult, _ sandbox.Status) *mcp.CallToolResult { return r }
 	}
 	ctx, run := h.gate.StartRun(ctx, code)
-	return ctx, func(res *mcp.CallToolResult, status sandbox.Status) *mcp.CallToolResult {
+	return ctx, run, func(res *mcp.CallToolResult, status sandbox.Status) *mcp.CallToolResult {
 		size := 0
 		for _, c := range res.Content {
 			if t, ok := c.(*mcp.TextContent); ok {

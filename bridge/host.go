@@ -83,7 +83,7 @@ func (c *call) through(ctx context.Context, req gate.Request, do func(context.Co
 	if err != nil {
 		return nil, err
 	}
-	req.Unlisted, req.Ask = unlisted, askClient(c.client, c.run)
+	req.Unlisted, req.Ask, req.Run = unlisted, askClient(c.client, c.run), c.cell
 	if tool != nil {
 		req.Annotations = tool.Annotations
 	}

@@ -125,6 +125,9 @@ type Request struct {
 	Unlisted bool
 	// Ask asks the user; nil cannot ask.
 	Ask Asker
+	// Run is the run_python call whose cell made the request ([Session.StartRun]);
+	// nil when none is known (a request made outside a cell).
+	Run *Run
 }
 
 // DeniedError is the error of a request the gate did not let through. Its

@@ -10,13 +10,18 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// Run is one run_python call in flight, for its audit line and span.
+// Run is one run_python call in flight: its audit line and span, and the
+// cell whose requests name it ([Request.Run]).
 type Run struct {
 	s     *Session
+	code  string
 	start time.Time
 	rec   Record
 	end   func(outcome, msg string)
 }
+
+// Code is the code the run was given.
+func (r *Run) Code() string { return r.code }
 
 // StartRun begins the record and span of one run_python call with code;
 // the returned context carries the span, so that the calls the code makes
@@ -25,7 +30,7 @@ func (s *Session) StartRun(ctx context.Context, code string) (context.Context, *
 	ctx, span := s.g.cfg.Tracing.start(ctx, "run_python",
 		attribute.String("codebridge.session", s.ID), attribute.Int("codebridge.code_bytes", len(code)))
 	sum := sha256.Sum256([]byte(code))
-	r := &Run{s: s, start: time.Now(), rec: Record{Event: "run", ID: "run-" + strconv.FormatUint(s.g.ids.Add(1), 10), Session: s.ID,
+	r := &Run{s: s, code: code, start: time.Now(), rec: Record{Event: "run", ID: "run-" + strconv.FormatUint(s.g.ids.Add(1), 10), Session: s.ID,
 		ArgBytes: len(code), ArgSHA: hex.EncodeToString(sum[:])}}
 	r.end = func(outcome, msg string) { endSpan(span, outcome, msg) }
 	return ctx, r
