@@ -36,10 +36,12 @@ type Record struct {
 	ArgBytes int             `json:"arg_bytes"`
 	ArgSHA   string          `json:"arg_sha256,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
-	// Outcome is ok, error (the call did not complete), tool_error (the
-	// tool reported isError), denied, or for a run the status its cell
-	// ended with as the sandbox reported it (ok, error, timeout,
-	// cancelled, crashed), never read from the text the code printed.
+	// Outcome is ok, error (the call did not complete), cancelled (its
+	// cell ended before the upstream answered: the upstream may have
+	// acted), tool_error (the tool reported isError), denied, or for a
+	// run the status its cell ended with as the sandbox reported it (ok,
+	// error, timeout, cancelled, crashed), never read from the text the
+	// code printed.
 	Outcome     string  `json:"outcome,omitempty"`
 	Error       string  `json:"error,omitempty"`
 	DurationMS  float64 `json:"duration_ms,omitempty"`

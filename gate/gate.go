@@ -224,11 +224,11 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	if d.Verdict == Deny {
 		err := &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy(rec.By, d), Cause: deniedBy(rec.By)}
 		rec.Outcome, rec.Error = "denied", s.Redact(err.Why)
-		s.audit(rec)
+		s.record(req.Run, rec, err)
 		endSpan(span, "denied", err.Error())
 		return nil, err
 	}
-	s.audit(rec) // before the upstream sees the call
+	s.record(req.Run, rec, nil) // before the upstream sees the call
 
 	if !g.cfg.KeepTokens[t.Server] {
 		params, _ = s.Restore(params)
@@ -240,10 +240,13 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	case err != nil:
 		err = &redactedError{msg: s.Redact(err.Error()), err: err}
 		done.Outcome, done.Error = "error", err.Error()
+		if ctx.Err() != nil { // the cell ended first: the upstream may have acted
+			done.Outcome = "cancelled"
+		}
 	case isToolError(res):
 		done.Outcome = "tool_error"
 	}
-	s.audit(done)
+	s.record(req.Run, done, err)
 	endSpan(span, done.Outcome, done.Error)
 	if err != nil {
 		return nil, err

@@ -310,6 +310,7 @@ type Session struct {
 	byToken  map[string]string // token -> value
 	counts   map[string]int
 	approved map[string]bool // server + "\x00" + tool approved for the session
+	lastCell *ledger         // the calls of the run started last (ledger.go)
 
 	ndl       *needles // the exact values hidden, made for ndlTokens tokens
 	ndlTokens int

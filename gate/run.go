@@ -18,6 +18,8 @@ type Run struct {
 	start time.Time
 	rec   Record
 	end   func(outcome, msg string)
+	calls *ledger // the requests the cell made ([Run.Calls])
+	prev  *ledger // the ledger of the run the session started before this one; nil: none
 }
 
 // Code is the code the run was given.
@@ -33,6 +35,10 @@ func (s *Session) StartRun(ctx context.Context, code string) (context.Context, *
 	r := &Run{s: s, code: code, start: time.Now(), rec: Record{Event: "run", ID: "run-" + strconv.FormatUint(s.g.ids.Add(1), 10), Session: s.ID,
 		ArgBytes: len(code), ArgSHA: hex.EncodeToString(sum[:])}}
 	r.end = func(outcome, msg string) { endSpan(span, outcome, msg) }
+	r.calls = newLedger()
+	s.mu.Lock()
+	r.prev, s.lastCell = s.lastCell, r.calls
+	s.mu.Unlock()
 	return ctx, r
 }
 
