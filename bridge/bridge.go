@@ -225,7 +225,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 	status = res.Status
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	out = render(res, timeout)
+	out = render(res, timeout, ledgerNote(res.Status, run.Calls()))
 	out.Content = append(out.Content, c.shared.links()...)
 	return out
 }

@@ -12,9 +12,10 @@ import (
 
 // render turns a cell's result into what the model reads: stdout, then
 // stderr, then the final value or the traceback, then a status line when
-// the cell did not simply succeed. The text stands on its own; images
-// follow it as image content.
-func render(r *sandbox.Result, timeout time.Duration) *mcp.CallToolResult {
+// the cell did not simply succeed, and calls, the list of the cell's
+// calls then (ledgerNote). The text stands on its own; images follow it
+// as image content.
+func render(r *sandbox.Result, timeout time.Duration, calls string) *mcp.CallToolResult {
 	var b strings.Builder
 	section := func(s string) {
 		if s == "" {
@@ -49,6 +50,7 @@ func render(r *sandbox.Result, timeout time.Duration) *mcp.CallToolResult {
 	case sandbox.StatusCrashed:
 		section("[status: crashed: " + r.Notice + "]")
 	}
+	section(calls)
 	if b.Len() == 0 {
 		b.WriteString("(no output)")
 	}

@@ -38,7 +38,7 @@ func TestRender(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := render(&c.res, 2*time.Second)
+			r := render(&c.res, 2*time.Second, "")
 			text := r.Content[0].(*mcp.TextContent).Text
 			for _, w := range c.want {
 				if !strings.Contains(text, w) {

@@ -28,6 +28,7 @@ var methods = map[string]method{
 	protocol.MListSkills:   typed(listSkills),
 	protocol.MDeleteSkill:  typed(deleteSkill),
 	protocol.MShare:        typed(share),
+	protocol.MCalls:        typed(ledgerCalls), // ledger.go
 	// resources.go
 	protocol.MListResources:         typed(listResources),
 	protocol.MListResourceTemplates: typed(listResourceTemplates),

@@ -209,3 +209,43 @@ func (p ReadResourceParams) Target() Target {
 func (p GetPromptParams) Target() Target {
 	return Target{Kind: "prompt", Server: p.Server, Name: p.Name}
 }
+
+// MCalls asks for the ledger of the cell that sends it and of the cell
+// before it: the requests each made that act on something (tool calls,
+// resource reads, prompts, installs), in order, and where each stands.
+const MCalls = "calls"
+
+// CallsParams are the parameters of calls (none).
+type CallsParams struct{}
+
+// CallsAnswer answers calls. Previous is null when the session ran no
+// cell before this one.
+type CallsAnswer struct {
+	Current  CellCalls  `json:"current"`
+	Previous *CellCalls `json:"previous"`
+}
+
+// CellCalls is one cell's ledger: how many calls it made, the last of
+// them in detail (at most gate.MaxCellCalls) and the states of the
+// earlier ones counted ({"ok": 80}).
+type CellCalls struct {
+	Total   int            `json:"total"`
+	Calls   []LedgerCall   `json:"calls"`
+	Earlier map[string]int `json:"earlier"`
+}
+
+// LedgerCall is one call in a [CellCalls]. State is running, ok,
+// tool_error, error (ErrorKind says which kind), cancelled (its cell
+// ended before the upstream answered: the upstream may have acted) or
+// denied (ErrorKind: denied, declined, unknown_tool or
+// invalid_arguments). Tool is the tool's name, or for another kind the
+// resource's URI, the prompt's name or the requirements.
+type LedgerCall struct {
+	Seq        int     `json:"seq"`
+	Kind       string  `json:"kind"`
+	Server     string  `json:"server"`
+	Tool       string  `json:"tool"`
+	State      string  `json:"state"`
+	ErrorKind  string  `json:"error_kind,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}

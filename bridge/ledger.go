@@ -1,0 +1,144 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// The ledger of a cell's calls (gate.Run.Calls), as the model reads it:
+// in the answer of a cell that did not simply succeed, so that it knows
+// which side effects happened before it tries again, and from
+// runtime.calls(). Arguments are never shown: they may be large or
+// private, and the model's own code has them.
+
+// maxLedgerName bounds a name in the answer's list: the sandbox chooses
+// the names of the calls it makes (one that names no listed tool is
+// denied, and listed all the same).
+const maxLedgerName = 80
+
+// ledgerNote lists the calls of a cell that ended by a timeout, an
+// error, a cancellation or a lost sandbox, in order, a run of calls
+// alike on one line:
+//
+//	[tool calls this cell made, in order: 12]
+//	  1-10 ok: everything.echo
+//	  11 failed (upstream): everything.add
+//	  12 in flight at the end, cancelled: outcome unknown: fs.write_file
+//
+// A cell that ended ok, or made no call, gets nothing.
+func ledgerNote(status sandbox.Status, calls gate.Calls) string {
+	if status == sandbox.StatusOK || calls.Total == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[tool calls this cell made, in order: %d", calls.Total)
+	if n := calls.Total - len(calls.Last); n > 0 {
+		fmt.Fprintf(&b, "; the first %d not shown: %s", n, earlierCounts(calls.Earlier))
+	}
+	b.WriteString("]")
+	for i := 0; i < len(calls.Last); {
+		line := ledgerLine(calls.Last[i])
+		j := i + 1
+		for j < len(calls.Last) && ledgerLine(calls.Last[j]) == line {
+			j++
+		}
+		seqs := strconv.Itoa(calls.Last[i].Seq)
+		if j-1 > i {
+			seqs += "-" + strconv.Itoa(calls.Last[j-1].Seq)
+		}
+		b.WriteString("\n  " + seqs + " " + line)
+		i = j
+	}
+	return b.String()
+}
+
+// ledgerLine is what the list says of one call: its state, then its
+// target. A call running when the answer is made was cancelled by the
+// cell's end (which cancels every request of the cell) and has not
+// recorded it yet.
+func ledgerLine(c gate.Call) string {
+	var state string
+	switch c.State {
+	case gate.CallOK:
+		state = "ok"
+	case gate.CallToolError:
+		state = "tool error"
+	case gate.CallFailed:
+		state = "failed (" + string(errorKind(c.Err)) + ")"
+	case gate.CallDenied:
+		state = "not sent (" + string(errorKind(c.Err)) + ")"
+	default:
+		state = "in flight at the end, cancelled: outcome unknown"
+	}
+	return state + ": " + ledgerTarget(c.Target)
+}
+
+// ledgerTarget names a call's target: server.tool for a tool, the kind
+// first for the others ("resource fs.file:///a", "package pandas").
+func ledgerTarget(t protocol.Target) string {
+	name := t.Name
+	if t.Server != "" {
+		name = t.Server + "." + name
+	}
+	if r := []rune(name); len(r) > maxLedgerName {
+		name = string(r[:maxLedgerName]) + "..."
+	}
+	name = gate.Printable(name)
+	if t.Kind != "tool" {
+		name = t.Kind + " " + name
+	}
+	return name
+}
+
+// earlierCounts says the states of the calls left out of the list
+// ("80 ok, 2 failed"), in a fixed order.
+func earlierCounts(n map[gate.CallState]int) string {
+	var parts []string
+	for _, s := range []struct {
+		state gate.CallState
+		words string
+	}{{gate.CallOK, "ok"}, {gate.CallToolError, "tool error"}, {gate.CallFailed, "failed"}, {gate.CallDenied, "not sent"}} {
+		if n[s.state] > 0 {
+			parts = append(parts, strconv.Itoa(n[s.state])+" "+s.words)
+		}
+	}
+	if k := n[gate.CallCancelled] + n[gate.CallRunning]; k > 0 {
+		parts = append(parts, strconv.Itoa(k)+" cancelled: outcome unknown")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ledgerCalls answers the runtime's calls (runtime.calls()): the ledger
+// of the asking cell's run and of the run before it, from the gate
+// session of this sandbox session alone.
+func ledgerCalls(_ context.Context, h *call, _ protocol.CallsParams) (json.RawMessage, error) {
+	ans := protocol.CallsAnswer{Current: cellCalls(h.cell.Calls())}
+	if prev, ok := h.cell.Previous(); ok {
+		p := cellCalls(prev)
+		ans.Previous = &p
+	}
+	return json.Marshal(ans)
+}
+
+// cellCalls is a cell's ledger as the runtime gets it.
+func cellCalls(c gate.Calls) protocol.CellCalls {
+	out := protocol.CellCalls{Total: c.Total, Calls: make([]protocol.LedgerCall, len(c.Last)), Earlier: map[string]int{}}
+	for i, x := range c.Last {
+		out.Calls[i] = protocol.LedgerCall{Seq: x.Seq, Kind: x.Target.Kind, Server: x.Target.Server, Tool: x.Target.Name,
+			State: string(x.State), DurationMS: float64(x.Duration.Microseconds()) / 1000}
+		if x.Err != nil && (x.State == gate.CallFailed || x.State == gate.CallDenied) {
+			out.Calls[i].ErrorKind = string(errorKind(x.Err))
+		}
+	}
+	for s, n := range c.Earlier {
+		out.Earlier[string(s)] = n
+	}
+	return out
+}
