@@ -29,6 +29,9 @@
 //     (needles.go), so a token put back cannot return as its value.
 //   - [AuditLog] appends one JSON line when a call is decided (before it
 //     reaches the upstream) and one when it ends; [ReadAudit] reads them.
+//   - Each cell's calls are kept in its ledger ([Run.Calls]), fed by the
+//     same records at the same points as the audit, so that a cell cut
+//     short can say which calls finished, failed or were cut off.
 //   - OpenTelemetry spans, one per run_python and one per call, exported
 //     with the official SDK when OTEL_EXPORTER_OTLP_* is set ([NewTracing]).
 package gate

@@ -39,7 +39,7 @@ __all__ = [
     "save_skill", "save_tool", "list_skills", "delete_skill", "share",
     "list_resources", "list_resources_sync", "read_resource", "read_resource_sync",
     "list_resource_templates", "list_resource_templates_sync", "list_prompts",
-    "list_prompts_sync", "get_prompt", "get_prompt_sync",
+    "list_prompts_sync", "get_prompt", "get_prompt_sync", "calls", "calls_sync",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -354,18 +354,35 @@ def start_servers(*names):
     return (yield ("start_servers", {"servers": _server_names(names)}))
 
 
+def calls():
+    """What this cell and the previous one did: ``{"current": ledger,
+    "previous": ledger or None}``, where a ledger is ``{"total": N,
+    "calls": [...], "earlier": {state: count}}``: the cell's last 20 tool
+    calls (and resource reads, prompts, installs) in order, each ``{seq,
+    kind, server, tool, state, error_kind?, duration_ms}``, and the states
+    of the calls before them counted. ``state`` is ``running``, ``ok``,
+    ``tool_error``, ``error`` (``error_kind`` says which: ``timeout``,
+    ``upstream``, ...), ``cancelled`` (its cell ended before the server
+    answered: the server may have acted) or ``denied`` (never sent). After
+    a timeout, look here before doing again what may already be done.
+    """
+    return (yield ("calls", {}))
+
+
 list_servers = twin(list_servers)
 list_tools = twin(list_tools)
 query_tool_docs = twin(query_tool_docs)
 search_tool_docs = twin(search_tool_docs)
 call_tool = twin(call_tool)
 start_servers = twin(start_servers)
+calls = twin(calls)
 list_servers_sync = list_servers.sync
 list_tools_sync = list_tools.sync
 query_tool_docs_sync = query_tool_docs.sync
 search_tool_docs_sync = search_tool_docs.sync
 call_tool_sync = call_tool.sync
 start_servers_sync = start_servers.sync
+calls_sync = calls.sync
 list_resources_sync = list_resources.sync
 read_resource_sync = read_resource.sync
 list_resource_templates_sync = list_resource_templates.sync
