@@ -30,7 +30,7 @@ const maxLedgerName = 80
 //	[tool calls this cell made, in order: 12]
 //	  1-10 ok: everything.echo
 //	  11 failed (upstream): everything.add
-//	  12 in flight at the end, cancelled: outcome unknown: fs.write_file
+//	  12 cancelled in flight, outcome unknown: fs.write_file
 //
 // A cell that ended ok, or made no call, gets nothing.
 func ledgerNote(status sandbox.Status, calls gate.Calls) string {
@@ -75,7 +75,7 @@ func ledgerLine(c gate.Call) string {
 	case gate.CallDenied:
 		state = "not sent (" + string(errorKind(c.Err)) + ")"
 	default:
-		state = "in flight at the end, cancelled: outcome unknown"
+		state = "cancelled in flight, outcome unknown"
 	}
 	return state + ": " + ledgerTarget(c.Target)
 }
@@ -110,7 +110,7 @@ func earlierCounts(n map[gate.CallState]int) string {
 		}
 	}
 	if k := n[gate.CallCancelled] + n[gate.CallRunning]; k > 0 {
-		parts = append(parts, strconv.Itoa(k)+" cancelled: outcome unknown")
+		parts = append(parts, strconv.Itoa(k)+" cancelled in flight")
 	}
 	return strings.Join(parts, ", ")
 }

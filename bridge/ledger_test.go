@@ -44,7 +44,7 @@ func TestLedgerNote(t *testing.T) {
 		"  11 failed (upstream): everything.add\n" +
 		"  12 tool error: everything.add\n" +
 		"  13 not sent (declined): fs.delete\n" +
-		"  14-15 in flight at the end, cancelled: outcome unknown: fs.write_file\n" +
+		"  14-15 cancelled in flight, outcome unknown: fs.write_file\n" +
 		"  16 ok: resource fs.file:///a"
 	for _, status := range []sandbox.Status{sandbox.StatusTimeout, sandbox.StatusError, sandbox.StatusCancelled, sandbox.StatusCrashed} {
 		if got := ledgerNote(status, calls); got != want {
@@ -71,7 +71,7 @@ func TestLedgerNoteBound(t *testing.T) {
 		calls.Last = append(calls.Last, ledgerCall(i, "everything", "echo", gate.CallOK, nil))
 	}
 	got := ledgerNote(sandbox.StatusTimeout, calls)
-	want := "[tool calls this cell made, in order: 100; the first 80 not shown: 78 ok, 1 failed, 1 cancelled: outcome unknown]\n  81-100 ok: everything.echo"
+	want := "[tool calls this cell made, in order: 100; the first 80 not shown: 78 ok, 1 failed, 1 cancelled in flight]\n  81-100 ok: everything.echo"
 	if got != want {
 		t.Fatalf("%s\nwant\n%s", got, want)
 	}

@@ -60,7 +60,7 @@ func TestLedgerOnTimeout(t *testing.T) {
 	r := b.run(hangAt(20, 11), "timeout", ledgerTimeout)
 	note := "[tool calls this cell made, in order: 11]\n" +
 		"  1-10 ok: everything.echo\n" +
-		"  11 in flight at the end, cancelled: outcome unknown: everything.trigger-long-running-operation"
+		"  11 cancelled in flight, outcome unknown: everything.trigger-long-running-operation"
 	if !r.isError || !strings.HasSuffix(r.text, "variables and imports were kept]\n"+note) {
 		t.Fatalf("the timeout's answer does not end with the ledger:\n%s\nwant it to end with\n%s", r.text, note)
 	}
@@ -100,7 +100,7 @@ func TestLedgerOnTimeout(t *testing.T) {
 	r = b.run(hangAt(100, 100), "timeout", ledgerTimeout)
 	note = "[tool calls this cell made, in order: 100; the first 80 not shown: 80 ok]\n" +
 		"  81-99 ok: everything.echo\n" +
-		"  100 in flight at the end, cancelled: outcome unknown: everything.trigger-long-running-operation"
+		"  100 cancelled in flight, outcome unknown: everything.trigger-long-running-operation"
 	if !strings.HasSuffix(r.text, "]\n"+note) {
 		t.Fatalf("the answer of a cell of a hundred calls:\n%s\nwant it to end with\n%s", r.text, note)
 	}
