@@ -32,9 +32,11 @@ const maxLedgerName = 80
 //	  11 failed (upstream): everything.add
 //	  12 cancelled in flight, outcome unknown: fs.write_file
 //
-// A cell that ended ok, or made no call, gets nothing.
+// A cell that made no call gets nothing, and so does one that ended ok,
+// unless a call of it was cut off (a task the code left running: its
+// end cancelled it).
 func ledgerNote(status sandbox.Status, calls gate.Calls) string {
-	if status == sandbox.StatusOK || calls.Total == 0 {
+	if calls.Total == 0 || status == sandbox.StatusOK && !cutOff(calls) {
 		return ""
 	}
 	var b strings.Builder
@@ -95,6 +97,16 @@ func ledgerTarget(t protocol.Target) string {
 		name = t.Kind + " " + name
 	}
 	return name
+}
+
+// cutOff reports whether a call of the cell was in flight when it ended.
+func cutOff(calls gate.Calls) bool {
+	for _, c := range calls.Last {
+		if c.State == gate.CallRunning || c.State == gate.CallCancelled {
+			return true
+		}
+	}
+	return calls.Earlier[gate.CallRunning]+calls.Earlier[gate.CallCancelled] > 0
 }
 
 // earlierCounts says the states of the calls left out of the list

@@ -23,7 +23,8 @@ func ledgerCall(seq int, server, name string, state gate.CallState, err error) g
 // and target in order, runs of calls alike on one line, the kind of a
 // failure, that a denied call was not sent, and that a call in flight at
 // the end (cancelled, or not yet recorded as such) has an unknown
-// outcome; a cell that ended ok, or made no call, gets nothing.
+// outcome; a cell that made no call gets nothing, nor does one that
+// ended ok unless a call of it was cut off.
 func TestLedgerNote(t *testing.T) {
 	var calls gate.Calls
 	for i := 1; i <= 10; i++ {
@@ -51,8 +52,16 @@ func TestLedgerNote(t *testing.T) {
 			t.Fatalf("%s:\n%s\nwant\n%s", status, got, want)
 		}
 	}
-	if got := ledgerNote(sandbox.StatusOK, calls); got != "" {
+	if got := ledgerNote(sandbox.StatusOK, calls); got != want {
+		t.Fatalf("a cell that ended ok with calls cut off:\n%s", got)
+	}
+	finished := gate.Calls{Total: 13, Last: calls.Last[:13]}
+	if got := ledgerNote(sandbox.StatusOK, finished); got != "" {
 		t.Fatalf("a cell that ended ok: %q", got)
+	}
+	earlier := gate.Calls{Total: 30, Last: calls.Last[:10], Earlier: map[gate.CallState]int{gate.CallCancelled: 1}}
+	if got := ledgerNote(sandbox.StatusOK, earlier); !strings.Contains(got, "1 cancelled in flight") {
+		t.Fatalf("a cell that ended ok with an earlier call cut off: %q", got)
 	}
 	if got := ledgerNote(sandbox.StatusTimeout, gate.Calls{}); got != "" {
 		t.Fatalf("a cell without calls: %q", got)
