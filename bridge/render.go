@@ -12,9 +12,9 @@ import (
 
 // render turns a cell's result into what the model reads: stdout, then
 // stderr, then the final value or the traceback, then a status line when
-// the cell did not simply succeed, and calls, the list of the cell's
-// calls then (ledgerNote). The text stands on its own; images follow it
-// as image content.
+// the cell did not simply succeed, then calls: the list of the calls the
+// cell made, when it says them (ledgerNote). The text stands on its own;
+// images follow it as image content.
 func render(r *sandbox.Result, timeout time.Duration, calls string) *mcp.CallToolResult {
 	var b strings.Builder
 	section := func(s string) {
