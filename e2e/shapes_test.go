@@ -53,8 +53,8 @@ for hit in runtime.search_tool_docs_sync("resource links", limit=3):
     print("hit:", hit["tool"], "->", hit.get("returns"))`)
 	mustContain(t, out, "before: False",
 		"Returns (observed from 1 call):",
-		"[str(text)|resource_link]",          // get-resource-links: a text block and two links
-		"str(JSON int)",                      // the stub's add: "3"
+		"[str(text)|resource_link]", // get-resource-links: a text block and two links
+		"str(JSON int)",             // the stub's add: "3"
 		"hit: get-resource-links -> [str(text)|resource_link]")
 	b.close()
 
