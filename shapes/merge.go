@@ -4,8 +4,12 @@ import (
 	"slices"
 )
 
-// budget is how many more nodes a shape may gain.
-type budget struct{ left int }
+// budget is how many more nodes a shape may gain; changed records
+// whether a merge changed what the shape renders to.
+type budget struct {
+	left    int
+	changed bool
+}
 
 // take reports whether one more node fits, and counts it.
 func (b *budget) take() bool {
@@ -19,7 +23,16 @@ func (b *budget) take() bool {
 // Merge is the shape of the values of a and b together; a is changed (nil
 // is no value yet). The shape keeps at most MaxNodes nodes.
 func Merge(a, b *Node) *Node {
-	return merge(a, b, &budget{left: MaxNodes - a.size()})
+	n, _ := mergeChanged(a, b)
+	return n
+}
+
+// mergeChanged is Merge, and whether the rendering of the shape changed
+// (so that it need not be rendered again to know).
+func mergeChanged(a, b *Node) (*Node, bool) {
+	bud := &budget{left: MaxNodes - a.size()}
+	n := merge(a, b, bud)
+	return n, bud.changed
 }
 
 // merge merges b into a within bud.
@@ -31,8 +44,13 @@ func merge(a, b *Node, bud *budget) *Node {
 		if !bud.take() {
 			return nil
 		}
+		bud.changed = true
 		return prune(b, bud)
 	}
+	if b.Kinds&^a.Kinds != 0 || b.Text&^a.Text != 0 || b.Cols > a.Cols || b.Cut && !a.Cut {
+		bud.changed = true
+	}
+	bud.changed = bud.changed || optionalityMoves(a, b)
 	a.N += b.N
 	a.Kinds |= b.Kinds
 	a.Text |= b.Text
@@ -47,6 +65,7 @@ func merge(a, b *Node, bud *budget) *Node {
 			}
 			a.Media = append(a.Media, m)
 			slices.Sort(a.Media)
+			bud.changed = true
 		}
 	}
 	a.JSON = mergeChild(a, a.JSON, b.JSON, bud)
@@ -57,6 +76,7 @@ func merge(a, b *Node, bud *budget) *Node {
 			continue
 		}
 		if len(a.Fields) >= MaxKeys {
+			bud.changed = bud.changed || !a.Cut
 			a.Cut = true
 			continue
 		}
@@ -70,6 +90,23 @@ func merge(a, b *Node, bud *budget) *Node {
 		}
 	}
 	return a
+}
+
+// optionalityMoves reports whether merging b into a makes a key of a
+// optional ("key?") or required that was not: a key is optional when
+// fewer values hold it than objects were merged. (Keys new to a change
+// the shape anyway.)
+func optionalityMoves(a, b *Node) bool {
+	for k, f := range a.Fields {
+		n := f.N
+		if g := b.Fields[k]; g != nil {
+			n += g.N
+		}
+		if (f.N < a.Dicts) != (n < a.Dicts+b.Dicts) {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeChild merges a child of parent, marking parent cut when the child
@@ -96,6 +133,7 @@ func prune(b *Node, bud *budget) *Node {
 			b.Cut = true
 			continue
 		}
+		bud.changed = true
 		b.Fields[k] = prune(b.Fields[k], bud)
 	}
 	return b

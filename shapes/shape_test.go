@@ -163,3 +163,14 @@ func TestKeysMaskedByTheGate(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
+
+// BenchmarkObserve is what recording costs a call: a small JSON text
+// result (read, merged, rendered, no file written: the shape holds still).
+func BenchmarkObserve(b *testing.B) {
+	book := Open("", nil).Book("")
+	tl := tool("list", "")
+	raw := json.RawMessage(textResult(`[{"id":1,"title":"a","tags":["x"],"owner":{"login":"o"}},{"id":2,"title":"b","tags":[],"owner":null}]`))
+	for b.Loop() {
+		book.Observe("srv", tl, raw, gate.Masked)
+	}
+}

@@ -21,6 +21,10 @@ import (
 const (
 	// MaxTools is how many tools of one server have a shape kept.
 	MaxTools = 256
+	// MaxResult is the largest result observed, in bytes of JSON: reading
+	// a larger one would cost more than its shape is worth (its keys are
+	// most likely those of the smaller results of the same tool).
+	MaxResult = 1 << 20
 	// maxFile is the largest shapes file read back; a larger one is
 	// ignored (and replaced on the next change).
 	maxFile = 4 << 20
@@ -32,6 +36,16 @@ type Observed struct {
 	Calls  int    `json:"calls"`            // results merged into Shape
 	Errors int    `json:"errors,omitempty"` // results with isError, not merged
 	Shape  *Node  `json:"shape,omitempty"`
+
+	text string // Shape.Render(), once made
+}
+
+// rendered is the shape's rendering, made once per change.
+func (o *Observed) rendered() string {
+	if o.text == "" && o.Shape != nil {
+		o.text = o.Shape.Render()
+	}
+	return o.text
 }
 
 // file is one server's shapes file.
@@ -96,6 +110,9 @@ func (b *Book) Observe(server string, tool *mcp.Tool, raw json.RawMessage, mask 
 	if tool == nil || tool.OutputSchema != nil {
 		return
 	}
+	if len(raw) > MaxResult {
+		return
+	}
 	n, isError, ok := Observe(raw, mask)
 	if !ok {
 		return
@@ -112,17 +129,16 @@ func (b *Book) Observe(server string, tool *mcp.Tool, raw json.RawMessage, mask 
 		o = &Observed{Def: def}
 		f.Tools[tool.Name] = o
 	}
-	before := ""
-	if o.Shape != nil {
-		before = o.Shape.Render()
-	}
+	changed := false
 	if isError {
 		o.Errors++
 	} else {
 		o.Calls++
-		o.Shape = Merge(o.Shape, n)
+		o.Shape, changed = mergeChanged(o.Shape, n)
+		if changed {
+			o.text = ""
+		}
 	}
-	changed := o.Shape != nil && o.Shape.Render() != before
 	if changed || bits.OnesCount(uint(o.Calls+o.Errors)) == 1 { // the shape moved, or 1, 2, 4, 8... results
 		b.save(server, f)
 	}
@@ -148,7 +164,7 @@ func (b *Book) Shape(server string, tool *mcp.Tool) (seen Seen, ok bool) {
 	if o == nil || o.Shape == nil || o.Def != b.def(tool) {
 		return Seen{}, false
 	}
-	return Seen{Calls: o.Calls, Errors: o.Errors, Text: o.Shape.Render(), Line: o.Shape.Line()}, true
+	return Seen{Calls: o.Calls, Errors: o.Errors, Text: o.rendered(), Line: o.Shape.Line()}, true
 }
 
 // def is the hash of a tool's definition, cached for the listed tool.
