@@ -174,3 +174,32 @@ func BenchmarkObserve(b *testing.B) {
 		book.Observe("srv", tl, raw, gate.Masked)
 	}
 }
+
+// TestMergeSaysWhenTheRenderingMoved: the store writes a shape only when
+// a merge says it changed; that must be exactly when its rendering did.
+func TestMergeSaysWhenTheRenderingMoved(t *testing.T) {
+	results := []string{
+		structured(`{"a":1,"b":{"c":true}}`),
+		structured(`{"a":2,"b":{"c":false}}`), // the same shape
+		structured(`{"a":2}`),                 // b becomes optional
+		structured(`{"a":null,"b":{"c":true}}`),
+		structured(`{"a":3,"b":{"c":true}}`),
+		structured(`[{"x":1},{"x":2}]`),
+		structured(`[{"x":1},{}]`), // x becomes optional among items
+		textResult("a\nb\n"),
+		textResult("c\nd\n"),
+		textResult(`{"k":1}`),
+		`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`,
+	}
+	var n *Node
+	for i, r := range results {
+		o, _, _ := Observe(json.RawMessage(r), nil)
+		before := n.Render()
+		var changed bool
+		n, changed = mergeChanged(n, o)
+		if moved := n.Render() != before; moved != changed {
+			t.Errorf("result %d: merge said changed=%v, the rendering moved=%v (%s -> %s)", i, changed, moved, before, n.Render())
+		}
+	}
+}
