@@ -6,7 +6,7 @@ Helpers that talk to the host are ``async``; each has a ``_sync`` twin.
     runtime.discovered_servers()                    # ('github', 'everything', ...)
     await runtime.search_tool_docs("create issue")  # best matches, with the name to call
     runtime.query_tool_docs_sync("github", "create_issue", detail="full")
-    help(mcp_github.create_issue)                   # signature and parameter docs
+    help(mcp_github.create_issue)                   # signature, parameters, observed result shape
     r = await mcp_github.create_issue(repo="a/b", title="Bug")
     r = await runtime.call_tool("github", "create_issue", {"repo": "a/b", "title": "Bug"})
 
