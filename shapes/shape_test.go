@@ -119,6 +119,9 @@ func TestBoundsOfHostileResults(t *testing.T) {
 			t.Fatalf("%d nodes", n.size())
 		}
 	})
+}
+
+func TestKeysEscapedAndCut(t *testing.T) {
 	t.Run("control characters and long keys", func(t *testing.T) {
 		key := "\x1b[31mred\x1b[0m\nnext: {x}"
 		long := strings.Repeat("é", 100)
@@ -134,6 +137,9 @@ func TestBoundsOfHostileResults(t *testing.T) {
 			t.Fatalf("the long key is not cut at %d bytes: %s", MaxKeyLen, got)
 		}
 	})
+}
+
+func TestMergedGrowthBounded(t *testing.T) {
 	t.Run("merged growth stays bounded", func(t *testing.T) {
 		var n *Node
 		for i := range 200 {
