@@ -47,6 +47,9 @@ class ObservingUpstream(FakeUpstream):
 
     def handle(self, method, params):
         ok, value = super().handle(method, params)
+        if method == "search_tools" and ok:
+            value = copy.deepcopy(value)
+            value[0]["returns"] = "str(text)"
         if method == "list_tools" and ok:
             value = copy.deepcopy(value)
             n = sum(1 for c in self.calls if c["tool"] == "echo")
@@ -75,6 +78,10 @@ class HelpShowsCallsOfTheSameCellTest(RuntimeTestCase):
         self.assertIn("\necho(*, message: str", out)   # the blocking twin, not the async one
         docs = self.run_ok("runtime.query_tool_docs_sync('everything', 'echo')").value
         self.assertIn("'returns': 'str(text)'", docs)
+
+    def test_search_hits_carry_the_line(self):
+        hits = self.run_ok("[h.get('returns') for h in runtime.search_tool_docs_sync('echo', limit=2)]").value
+        self.assertEqual(hits, "['str(text)', None]")
 
     def test_help_of_other_things_unchanged(self):
         self.assertIn("Help on int object", self.run_ok("help(1)").stdout)
