@@ -25,9 +25,11 @@ const (
 	// a larger one would cost more than its shape is worth (its keys are
 	// most likely those of the smaller results of the same tool).
 	MaxResult = 1 << 20
-	// maxFile is the largest shapes file read back; a larger one is
-	// ignored (and replaced on the next change).
-	maxFile = 4 << 20
+	// maxFile is the largest shapes file written or read back: MaxTools
+	// shapes of MaxNodes nodes fit unless their keys are long and need
+	// escapes; a server whose shapes grow past it keeps the file it has
+	// (and the shapes in memory), and a larger file is not read.
+	maxFile = 8 << 20
 )
 
 // Observed is what a [Book] holds of one tool.
@@ -257,6 +259,9 @@ func writeFile(dir statedir.Dir, path string, f *file) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
+	}
+	if len(data) > maxFile {
+		return fmt.Errorf("the shapes would take %d bytes, more than the %d a file may hold; the file keeps the shapes it had", len(data), maxFile)
 	}
 	d, err := dir.Ensure(statedir.Shapes)
 	if err != nil {
