@@ -15,9 +15,11 @@
 // apart and never merged.
 //
 // The shape is bounded, whatever the upstream sends (the bounds are the
-// constants of shape.go): its depth, the keys kept per object, a key's
-// length, the list items looked at, the nodes of one tool's shape, the
-// text looked at to tell its kind, the rendered text. Keys are data an
+// constants of shape.go, render.go and store.go, each stated once): its
+// depth, the keys kept per object, a key's length, the list items looked
+// at, the nodes of one tool's shape and the work of reading one result,
+// the text looked at to tell its kind, the rendered text, the size of a
+// result read at all, the tools and the bytes of one server's file. Keys are data an
 // upstream chose: they are masked with the gate's redaction (the caller
 // passes a mask; a key holding a redacted value keeps only the token's
 // kind, "<email>") and escaped when rendered (a key that is not a plain
