@@ -13,6 +13,7 @@ import (
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/shapes"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	Warm int
 	// Metrics records what the bridge does; nil records nothing.
 	Metrics *metrics.Metrics
+	// Shapes keeps the observed shapes of tool results (package shapes);
+	// nil keeps them in memory, for the bridge's life.
+	Shapes *shapes.Store
 }
 
 // Bridge serves run_python over MCP. Each MCP session gets its own
@@ -84,6 +88,7 @@ type Bridge struct {
 	clients   *clients          // which of its sessions answers an upstream's request (client.go)
 	down      *downstream       // answers the upstreams' requests to the client (client.go)
 	trips     roundTrips        // run_python calls of clients on the newer protocol (roundtrip.go)
+	shapes    *shapes.Store     // the observed shapes of tool results (shapes.go)
 
 	mu        sync.Mutex
 	sessions  map[*mcp.ServerSession]*session
@@ -105,6 +110,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{},
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout)}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
+	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
 	b.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },

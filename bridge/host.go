@@ -31,6 +31,7 @@ type sandboxHost struct {
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted
 	trips  *roundTrips   // the bridge's detached run_python calls (roundtrip.go); nil: none
+	shapes resultShapes  // where the shapes of tool results are kept (shapes.go); none: not observed
 
 	metrics *metrics.Metrics // counts each request of the sandbox; nil: none
 }

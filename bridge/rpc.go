@@ -64,7 +64,7 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
 			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
 		}
-		return c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
+		res, err := c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
 			if !bytes.Equal(sent, params) { // the gate put private values back
 				var q P
 				if err := decodeParams(sent, &q); err != nil {
@@ -74,6 +74,10 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 			}
 			return fn(ctx, c, p)
 		})
+		if tc, ok := any(p).(protocol.CallToolParams); ok && err == nil {
+			c.observe(ctx, tc, res) // as the sandbox gets it: redacted
+		}
+		return res, err
 	}
 }
 
@@ -113,7 +117,7 @@ func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.R
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(h.toolList(p.Server, tools))
+	return json.Marshal(h.withShapes(p.Server, h.toolList(p.Server, tools)))
 }
 
 func listServers(_ context.Context, h *call, _ protocol.ListServersParams) (json.RawMessage, error) {
@@ -149,6 +153,9 @@ func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (js
 	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {
 		r := SearchHit(hit, p.Detail == "full")
 		r.Skill = skills[hit.Tool]
+		if !r.Skill {
+			r.Returns = h.returnsLine(hit)
+		}
 		out = append(out, r)
 	}
 	for _, d := range down {

@@ -383,6 +383,26 @@ func (s *Session) token(kind, value string) string {
 // tokenRE finds tokens in argument strings.
 var tokenRE = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9_]*_[0-9]+>`)
 
+// maskRE finds what Redact leaves in place of a value: a session token
+// (<email_3>) or a secret's name (<secret:NAME>).
+var maskRE = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9_]*)_[0-9]+>|<secret:[^<>]*>`)
+
+// Masked is redacted text with each token shown as its kind alone
+// (<email>) and each secret as <secret>: what was hidden, not which value
+// it was, so that text kept beyond the session (a result's shape) holds
+// no token another session could be handed.
+func Masked(text string) string {
+	if !strings.Contains(text, "<") {
+		return text
+	}
+	return maskRE.ReplaceAllStringFunc(text, func(t string) string {
+		if strings.HasPrefix(t, "<secret:") {
+			return "<secret>"
+		}
+		return "<" + maskRE.FindStringSubmatch(t)[1] + ">"
+	})
+}
+
 // Restore puts the real values back where params (a JSON request) holds
 // tokens this session handed out, in every string of it, and reports
 // whether it changed anything. Unknown tokens, and secrets, stay as they

@@ -42,6 +42,18 @@ type DeniedTool struct {
 	Denied string `json:"denied"`
 }
 
+// Observed is what the host saw a tool without an outputSchema return,
+// given with the tool in the answer to list_tools ("observed"): how many
+// results, how many of them errors (isError, not in the shape), and the
+// shape of the others in a compact notation (package shapes), whole and
+// on one line.
+type Observed struct {
+	Calls  int    `json:"calls"`
+	Errors int    `json:"errors,omitempty"`
+	Shape  string `json:"shape"`
+	Line   string `json:"line"`
+}
+
 // CallToolParams are the parameters of call_tool. The answer is the
 // upstream's CallToolResult as JSON.
 type CallToolParams struct {
@@ -84,6 +96,8 @@ type SearchHit struct {
 	// template's URI template.
 	Kind string `json:"kind,omitempty"`
 	URI  string `json:"uri,omitempty"`
+	// Returns is a tool's observed shape on one line (see [Observed]).
+	Returns string `json:"returns,omitempty"`
 }
 
 // SearchDown names a server that could not be searched; such entries come

@@ -12,6 +12,7 @@ import (
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/shapes"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
 )
@@ -60,6 +61,7 @@ func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	opts.Log, opts.ClientLog, opts.Gate, opts.Metrics = log, clientLog, a.gate, a.metrics
 	opts.Packages = a.packagesFor(s, cfg.Packages)
 	opts.Skills = skills.Open(s.dir())
+	opts.Shapes = shapes.Open(s.dir(), log)
 	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, opts)
 	return a
 }

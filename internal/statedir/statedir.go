@@ -10,8 +10,12 @@
 //	audit.jsonl    the audit log of tool calls and run_python calls
 //	packages/      the cache of wheels for on-demand installs
 //	workspaces/    persistent sandbox workspaces kept as host directories
+//	shapes/        the observed shapes of tool results, one file per
+//	               upstream server (package shapes), named by a hash of
+//	               the server's name
 //	principals/    one directory per principal other than the local user
 //	               (a token holder over HTTP), holding its own skills/
+//	               and the shapes/ of its per_session servers
 //	team/          what the host published for every principal (skills/),
 //	               read by sessions, written only by host-side commands
 //
@@ -34,6 +38,7 @@ const (
 	Audit      = "audit.jsonl"
 	Packages   = "packages"
 	Workspaces = "workspaces"
+	Shapes     = "shapes"
 	Principals = "principals"
 	Team       = "team"
 )

@@ -73,6 +73,7 @@ def build_namespace(hello_servers, channel):
     package = sys.modules["mcp"]
     ns.update({name: getattr(package, name) for name in package.__all__})
     ns.update(_proxy.install(hello_servers))
+    ns["help"] = _proxy.Help()   # an MCP tool's docs fetched afresh: what its calls returned so far
     # The Python peer's names: mcp_servers["original name"] is the proxy.
     ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
     _bind_toon(ns)

@@ -24,7 +24,7 @@ from mcp._results import BridgeError, MCPError, PermissionDenied, convert
 from mcp._twin import Plan, twin
 
 __all__ = ["Server", "ServerProxy", "PendingTool", "ToolDenied", "install", "servers",
-           "find_server", "resolve_server", "forget"]
+           "find_server", "resolve_server", "forget", "refreshed", "Help"]
 
 _servers: dict[str, Server] = {}   # original name -> Server, in hello order
 _aliases: dict[str, Server] = {}   # alias -> Server
@@ -249,6 +249,41 @@ def _make_function(server: Server, tool: dict, pyname: str) -> Callable:
         f.tool_name = tool_name
         f.schema = tool
     return fn
+
+
+def refreshed(obj: object) -> object:
+    """The tool function ``obj`` (or its ``.sync`` twin) built from the
+    server's tool list fetched afresh (one ``list_tools`` RPC), so that its
+    docs show what the host observed of its results up to now; ``obj``
+    itself when it is no tool function or the list cannot be fetched."""
+    server = _servers.get(getattr(obj, "server", None)) if callable(obj) else None
+    tool = getattr(obj, "tool_name", None)
+    if server is None or not isinstance(tool, str) or isinstance(obj, PendingTool):
+        return obj
+    try:
+        server.list_tools_sync(refresh=True)
+    except MCPError:
+        return obj
+    fn = server.function(server.names.get(tool, ""))
+    if fn is None:
+        return obj
+    return fn.sync if getattr(obj, "__qualname__", "").endswith(".sync") else fn
+
+
+class Help:
+    """Python's help(); for an MCP tool, its docs fetched afresh first, so
+    that they show what its calls returned so far (also in the cell that
+    made them)."""
+
+    def __repr__(self) -> str:
+        import builtins
+        return repr(builtins.help)
+
+    def __call__(self, *args, **kwargs):
+        import builtins
+        if args:
+            args = (refreshed(args[0]),) + args[1:]
+        return builtins.help(*args, **kwargs)
 
 
 class PendingTool:

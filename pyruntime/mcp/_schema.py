@@ -178,6 +178,21 @@ def _field_lines(schema, root, indent, depth, lines, names=None):
                 lines.append(f"{indent}    ...")
 
 
+def _observed_lines(observed):
+    """The ``Returns (observed from N calls):`` section for what the host
+    saw the tool return (list_tools's ``observed``; see PROTOCOL.md), or no
+    lines. The shape is the host's text, escaped there."""
+    if not isinstance(observed, dict) or not isinstance(observed.get("shape"), str):
+        return []
+    calls = observed.get("calls") if isinstance(observed.get("calls"), int) else 0
+    errors = observed.get("errors") if isinstance(observed.get("errors"), int) else 0
+    head = f"Returns (observed from {calls} call{'' if calls == 1 else 's'}"
+    if errors:
+        head += f"; {errors} more raised ToolError"
+    return ["", head + "):", "  " + observed["shape"],
+            "  (seen so far, not declared by the tool; str(JSON ...) is text to json.loads)"]
+
+
 class ToolSpec:
     """Signature, docstring and argument mapping of one tool."""
 
@@ -230,6 +245,8 @@ class ToolSpec:
         if isinstance(output, dict):
             lines += ["", f"Returns {type_text(output, output)} (structuredContent):"]
             _field_lines(output, output, "  ", 0, lines)
+        else:
+            lines += _observed_lines(tool.get("observed"))
         example = ", ".join(f"{self.to_python[n]}=..." for n in self.required)
         lines += ["", "Call:",
                   f"  result = await {self.python_ref}({example})",

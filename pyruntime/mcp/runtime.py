@@ -6,7 +6,7 @@ Helpers that talk to the host are ``async``; each has a ``_sync`` twin.
     runtime.discovered_servers()                    # ('github', 'everything', ...)
     await runtime.search_tool_docs("create issue")  # best matches, with the name to call
     runtime.query_tool_docs_sync("github", "create_issue", detail="full")
-    help(mcp_github.create_issue)                   # signature and parameter docs
+    help(mcp_github.create_issue)                   # signature, parameters, observed result shape
     r = await mcp_github.create_issue(repo="a/b", title="Bug")
     r = await runtime.call_tool("github", "create_issue", {"repo": "a/b", "title": "Bug"})
 
@@ -82,6 +82,9 @@ def _tool_doc(server, tool, detail):
            "summary": _summary(tool.get("description"))}
     if tool.get("description") or detail == "full":
         doc["description"] = tool.get("description") or ""
+    observed = tool.get("observed")
+    if isinstance(observed, dict) and isinstance(observed.get("line"), str):
+        doc["returns"] = observed["line"]
     if detail == "full":
         doc["inputSchema"] = tool.get("inputSchema") or {}
         if tool.get("outputSchema") is not None:
@@ -151,6 +154,8 @@ def _search_result(entry, detail):
     doc = {"server": name, "serverAlias": alias, "tool": entry.get("tool"),
            "toolAlias": python.rpartition(".")[2], "python": python,
            "summary": _summary(entry.get("description")), "score": entry.get("score")}
+    if isinstance(entry.get("returns"), str):
+        doc["returns"] = entry["returns"]   # the observed shape, on one line
     if entry.get("description") or detail == "full":
         doc["description"] = entry.get("description") or ""
     if detail == "full":

@@ -11,6 +11,8 @@ and sends notifications/tools/list_changed), warn (logs a warning with
 notifications/message), wake (ends every sleep in progress).
 --tool=NAME (repeatable) adds a tool called NAME, described by NAME too,
 as grow would: for tests of how a hostile upstream's names are shown.
+--describe=TOOL=TEXT gives TOOL the description TEXT: a tool whose
+definition changes between runs.
 
 With --ask-roots it is a server that needs roots whatever its client
 declared: it asks roots/list once initialized, and answers no tool call
@@ -52,6 +54,12 @@ TOOLS = [
     {"name": "grow", "description": "Add a tool called `name` (it answers with its name) and say the tool list changed.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
 ]
+for a in sys.argv[1:]:  # --describe=TOOL=TEXT: a tool's description (its definition changes)
+    if a.startswith("--describe="):
+        tool, _, description = a.split("=", 1)[1].partition("=")
+        for t in TOOLS:
+            if t["name"] == tool:
+                t["description"] = description
 GROWN = set()  # tools added by grow
 for a in sys.argv[1:]:
     if a.startswith("--tool="):

@@ -1,0 +1,90 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/shapes"
+	"github.com/codebridge/codebridge/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// resultShapes is where a session keeps the observed shapes of tool
+// results (package shapes): a per_session server's in the place of the
+// session's principal, so that no other principal sees them; a shared
+// server's in the shared place. For the local user both are the same.
+type resultShapes struct {
+	own, shared *shapes.Book
+}
+
+// shapesOf is the places of principal key's shapes.
+func (b *Bridge) shapesOf(key string) resultShapes {
+	return resultShapes{own: b.shapes.Book(key), shared: b.shapes.Book("")}
+}
+
+// book is where the shapes of server s are kept.
+func (r resultShapes) book(s *upstream.Server) *shapes.Book {
+	if s.PerSession() {
+		return r.own
+	}
+	return r.shared
+}
+
+// observe records the shape of a tool's result on its way back to the
+// sandbox (after the gate's redaction: a key that held a hidden value
+// keeps only its kind, gate.Masked).
+func (h *sandboxHost) observe(ctx context.Context, p protocol.CallToolParams, result json.RawMessage) {
+	if h.shapes.own == nil {
+		return
+	}
+	s, err := h.pool.Get(p.Server)
+	if err != nil {
+		return
+	}
+	tool, err := s.Tool(ctx, p.Tool)
+	if err != nil || tool == nil {
+		return
+	}
+	h.shapes.book(s).Observe(p.Server, tool, result, gate.Masked)
+}
+
+// observedTool is a tool of a list_tools answer with its observed shape.
+type observedTool struct {
+	*mcp.Tool
+	Observed *protocol.Observed `json:"observed,omitempty"`
+}
+
+// withShapes gives each tool of a list_tools answer the shape observed
+// of its results, when there is one (a declared outputSchema wins: such
+// a tool has none).
+func (h *sandboxHost) withShapes(server string, list []any) []any {
+	s, err := h.pool.Get(server)
+	if h.shapes.own == nil || err != nil {
+		return list
+	}
+	book := h.shapes.book(s)
+	for i, e := range list {
+		if t, ok := e.(*mcp.Tool); ok {
+			if seen, ok := book.Shape(server, t); ok {
+				list[i] = observedTool{Tool: t, Observed: &protocol.Observed{Calls: seen.Calls, Errors: seen.Errors, Shape: seen.Text, Line: seen.Line}}
+			}
+		}
+	}
+	return list
+}
+
+// returnsLine is the one-line observed shape of a search hit's tool, or
+// "" (no shape, or not an upstream tool).
+func (h *sandboxHost) returnsLine(hit upstream.Hit) string {
+	if h.shapes.own == nil || hit.Kind != "" || hit.Server == "" {
+		return ""
+	}
+	s, err := h.pool.Get(hit.Server)
+	if err != nil {
+		return ""
+	}
+	seen, _ := h.shapes.book(s).Shape(hit.Server, hit.Tool)
+	return seen.Line
+}
