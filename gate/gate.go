@@ -230,9 +230,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	}
 	s.record(req.Run, rec, nil) // before the upstream sees the call
 
-	if !g.cfg.KeepTokens[t.Server] {
-		params, _ = s.Restore(params)
-	}
+	params = s.RestoreFor(t.Server, params)
 	start := time.Now()
 	res, err := do(ctx, params)
 	done := Record{Event: "done", ID: id, Session: s.ID, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ResultBytes: len(res), Outcome: "ok"}
