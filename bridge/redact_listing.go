@@ -64,8 +64,9 @@ func redacted(l *listing, m method) method {
 		if err != nil || c.gate == nil {
 			return val, err
 		}
-		if !l.entries {
-			return c.gate.RedactJSON(val), nil
+		red := c.gate.RedactJSON(val)
+		if !l.entries || bytes.Equal(red, val) { // nothing to hide, names included
+			return red, nil
 		}
 		return c.redactEntries(l, val)
 	}
