@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/codebridge/codebridge/protocol"
 )
 
 // The listings the sandbox asks for (list_tools, search_tools, the pages
@@ -57,28 +59,37 @@ var (
 )
 
 // redacted is m, whose answer is a listing, with that answer redacted as
-// l says before the sandbox reads it.
+// l says before the sandbox reads it, and its error redacted too.
 func redacted(l *listing, m method) method {
 	return func(ctx context.Context, c *call, params json.RawMessage) (json.RawMessage, error) {
 		val, err := m(ctx, c, params)
-		if err != nil || c.gate == nil {
+		if c.gate == nil {
 			return val, err
+		}
+		if err != nil { // it can quote the upstream (a failed tools/list)
+			return nil, c.gate.RedactError(err)
 		}
 		red := c.gate.RedactJSON(val)
 		if !l.entries || bytes.Equal(red, val) { // nothing to hide, names included
 			return red, nil
 		}
-		return c.redactEntries(l, val)
+		out, withheld, err := c.redactEntries(l, val)
+		if withheld > 0 && l == toolListing {
+			var p protocol.ListToolsParams
+			_ = json.Unmarshal(params, &p)
+			c.log.Warn("server lists tools whose names hold a secret or personal data, so the sandbox is not shown them; rename them in the server, or narrow the \"redact\" patterns", "server", p.Server, "tools", withheld)
+		}
+		return out, err
 	}
 }
 
 // redactEntries redacts each entry of a listing but for the fields l
 // keeps, in one pass of the gate over them all, and leaves out an entry
-// whose name would change.
-func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, error) {
+// whose name would change, and says how many it left out.
+func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, int, error) {
 	var entries []map[string]json.RawMessage
 	if err := json.Unmarshal(val, &entries); err != nil {
-		return nil, fmt.Errorf("a listing for the sandbox is not an array of objects: %v", err)
+		return nil, 0, fmt.Errorf("codebridge made a listing for the sandbox that is not an array of objects (%v): a bug, please report it", err)
 	}
 	kept := make([]map[string]json.RawMessage, len(entries))
 	names := make([]string, len(entries)) // the field of each entry's name
@@ -93,11 +104,11 @@ func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, 
 	}
 	rest, err := json.Marshal(entries)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var red []map[string]json.RawMessage // decoded afresh: a key redaction changed is not kept
 	if err := json.Unmarshal(c.gate.RedactJSON(rest), &red); err != nil || len(red) != len(kept) {
-		return nil, fmt.Errorf("a redacted listing for the sandbox does not decode as it was made (%v)", err)
+		return nil, 0, fmt.Errorf("a listing for the sandbox, redacted, does not decode as it was made (%v): a bug in codebridge, please report it", err)
 	}
 	out := red[:0]
 	withheld := 0
@@ -111,16 +122,13 @@ func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, 
 		}
 		out = append(out, e)
 	}
-	if withheld > 0 && l == toolListing {
-		c.log.Warn("a server lists tools whose names hold a secret or personal data; the sandbox does not see them (rename them in the server, or narrow the \"redact\" patterns)", "tools", withheld)
-	}
 	var b bytes.Buffer // as the gate encodes what it redacts: <, > and & as they are
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), withheld, nil
 }
 
 // showsHidden reports whether an entry's name (a JSON string; nil: the

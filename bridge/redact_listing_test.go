@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -135,4 +137,18 @@ func TestListedNameKeptOrWithheld(t *testing.T) {
 	if string(raw) != want {
 		t.Fatalf("listing\n%s\nwant\n%s", raw, want)
 	}
+}
+
+// TestListingErrorRedacted: a listing's error can quote the upstream (a
+// tools/list it failed): the sandbox gets it redacted, its cause intact.
+func TestListingErrorRedacted(t *testing.T) {
+	c := &call{sandboxHost: &sandboxHost{gate: tellingGate(t, nil).NewSession(), log: slog.New(slog.DiscardHandler)}}
+	failed := func(context.Context, *call, json.RawMessage) (json.RawMessage, error) {
+		return nil, fmt.Errorf("tools/list of tell: key %s is not %s's: %w", tellToken, tellEmail, upstream.ErrNoClient)
+	}
+	_, err := redacted(toolListing, failed)(context.Background(), c, nil)
+	if !errors.Is(err, upstream.ErrNoClient) {
+		t.Fatalf("the cause is lost: %v", err)
+	}
+	mustHide(t, "a listing's error", []byte(err.Error()))
 }
