@@ -17,7 +17,8 @@ import (
 // descriptions, schema, annotations), names a tool after that value, and
 // asks the client's model and the user about the address. The code prints
 // what it got as hex, which the redaction of the output cannot recognise;
-// the real client records what its model and user were shown.
+// the real client records what its model and user were shown; the host's
+// log names the server whose tool it left out, not the tool.
 
 // tellingClient answers sampling and elicitation by echoing what it was
 // shown, and keeps it.
@@ -79,6 +80,11 @@ print("user:", await mcp_tell.ask_user())`)
 		"names ['ask_model', 'ask_user', 'lookup']", "found lookup True only listed names True",
 		"model: real email in reply: True; key in reply: False",
 		"user: real email in reply: True; key in reply: False")
+	log := b.stderr.String()
+	mustContain(t, log, `server lists tools whose names hold a secret or personal data`, "server=tell tools=1")
+	if strings.Contains(log, token) {
+		t.Fatalf("the host's log shows the secret:\n%s", log)
+	}
 	shown := tc.shown()
 	if strings.Contains(shown, email) || strings.Contains(shown, token) {
 		t.Fatalf("the client's model or user was shown a hidden value:\n%s", shown)
