@@ -115,7 +115,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },
 	})
-	b.clients = &clients{srv: b.srv, shared: opts.PerSession, redact: b.redactLog, current: b.trips.of, busy: &inflight{}}
+	b.clients = &clients{srv: b.srv, shared: opts.PerSession, gateOf: b.gateOf, current: b.trips.of, busy: &inflight{}}
 	if opts.ClientLog != nil {
 		opts.ClientLog.to.Store(b.clients)
 	}
@@ -131,17 +131,6 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	b.srv.AddResource(pythonBridgeManualResource(), b.readManual)
 	b.addWorkspace(b.srv)
 	return b
-}
-
-// redactLog passes a log message's data for the client of ss through the
-// redaction of ss's gate session (secrets, personal data), as everything
-// else that may reach the model. false: do not send it.
-func (b *Bridge) redactLog(ss *mcp.ServerSession, data any) (any, bool) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return nil, false
-	}
-	return b.gateOf(ss).RedactJSON(raw), true
 }
 
 // gateOf is the gate session of ss's sandbox session, without making one:

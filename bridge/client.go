@@ -1,11 +1,14 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,9 +26,11 @@ type clients struct {
 	// shared is set when the sessions are many users' (HTTP): a message
 	// tied to no call reaches no client.
 	shared bool
-	// redact passes a log message's data for a session through its gate
-	// session's redaction; false: do not send it.
-	redact func(*mcp.ServerSession, any) (any, bool)
+	// gateOf is the gate session of a client's sandbox session: its
+	// redaction hides what the client's model reads of the upstreams (log
+	// messages, sampling, elicitation), and it puts real values back into
+	// what the client answers. Nil: nothing is hidden.
+	gateOf func(*mcp.ServerSession) *gate.Session
 	// current is the detached run_python call of a client on the newer
 	// protocol whose cell runs now (roundtrip.go).
 	current func(*mcp.ServerSession) *detachedRun
@@ -78,16 +83,24 @@ func (c *clients) listeners(string) []*mcp.ServerSession {
 	return out
 }
 
+// gate is the gate session of ss's sandbox session, or nil.
+func (c *clients) gate(ss *mcp.ServerSession) *gate.Session {
+	if c.gateOf == nil {
+		return nil
+	}
+	return c.gateOf(ss)
+}
+
 // log sends a log message to ss, its data passed through the redaction
 // of ss's gate session first (the model may read the client's log).
 func (c *clients) log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams) {
 	msg := *params
-	if c.redact != nil {
-		data, ok := c.redact(ss, msg.Data)
-		if !ok {
+	if g := c.gate(ss); g != nil {
+		raw, err := json.Marshal(msg.Data)
+		if err != nil {
 			return
 		}
-		msg.Data = data
+		msg.Data = g.RedactJSON(raw)
 	}
 	_ = ss.Log(context.WithoutCancel(ctx), &msg)
 }
@@ -132,22 +145,93 @@ func clientName(ss *mcp.ServerSession) string {
 	return "the MCP client"
 }
 
+// CreateMessage asks the client's model for server. The model reads the
+// server's messages, system prompt and the rest redacted by the gate
+// session of the client's sandbox session, the one that redacts the
+// results of the calls it serves; the server gets the model's answer with
+// real values put back for that session's tokens (unless it keeps tokens,
+// as for its arguments).
 func (d *downstream) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil },
 		"support sampling, so server %q cannot use its model through codebridge")
 	if err != nil {
 		return nil, err
 	}
-	return asCreateMessageResult(ask(ctx, ss, d.current(ss), p))
+	g := d.clients.gate(ss)
+	q, err := redactRequest(g, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := asCreateMessageResult(ask(ctx, ss, d.current(ss), q))
+	if err != nil {
+		return nil, err
+	}
+	return restoreAnswer(g, server, res)
 }
 
+// Elicit asks the user for server, its message and requested schema
+// redacted as sampling's are (a client may show them to its model too);
+// the URL of a URL elicitation is the user's to open and stays exact. The
+// answer gets real values put back, as sampling's does.
 func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil },
 		"support elicitation, so server %q cannot ask the user through codebridge")
 	if err != nil {
 		return nil, err
 	}
-	return asElicitResult(ask(ctx, ss, d.current(ss), p))
+	g := d.clients.gate(ss)
+	q, err := redactRequest(g, p)
+	if err != nil {
+		return nil, err
+	}
+	q.URL, q.ElicitationID = p.URL, p.ElicitationID
+	res, err := asElicitResult(ask(ctx, ss, d.current(ss), q))
+	if err != nil {
+		return nil, err
+	}
+	return restoreAnswer(g, server, res)
+}
+
+// redactRequest is an upstream's request to the client, p, with every
+// string of it redacted by g (nil: p as it is). p itself is not changed.
+func redactRequest[P any](g *gate.Session, p *P) (*P, error) {
+	if g == nil {
+		return p, nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("codebridge could not read the server's request to hide what the model must not see in it: %v", err)
+	}
+	red := g.RedactJSON(raw)
+	if bytes.Equal(red, raw) {
+		return p, nil
+	}
+	q := new(P)
+	if err := json.Unmarshal(red, q); err != nil {
+		return nil, fmt.Errorf("the server's request, once what the model must not see was hidden, no longer decodes (%v); it was not sent", err)
+	}
+	return q, nil
+}
+
+// restoreAnswer is the client's answer a with real values put back for
+// the tokens of g, for server (unless it keeps tokens).
+func restoreAnswer[A any](g *gate.Session, server string, a *A) (*A, error) {
+	if g == nil {
+		return a, nil
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("codebridge could not read the client's answer to put real values back: %v", err)
+	}
+	back := g.RestoreFor(server, raw)
+	if bytes.Equal(back, raw) {
+		return a, nil
+	}
+	out := new(A)
+	if err := json.Unmarshal(back, out); err != nil {
+		return nil, fmt.Errorf("the client's answer, with real values put back, no longer decodes: %v", err)
+	}
+	return out, nil
 }
 
 // clientWith is the client that answers server's request, when it

@@ -7,7 +7,9 @@
 // progress.go the progress notifications of long runs, render.go the text
 // the model reads, and rpc.go the requests the sandbox runtime sends
 // (list_tools, call_tool, ...; see pyruntime/PROTOCOL.md), resources.go
-// those for resources and prompts, client.go the answers to what upstreams
-// ask of the MCP client (sampling, elicitation, roots), and logging.go the
+// those for resources and prompts, redact_listing.go the redaction of every
+// listing of what upstreams offer, client.go the answers to what upstreams
+// ask of the MCP client (sampling, elicitation, roots; redacted for the
+// client, with real values put back into its answers), and logging.go the
 // log messages that reach the client.
 package bridge

@@ -11,9 +11,9 @@ import (
 
 // The runtime's requests for what an upstream offers besides tools
 // (pyruntime/PROTOCOL.md): resources, resource templates and prompts. The
-// lists go one page per request, without what the policy denies and
-// redacted (a file's name or URI can hold personal data); reads and
-// prompts pass through the gate.
+// lists go one page per request, without what the policy denies, and
+// are redacted (a file's name or URI can hold personal data) where every
+// listing is (redact_listing.go); reads and prompts pass through the gate.
 
 func listResources(ctx context.Context, h *call, p protocol.ListResourcesParams) (json.RawMessage, error) {
 	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
@@ -21,7 +21,7 @@ func listResources(ctx context.Context, h *call, p protocol.ListResourcesParams)
 		if err != nil {
 			return nil, err
 		}
-		return h.redactJSON(h.visiblePage(page, p.Server, "resource", "resources", "uri"))
+		return h.visiblePage(page, p.Server, "resource", "resources", "uri")
 	})
 }
 
@@ -31,7 +31,7 @@ func listResourceTemplates(ctx context.Context, h *call, p protocol.ListResource
 		if err != nil {
 			return nil, err
 		}
-		return h.redactJSON(h.visiblePage(page, p.Server, "resource", "resourceTemplates", "uriTemplate"))
+		return h.visiblePage(page, p.Server, "resource", "resourceTemplates", "uriTemplate")
 	})
 }
 
@@ -41,17 +41,8 @@ func listPrompts(ctx context.Context, h *call, p protocol.ListPromptsParams) (js
 		if err != nil {
 			return nil, err
 		}
-		return h.redactJSON(h.visiblePage(page, p.Server, "prompt", "prompts", "name"))
+		return h.visiblePage(page, p.Server, "prompt", "prompts", "name")
 	})
-}
-
-// redactJSON hides secrets and personal data in a listing on its way to
-// the sandbox, as the gate does for what passes through it.
-func (h *sandboxHost) redactJSON(raw json.RawMessage, err error) (json.RawMessage, error) {
-	if err != nil || h.gate == nil {
-		return raw, err
-	}
-	return h.gate.RedactJSON(raw), nil
 }
 
 // redactContent hides secrets and personal data in what a run_python

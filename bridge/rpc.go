@@ -16,13 +16,14 @@ import (
 type method func(ctx context.Context, c *call, params json.RawMessage) (json.RawMessage, error)
 
 // methods are the RPC methods the bridge answers, each with its own
-// parameter type (package protocol).
+// parameter type (package protocol). The answers that list what upstreams
+// offer are redacted for the sandbox here (redacted, redact_listing.go).
 var methods = map[string]method{
 	protocol.MListServers:  typed(listServers),
-	protocol.MListTools:    typed(listTools),
+	protocol.MListTools:    redacted(toolListing, typed(listTools)),
 	protocol.MCallTool:     typed(callTool),
 	protocol.MStartServers: typed(startServers),
-	protocol.MSearchTools:  typed(searchTools),
+	protocol.MSearchTools:  redacted(searchListing, typed(searchTools)),
 	protocol.MInstall:      typed(install),
 	protocol.MSaveSkill:    typed(saveSkill),
 	protocol.MListSkills:   typed(listSkills),
@@ -30,10 +31,10 @@ var methods = map[string]method{
 	protocol.MShare:        typed(share),
 	protocol.MCalls:        typed(ledgerCalls), // ledger.go
 	// resources.go
-	protocol.MListResources:         typed(listResources),
-	protocol.MListResourceTemplates: typed(listResourceTemplates),
+	protocol.MListResources:         redacted(pageListing, typed(listResources)),
+	protocol.MListResourceTemplates: redacted(pageListing, typed(listResourceTemplates)),
 	protocol.MReadResource:          typed(readResource),
-	protocol.MListPrompts:           typed(listPrompts),
+	protocol.MListPrompts:           redacted(pageListing, typed(listPrompts)),
 	protocol.MGetPrompt:             typed(getPrompt),
 }
 

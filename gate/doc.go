@@ -22,8 +22,10 @@
 //     custom patterns) into stable tokens such as <email_1>, per session,
 //     and always hides the values of upstream env and headers; the token
 //     map lives in memory only, and [Session.Restore] puts real values
-//     back into arguments before the upstream sees them (unless the
-//     server is in [Config.KeepTokens]). Values are found in the forms
+//     back into arguments before the upstream sees them, and
+//     [Session.RestoreFor] into the client's answers to an upstream's
+//     sampling or elicitation (neither for a server in
+//     [Config.KeepTokens]). Values are found in the forms
 //     they take on the way back (forms.go: JSON-escaped, percent-encoded,
 //     base64), and every value with a token is hidden as an exact value
 //     (needles.go), so a token put back cannot return as its value.

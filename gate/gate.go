@@ -187,6 +187,15 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
+// RedactError is err with its message redacted for the sandbox (nil for
+// nil); errors.Is and As still find its cause.
+func (s *Session) RedactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: s.Redact(err.Error()), err: err}
+}
+
 // Through takes req through the gate: policy, approval, tokens put back,
 // do (the upstream), audit, redaction of what do returns.
 func (s *Session) Through(ctx context.Context, req Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
@@ -230,15 +239,13 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 	}
 	s.record(req.Run, rec, nil) // before the upstream sees the call
 
-	if !g.cfg.KeepTokens[t.Server] {
-		params, _ = s.Restore(params)
-	}
+	params = s.RestoreFor(t.Server, params)
 	start := time.Now()
 	res, err := do(ctx, params)
 	done := Record{Event: "done", ID: id, Session: s.ID, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ResultBytes: len(res), Outcome: "ok"}
 	switch {
 	case err != nil:
-		err = &redactedError{msg: s.Redact(err.Error()), err: err}
+		err = s.RedactError(err)
 		done.Outcome, done.Error = "error", err.Error()
 		if ctx.Err() != nil { // the cell ended first: the upstream may have acted
 			done.Outcome = "cancelled"

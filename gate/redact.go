@@ -432,6 +432,16 @@ func (s *Session) Restore(params json.RawMessage) (json.RawMessage, bool) {
 	return out, true
 }
 
+// RestoreFor is [Session.Restore] for what goes to server: it keeps the
+// sandbox's tokens when the server is in [Config.KeepTokens].
+func (s *Session) RestoreFor(server string, params json.RawMessage) json.RawMessage {
+	if s.g.cfg.KeepTokens[server] {
+		return params
+	}
+	out, _ := s.Restore(params)
+	return out
+}
+
 // containsTokenStart is a fast check for '<' as JSON may spell it.
 func containsTokenStart(b []byte) bool {
 	return bytes.IndexByte(b, '<') >= 0 || bytes.Contains(b, []byte(`\u003c`))
