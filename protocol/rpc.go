@@ -28,7 +28,8 @@ type ServerEntry struct {
 // ListToolsParams are the parameters of list_tools; it starts the server.
 // The answer is the server's tools as MCP Tool objects, in the server's
 // order, where each tool the policy denies whatever happens is a
-// [DeniedTool] instead.
+// [DeniedTool] instead. What the upstream chose in each entry comes
+// redacted; a tool whose name redaction would change is left out.
 type ListToolsParams struct {
 	Server string `json:"server"`
 }
