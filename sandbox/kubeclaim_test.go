@@ -123,7 +123,7 @@ func TestKubeClaimUnbindableFailsFast(t *testing.T) {
 			ObjectMeta:     metav1.ObjectMeta{Name: "ev", Namespace: "ns"},
 			InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Name: pvc.Name, Namespace: "ns"},
 			Type:           corev1.EventTypeNormal, Reason: "FailedBinding",
-			Message:        "no persistent volumes available for this claim and no storage class is set",
+			Message: "no persistent volumes available for this claim and no storage class is set",
 		}, "ns")
 		return false, nil, err
 	})
