@@ -43,7 +43,7 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	}
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	names := slices.Concat([]string{"engine", "root"}, logNames)
+	names := slices.Concat([]string{"engine", "namespace", "root"}, logNames)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
 		if len(args) == 1 && args[0] == "here" {
 			return c.workspaceHere(s, asJSON)
