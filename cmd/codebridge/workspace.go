@@ -66,8 +66,8 @@ type runPlan struct {
 	// workspaceOf, serving HTTP, is each principal's workspace (nil:
 	// every session's is its own, ephemeral).
 	workspaceOf func(principal.Principal) *sandbox.Mount
-	mounts    []sandbox.Mount
-	user      string
+	mounts      []sandbox.Mount
+	user        string
 }
 
 // workspaceSetting is what --workspace asked for: nothing (ephemeral),
