@@ -39,11 +39,9 @@ var kubeNeeds = []kubeNeed{
 }
 
 // kubeClaimNeeds are the permissions the persistent workspaces need
-// besides: their claims are made, read and listed, never deleted by the
-// bridge (`codebridge workspace rm` runs with its user's credentials).
-var kubeClaimNeeds = []kubeNeed{
-	{"create", "persistentvolumeclaims"}, {"get", "persistentvolumeclaims"}, {"list", "persistentvolumeclaims"},
-}
+// besides: their claims are made and read; the bridge never lists or
+// deletes them (`codebridge workspace` runs with its user's credentials).
+var kubeClaimNeeds = []kubeNeed{{"create", "persistentvolumeclaims"}, {"get", "persistentvolumeclaims"}}
 
 // kubeNeed is a permission: verb on resource (with a subresource after
 // '/').
