@@ -137,7 +137,7 @@ func claimReady(pvc *corev1.PersistentVolumeClaim, events []corev1.Event) (done 
 		case "WaitForFirstConsumer":
 			return true, ""
 		case "FailedBinding", "ProvisioningFailed":
-			return true, ev.Reason + ": " + clipText(ev.Message, 500)
+			return true, "the controller reports " + ev.Reason
 		}
 	}
 	return false, ""
