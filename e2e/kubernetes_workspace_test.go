@@ -182,4 +182,3 @@ func getClaim(t *testing.T, name string) *corev1.PersistentVolumeClaim {
 	}
 	return pvc
 }
-
