@@ -94,6 +94,10 @@ type env struct {
 
 	profile string // where the latency section's bridge writes its profiles; "": none (profile.go)
 
+	kube         bool // -engine kubernetes: the sections that measure a cluster (kube.go)
+	idleSessions int  // how many idle sessions the node measurement starts
+	leftPods     int  // sandbox Pods the node measurement found left behind (and deleted)
+
 	engineName, python, loadAtStart string // for the report
 }
 
@@ -128,7 +132,19 @@ func run() error {
 	flag.StringVar(&e.profile, "profile", "", "build the bridge with its profiling hook and write CPU and allocation profiles of the latency section's loops to this `dir` (profile.go)")
 	only := flag.String("only", "", "run only the measurements whose name contains this (e.g. gate); the report is then not written")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
+	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
+		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
+	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
 	flag.Parse()
+	if e.kube = *engine == "kubernetes"; e.kube {
+		if !kubeBuilt {
+			return errors.New("-engine kubernetes needs the build tag: go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
+		}
+		// The bridges it starts inherit these: sandboxes as Pods, each
+		// session's workspace its own emptyDir (no claims).
+		os.Setenv("CODEBRIDGE_ENGINE", "kubernetes")
+		os.Setenv("CODEBRIDGE_WORKSPACE", "ephemeral")
+	}
 
 	began := time.Now()
 	e.loadAtStart = loadAverage()
@@ -160,14 +176,11 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != ""); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != "", e.kube); err != nil {
 		return err
 	}
 
-	sections := []struct {
-		name    string
-		measure func(context.Context) ([]row, error)
-	}{
+	sections := []section{
 		{"context cost", e.measureContext},
 		{"cold start and idle RSS", e.measureColdAndIdle},
 		{"latency and throughput", e.measureLatency},
@@ -175,6 +188,16 @@ func run() error {
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
 		{"serving HTTP", e.measureHTTP},
+	}
+	if e.kube {
+		// What differs on a cluster: the sandbox's start, its channel
+		// (pods/attach through the API server) and the node it packs.
+		sections = []section{
+			{"cold start and idle RSS", e.measureColdAndIdle},
+			{"latency and throughput", e.measureLatency},
+			{"serving HTTP", e.measureHTTP},
+			{"idle sessions per node", e.measureKubeNode},
+		}
 	}
 	var rows []row
 	failed := 0
@@ -196,6 +219,9 @@ func run() error {
 
 	report := markdown(describeMachine(ctx, e), rows, time.Since(began), e)
 	fmt.Print("\n" + report)
+	if e.leftPods != 0 {
+		return fmt.Errorf("%d sandbox Pods were left after the bridge stopped (deleted now), or they could not be listed", e.leftPods)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d measurements failed; %s not written", failed, len(sections), *out)
 	}
@@ -206,6 +232,12 @@ func run() error {
 		progress("wrote " + *out)
 	}
 	return nil
+}
+
+// section is one measurement of the report.
+type section struct {
+	name    string
+	measure func(context.Context) ([]row, error)
 }
 
 // moduleRoot finds the directory of go.mod from the working directory up.
