@@ -64,6 +64,18 @@
 //     runtime's CPU per call and cProfile of the proxied loops to
 //     DIR/python-*.txt (profile.go; docs/ARCHITECTURE.md reads them).
 //
+//   - Kubernetes (-engine kubernetes, built with -tags kubernetes: `make
+//     bench-kube`; not in CI). The bridges it starts use the cluster of
+//     KUBECONFIG, and it runs only what a cluster changes: cold start,
+//     latency and throughput, serving HTTP, and how many idle sessions a
+//     node holds (kube.go): -idle-sessions (40) sessions that each ran
+//     print(1), their Pods' memory read from the kubelet's stats summary
+//     through the API server (or, where it will not proxy to the node,
+//     from their memory cgroups on this machine), and the node's capacity
+//     as the least of its max Pods, its allocatable memory over each Pod's
+//     request (what the scheduler counts) and over each idle Pod's working
+//     set. Every Pod it made is removed, and one left is an error.
+//
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
 // of the runs is shown. Targets come from DESIGN.md ("Targets").

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codebridge/codebridge/sandbox"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -181,4 +182,32 @@ func getClaim(t *testing.T, name string) *corev1.PersistentVolumeClaim {
 		t.Fatal(err)
 	}
 	return pvc
+}
+
+// TestKubernetesWorkspaceMissingPermissionNamed: with a persistent
+// workspace, an account with the Role's Pod and event permissions but
+// none on persistentvolumeclaims is told which verbs it lacks, in doctor
+// and at the first cell; with --workspace ephemeral the same account
+// works.
+func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
+	kubeOnly(t)
+	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	})
+	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") +
+		": create on persistentvolumeclaims, get on persistentvolumeclaims;"
+	env := []string{"KUBECONFIG=" + kc, "CODEBRIDGE_WORKSPACE=project", "CODEBRIDGE_ROOTS=" + t.TempDir()}
+	stdout, _, exit := cli(t, home(t, nil), "", env, "doctor")
+	if exit != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("doctor: exit %d, want 1 and %q:\n%s", exit, want, stdout)
+	}
+	b := startBridge(t, home(t, nil), env...)
+	if r := b.run("print(1)"); !r.isError || !strings.Contains(r.text, want) {
+		t.Errorf("a cell of a bridge without the permission: %s", r.text)
+	}
+	b.close()
+	e := startBridge(t, home(t, nil), "KUBECONFIG="+kc, "CODEBRIDGE_WORKSPACE=ephemeral")
+	mustContain(t, e.ok("print(6 * 7)"), "42")
 }

@@ -50,7 +50,9 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		m := sandbox.NewManager(s.engineOptions(newLogger(c.stderr, s)))
+		opts := s.engineOptions(newLogger(c.stderr, s))
+		opts.Workspaces = false // listing and removing make no claim
+		m := sandbox.NewManager(opts)
 		defer m.Close()
 		eng, err := m.Engine(ctx)
 		if err != nil {
