@@ -148,14 +148,8 @@ func run() error {
 		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
 	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
 	flag.Parse()
-	if e.kube = *engine == "kubernetes"; e.kube {
-		if !kubeBuilt {
-			return errors.New("-engine kubernetes needs the build tag: go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
-		}
-		// The bridges it starts inherit these: sandboxes as Pods, each
-		// session's workspace its own emptyDir (no claims).
-		os.Setenv("CODEBRIDGE_ENGINE", "kubernetes")
-		os.Setenv("CODEBRIDGE_WORKSPACE", "ephemeral")
+	if err := e.setEngine(*engine); err != nil {
+		return err
 	}
 
 	began := time.Now()
@@ -192,25 +186,7 @@ func run() error {
 		return err
 	}
 
-	sections := []section{
-		{"context cost", e.measureContext},
-		{"cold start and idle RSS", e.measureColdAndIdle},
-		{"latency and throughput", e.measureLatency},
-		{"the gate's cost", e.measureGate},
-		{"task cost", e.measureTask},
-		{"64 MiB transfers", e.measureData},
-		{"serving HTTP", e.measureHTTP},
-	}
-	if e.kube {
-		// What differs on a cluster: the sandbox's start, its channel
-		// (pods/attach through the API server) and the node it packs.
-		sections = []section{
-			{"cold start and idle RSS", e.measureColdAndIdle},
-			{"latency and throughput", e.measureLatency},
-			{"serving HTTP", e.measureHTTP},
-			{"idle sessions per node", e.measureKubeNode},
-		}
-	}
+	sections := e.sections()
 	var rows []row
 	failed := 0
 	for _, s := range sections {
@@ -244,6 +220,44 @@ func run() error {
 		progress("wrote " + *out)
 	}
 	return nil
+}
+
+// setEngine takes -engine: with kubernetes, the bridges the bench starts
+// inherit an environment that makes sandboxes Pods, each session's
+// workspace its own emptyDir (no claims).
+func (e *env) setEngine(engine string) error {
+	if e.kube = engine == "kubernetes"; !e.kube {
+		return nil
+	}
+	if !kubeBuilt {
+		return errors.New("-engine kubernetes needs the build tag: go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
+	}
+	os.Setenv("CODEBRIDGE_ENGINE", "kubernetes")
+	os.Setenv("CODEBRIDGE_WORKSPACE", "ephemeral")
+	return nil
+}
+
+// sections are the measurements of this run: all of them, or on
+// Kubernetes what a cluster changes (the sandbox's start, its channel
+// through the API server, the node it packs).
+func (e *env) sections() []section {
+	if e.kube {
+		return []section{
+			{"cold start and idle RSS", e.measureColdAndIdle},
+			{"latency and throughput", e.measureLatency},
+			{"serving HTTP", e.measureHTTP},
+			{"idle sessions per node", e.measureKubeNode},
+		}
+	}
+	return []section{
+		{"context cost", e.measureContext},
+		{"cold start and idle RSS", e.measureColdAndIdle},
+		{"latency and throughput", e.measureLatency},
+		{"the gate's cost", e.measureGate},
+		{"task cost", e.measureTask},
+		{"64 MiB transfers", e.measureData},
+		{"serving HTTP", e.measureHTTP},
+	}
 }
 
 // section is one measurement of the report.
