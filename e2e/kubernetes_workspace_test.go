@@ -15,7 +15,10 @@ import (
 	"github.com/codebridge/codebridge/sandbox"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestKubernetesPersistentWorkspace: with --workspace project on
@@ -210,4 +213,89 @@ func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
 	b.close()
 	e := startBridge(t, home(t, nil), "KUBECONFIG="+kc, "CODEBRIDGE_WORKSPACE=ephemeral")
 	mustContain(t, e.ok("print(6 * 7)"), "42")
+}
+
+// TestKubernetesWorkspaceNeedsAStorageClass: on a cluster with no default
+// StorageClass, a bridge with a persistent workspace and no class named
+// does not start its engine: doctor and the first cell say so, and what
+// to do; naming the class works. The cluster's default classes are made
+// not default for the test (the API server's admission is what is
+// asked), and made default again after it.
+func TestKubernetesWorkspaceNeedsAStorageClass(t *testing.T) {
+	kubeOnly(t)
+	cs, err := kubeClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	classes, err := cs.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const isDefault = "storageclass.kubernetes.io/is-default-class"
+	var defaults []string
+	setDefault := func(name, v string) {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, isDefault, v)
+		if _, err := cs.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range classes.Items {
+		if c.Annotations[isDefault] == "true" {
+			defaults = append(defaults, c.Name)
+		}
+	}
+	if len(defaults) == 0 {
+		t.Fatal("the cluster has no default StorageClass to take away (test/kubelab makes one)")
+	}
+	for _, name := range defaults {
+		setDefault(name, "false")
+		t.Cleanup(func() { setDefault(name, "true") })
+	}
+	waitNoDefaultClass(t, cs)
+
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CODEBRIDGE_WORKSPACE=project", "CODEBRIDGE_ROOTS=" + root}
+	want := "has no default StorageClass"
+	stdout, _, exit := cli(t, home(t, nil), "", env, "doctor")
+	if exit != 1 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "--storage-class") || !strings.Contains(stdout, "--workspace ephemeral") {
+		t.Errorf("doctor: exit %d, want 1 and %q with what to do:\n%s", exit, want, stdout)
+	}
+	b := startBridge(t, home(t, nil), env...)
+	if r := b.run("print(1)"); !r.isError || !strings.Contains(r.text, want) {
+		t.Errorf("a cell: %s", r.text)
+	}
+	b.close()
+	named := startBridge(t, home(t, nil), append(env, "CODEBRIDGE_STORAGE_CLASS="+defaults[0])...)
+	mustContain(t, named.ok("import os\nprint(os.access('/workspace', os.W_OK))"), "True")
+}
+
+// waitNoDefaultClass waits until the API server's admission no longer
+// gives a claim a default class (its cache of classes follows the
+// change), asking as the bridge does: a claim made in a dry run.
+func waitNoDefaultClass(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	probe := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-probe-"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.StorageClassName == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server still gives claims the class %s", *got.Spec.StorageClassName)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
