@@ -132,6 +132,10 @@ func (e *env) measureKubeNode(ctx context.Context) ([]row, error) {
 		if out, err := s.run(ctx, "print(1)"); err != nil || strings.TrimSpace(out) != "1" {
 			return nil, fmt.Errorf("session %d: %q, %v", i+1, out, err)
 		}
+		if e.python == "" { // for the report, which the data section fills elsewhere
+			v, _ := s.run(ctx, "import platform\nprint(platform.python_version())")
+			e.python = strings.TrimSpace(v)
+		}
 		if (i+1)%10 == 0 {
 			progress(fmt.Sprintf("%d idle sessions", i+1))
 		}
