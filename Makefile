@@ -19,7 +19,7 @@ GO ?= go
 # client-go costs every bridge ~6 MB of idle memory; see docs/scale-out.md).
 TAGS ?=
 
-.PHONY: build image npm demo test test-go test-python test-e2e vet bench soak fuzz clean
+.PHONY: build image npm demo test test-go test-python test-e2e vet bench bench-kube soak fuzz clean
 
 build:
 	$(GO) build -tags '$(TAGS)' -o bin/codebridge ./cmd/codebridge
@@ -64,6 +64,16 @@ test-python: image
 # the table and writes it to BENCHMARKS.md (a few minutes).
 bench: npm image
 	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run ./bench -out BENCHMARKS.md
+
+# The same on Kubernetes, by itself: the cluster of KUBECONFIG (such as
+# test/kubelab's) with the sandbox image on its nodes. Measures a new
+# session's first result (cold, from the warm pool), the proxied calls,
+# and how many idle sessions a node holds (IDLE=40 Pods started, their
+# memory read from the kubelet); prints the table, writes nothing, and
+# removes every Pod it made. Not in CI.
+IDLE ?= 40
+bench-kube: npm
+	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run -tags kubernetes ./bench -engine kubernetes -idle-sessions $(IDLE) -budget 30m
 
 # Run the bridge for about ten minutes under mixed cells, proxied calls,
 # faults and restarts, and print how its memory, descriptors, threads and

@@ -16,11 +16,18 @@ import (
 
 // buildBridge compiles ./cmd/codebridge into dir and returns the binary;
 // profiled adds the bench's profiling hook (cmd/codebridge/benchprofile.go).
-func buildBridge(ctx context.Context, repo, dir string, profiled bool) (string, error) {
+func buildBridge(ctx context.Context, repo, dir string, profiled, kube bool) (string, error) {
 	bin := filepath.Join(dir, "codebridge")
 	args := []string{"build", "-o", bin}
+	var tags []string
 	if profiled {
-		args = append(args, "-tags", "benchprofile")
+		tags = append(tags, "benchprofile")
+	}
+	if kube {
+		tags = append(tags, "kubernetes")
+	}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/codebridge")...)
 	cmd.Dir = repo

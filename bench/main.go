@@ -64,6 +64,18 @@
 //     runtime's CPU per call and cProfile of the proxied loops to
 //     DIR/python-*.txt (profile.go; docs/ARCHITECTURE.md reads them).
 //
+//   - Kubernetes (-engine kubernetes, built with -tags kubernetes: `make
+//     bench-kube`; not in CI). The bridges it starts use the cluster of
+//     KUBECONFIG, and it runs only what a cluster changes: cold start,
+//     latency and throughput, serving HTTP, and how many idle sessions a
+//     node holds (kube.go): -idle-sessions (40) sessions that each ran
+//     print(1), their Pods' memory read from the kubelet's stats summary
+//     through the API server (or, where it will not proxy to the node,
+//     from their memory cgroups on this machine), and the node's capacity
+//     as the least of its max Pods, its allocatable memory over each Pod's
+//     request (what the scheduler counts) and over each idle Pod's working
+//     set. Every Pod it made is removed, and one left is an error.
+//
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
 // of the runs is shown. Targets come from DESIGN.md ("Targets").
@@ -93,6 +105,10 @@ type env struct {
 	runs, calls, coldRuns, dataRuns int
 
 	profile string // where the latency section's bridge writes its profiles; "": none (profile.go)
+
+	kube         bool // -engine kubernetes: the sections that measure a cluster (kube.go)
+	idleSessions int  // how many idle sessions the node measurement starts
+	leftPods     int  // sandbox Pods the node measurement found left behind (and deleted)
 
 	engineName, python, loadAtStart string // for the report
 }
@@ -128,7 +144,13 @@ func run() error {
 	flag.StringVar(&e.profile, "profile", "", "build the bridge with its profiling hook and write CPU and allocation profiles of the latency section's loops to this `dir` (profile.go)")
 	only := flag.String("only", "", "run only the measurements whose name contains this (e.g. gate); the report is then not written")
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
+	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
+		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
+	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
 	flag.Parse()
+	if err := e.setEngine(*engine); err != nil {
+		return err
+	}
 
 	began := time.Now()
 	e.loadAtStart = loadAverage()
@@ -160,22 +182,11 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != ""); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != "", e.kube); err != nil {
 		return err
 	}
 
-	sections := []struct {
-		name    string
-		measure func(context.Context) ([]row, error)
-	}{
-		{"context cost", e.measureContext},
-		{"cold start and idle RSS", e.measureColdAndIdle},
-		{"latency and throughput", e.measureLatency},
-		{"the gate's cost", e.measureGate},
-		{"task cost", e.measureTask},
-		{"64 MiB transfers", e.measureData},
-		{"serving HTTP", e.measureHTTP},
-	}
+	sections := e.sections()
 	var rows []row
 	failed := 0
 	for _, s := range sections {
@@ -196,6 +207,9 @@ func run() error {
 
 	report := markdown(describeMachine(ctx, e), rows, time.Since(began), e)
 	fmt.Print("\n" + report)
+	if e.leftPods != 0 {
+		return fmt.Errorf("%d sandbox Pods were left after the bridge stopped (deleted now), or they could not be listed", e.leftPods)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d measurements failed; %s not written", failed, len(sections), *out)
 	}
@@ -206,6 +220,50 @@ func run() error {
 		progress("wrote " + *out)
 	}
 	return nil
+}
+
+// setEngine takes -engine: with kubernetes, the bridges the bench starts
+// inherit an environment that makes sandboxes Pods, each session's
+// workspace its own emptyDir (no claims).
+func (e *env) setEngine(engine string) error {
+	if e.kube = engine == "kubernetes"; !e.kube {
+		return nil
+	}
+	if !kubeBuilt {
+		return errors.New("-engine kubernetes needs the build tag: go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
+	}
+	os.Setenv("CODEBRIDGE_ENGINE", "kubernetes")
+	os.Setenv("CODEBRIDGE_WORKSPACE", "ephemeral")
+	return nil
+}
+
+// sections are the measurements of this run: all of them, or on
+// Kubernetes what a cluster changes (the sandbox's start, its channel
+// through the API server, the node it packs).
+func (e *env) sections() []section {
+	if e.kube {
+		return []section{
+			{"cold start and idle RSS", e.measureColdAndIdle},
+			{"latency and throughput", e.measureLatency},
+			{"serving HTTP", e.measureHTTP},
+			{"idle sessions per node", e.measureKubeNode},
+		}
+	}
+	return []section{
+		{"context cost", e.measureContext},
+		{"cold start and idle RSS", e.measureColdAndIdle},
+		{"latency and throughput", e.measureLatency},
+		{"the gate's cost", e.measureGate},
+		{"task cost", e.measureTask},
+		{"64 MiB transfers", e.measureData},
+		{"serving HTTP", e.measureHTTP},
+	}
+}
+
+// section is one measurement of the report.
+type section struct {
+	name    string
+	measure func(context.Context) ([]row, error)
 }
 
 // moduleRoot finds the directory of go.mod from the working directory up.

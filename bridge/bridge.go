@@ -67,6 +67,11 @@ type Options struct {
 	// Shapes keeps the observed shapes of tool results (package shapes);
 	// nil keeps them in memory, for the bridge's life.
 	Shapes *shapes.Store
+	// WorkspaceOf, when set, is the persistent workspace of each
+	// session's principal (in place of the configuration's): a session
+	// mounts its principal's, and no other. Its sandboxes start when the
+	// principal is known, so there is no warm pool.
+	WorkspaceOf func(principal.Principal) *sandbox.Mount
 }
 
 // Bridge serves run_python over MCP. Each MCP session gets its own
@@ -121,7 +126,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	}
 	b.down = &downstream{clients: b.clients, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession, notesOf: b.notesOf}
 	pool.SetDownstream(b.down)
-	if opts.PerSession && opts.Warm > 0 {
+	if opts.PerSession && opts.Warm > 0 && opts.WorkspaceOf == nil {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}

@@ -39,9 +39,14 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	}
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
-	if b.warm != nil {
+	switch {
+	case b.opts.WorkspaceOf != nil:
+		cfg := b.cfg
+		cfg.Workspace = b.opts.WorkspaceOf(p)
+		s.sbx = b.sandboxes.NewSession(cfg, h)
+	case b.warm != nil:
 		s.sbx = b.warm.NewSession(h)
-	} else {
+	default:
 		s.sbx = b.sandboxes.NewSession(b.cfg, h)
 	}
 	return s

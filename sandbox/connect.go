@@ -48,6 +48,16 @@ type EngineOptions struct {
 	// Kubernetes nodes (a path relative to the kubelet's seccomp
 	// directory, such as "codebridge.json"). Empty means RuntimeDefault.
 	SeccompLocalhost string
+	// Workspaces says that sandboxes will mount persistent workspaces:
+	// the kubernetes engine then checks, when it connects, that it may
+	// make their PersistentVolumeClaims and that a storage class exists.
+	Workspaces bool
+	// StorageClass is the StorageClass of the workspace claims (kind
+	// "kubernetes"). Empty means the cluster's default.
+	StorageClass string
+	// WorkspaceSize is the size of a workspace claim in bytes (kind
+	// "kubernetes"). Zero means [DefaultWorkspaceSize].
+	WorkspaceSize int64
 }
 
 // Connect finds a container engine and returns a connection to it.

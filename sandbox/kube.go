@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
@@ -37,6 +39,12 @@ type kubeEngine struct {
 	log     *slog.Logger
 	owner   kubeOwner
 	seccomp *corev1.SeccompProfile // a node's Localhost profile, or nil for RuntimeDefault
+
+	// The persistent workspaces' claims: their client, class (empty:
+	// the cluster's default) and size.
+	claims       claimClient
+	storageClass string
+	claimSize    resource.Quantity
 }
 
 func (e *kubeEngine) Name() string { return e.name }
@@ -44,12 +52,6 @@ func (e *kubeEngine) Name() string { return e.name }
 // Close has nothing to release: the REST client's connections are
 // pooled by net/http and the sandbox Pods are removed one by one.
 func (e *kubeEngine) Close() error { return nil }
-
-// Refusals of what the engine cannot give a Pod.
-var (
-	errKubeWorkspace = errors.New("sandbox: a persistent workspace is not available with the kubernetes engine yet " +
-		"(a PersistentVolumeClaim per principal is planned): give --workspace ephemeral; the Pod's /workspace is an in-memory emptyDir")
-)
 
 // kubeMountRefusal says why a host directory cannot be given to a Pod.
 func kubeMountRefusal(m Mount) error {
@@ -59,14 +61,20 @@ func kubeMountRefusal(m Mount) error {
 }
 
 func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, error) {
-	if spec.Workspace != nil {
-		return nil, errKubeWorkspace
-	}
 	if len(spec.Mounts) > 0 {
 		return nil, kubeMountRefusal(spec.Mounts[0])
 	}
-	pod, err := podSpec(spec, podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(),
-		ownerRef: e.owner.ref(), seccomp: e.seccomp})
+	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp}
+	if ws := spec.Workspace; ws != nil {
+		if !ws.Volume {
+			return nil, kubeMountRefusal(*ws)
+		}
+		var err error
+		if o.claim, err = e.ensureClaim(ctx, *ws); err != nil {
+			return nil, err
+		}
+	}
+	pod, err := podSpec(spec, o)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +189,48 @@ func (e *kubeEngine) remove(ctx context.Context, name string) error {
 
 func isKubeNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
 
-// Workspaces: the kubernetes engine makes no workspace volumes (yet).
-func (e *kubeEngine) Workspaces(context.Context) ([]WorkspaceVolume, error) { return nil, nil }
+// Workspaces lists the workspace claims codebridge made in the
+// namespace, by name, with the sandbox Pods that mount each now.
+func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) {
+	list, err := e.claims.List(ctx, metav1.ListOptions{LabelSelector: LabelKey + "=1"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing the workspace claims on %s: %w", e.name, err)
+	}
+	used := map[string]int{}
+	if pods, err := e.pods.List(ctx, metav1.ListOptions{LabelSelector: LabelWorkspace}); err == nil {
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				used[p.Labels[LabelWorkspace]]++
+			}
+		}
+	}
+	out := make([]WorkspaceVolume, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, WorkspaceVolume{Name: c.Name, Project: c.Annotations[LabelProject], Principal: c.Annotations[LabelPrincipal],
+			Created: c.CreationTimestamp.UTC().Format(time.RFC3339), InUse: used[c.Name]})
+	}
+	slices.SortFunc(out, func(a, b WorkspaceVolume) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
 
-func (e *kubeEngine) RemoveWorkspace(_ context.Context, name string) error {
-	return fmt.Errorf("%w: %s (the kubernetes engine makes no workspace volumes)", ErrNotWorkspace, name)
+// RemoveWorkspace deletes a workspace claim codebridge made (the cluster
+// removes its volume as the class's reclaim policy says). A claim that
+// Pods mount is kept by the cluster until they end.
+func (e *kubeEngine) RemoveWorkspace(ctx context.Context, name string) error {
+	c, err := e.claims.Get(ctx, name, metav1.GetOptions{})
+	if isKubeNotFound(err) {
+		return fmt.Errorf("sandbox: there is no workspace claim %q on %s: `codebridge workspace` lists them", name, e.name)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: the workspace claim %q on %s: %w", name, e.name, err)
+	}
+	if c.Labels[LabelKey] != "1" {
+		return fmt.Errorf("sandbox: %q on %s: %w (it has no %s label); remove it with kubectl if you mean to", name, e.name, ErrNotWorkspace, LabelKey)
+	}
+	if err := e.claims.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !isKubeNotFound(err) {
+		return fmt.Errorf("sandbox: removing the workspace claim %q on %s: %w", name, e.name, err)
+	}
+	return nil
 }
 
 // kubeContainer is a sandbox Pod started by [kubeEngine], with its attach

@@ -148,6 +148,7 @@ func (w watchSignal) Watch(ctx context.Context, opts metav1.ListOptions) (watch.
 
 func testKubeEngine(cs *fake.Clientset) *kubeEngine {
 	return &kubeEngine{name: "kubernetes at test", ns: "ns", pods: cs.CoreV1().Pods("ns"), events: cs.CoreV1().Events("ns"),
+		claims: cs.CoreV1().PersistentVolumeClaims("ns"), claimSize: resource.MustParse("1Gi"),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), owner: kubeOwner{proc: currentOwner()}}
 }
 
@@ -217,8 +218,8 @@ func TestKubeStartUnschedulable(t *testing.T) {
 	}
 }
 
-// TestKubeStartRefusesHostState: a persistent workspace and host mounts
-// are refused with a reason, before any Pod is made.
+// TestKubeStartRefusesHostState: host directories, as a mount or as the
+// workspace, are refused with a reason, before any Pod is made.
 func TestKubeStartRefusesHostState(t *testing.T) {
 	cs := fake.NewClientset()
 	e := testKubeEngine(cs)
@@ -226,9 +227,9 @@ func TestKubeStartRefusesHostState(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "node's filesystem") {
 		t.Errorf("a host mount: %v", err)
 	}
-	_, err = e.Start(context.Background(), ContainerSpec{Image: "i", Workspace: &Mount{Source: "v", Volume: true}})
-	if err == nil || !strings.Contains(err.Error(), "--workspace ephemeral") {
-		t.Errorf("a workspace: %v", err)
+	_, err = e.Start(context.Background(), ContainerSpec{Image: "i", Workspace: &Mount{Source: "/home/me/work"}})
+	if err == nil || !strings.Contains(err.Error(), "node's filesystem") {
+		t.Errorf("a host directory as the workspace: %v", err)
 	}
 	if len(cs.Actions()) != 0 {
 		t.Errorf("the API was called: %v", cs.Actions())
@@ -323,7 +324,7 @@ func TestKubeExitedReasons(t *testing.T) {
 // each permission it needs and names every one that is missing, verb on
 // resource.
 func TestKubeAccessNamesMissingVerbs(t *testing.T) {
-	denied := map[string]bool{"list events": true, "create pods/attach": true}
+	denied := map[string]bool{"list events": true, "create pods/attach": true, "get persistentvolumeclaims": true}
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" || r.Method != http.MethodPost {
@@ -352,15 +353,20 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test")
+	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", kubeNeeds)
 	if err == nil || !strings.Contains(err.Error(), "lacks these permissions in namespace team: create on pods/attach, list on events;") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(asked) != len(kubeNeeds) || asked[0] != "team: create pods" {
 		t.Errorf("asked %q", asked)
 	}
+	// With persistent workspaces, the claims' verbs are asked too.
+	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", append(kubeNeeds, kubeClaimNeeds...))
+	if err == nil || !strings.Contains(err.Error(), "list on events, get on persistentvolumeclaims;") {
+		t.Fatalf("with workspaces: err = %v", err)
+	}
 	denied = nil
-	if err := checkKubeAccess(context.Background(), rc, "team", "kubernetes at test"); err != nil {
+	if err := checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", kubeNeeds); err != nil {
 		t.Errorf("all granted: %v", err)
 	}
 }

@@ -35,6 +35,15 @@ type podClient interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
+// claimClient is what the engine does with PersistentVolumeClaims (the
+// persistent workspaces), as client-go's typed interface does.
+type claimClient interface {
+	Create(ctx context.Context, pvc *corev1.PersistentVolumeClaim, opts metav1.CreateOptions) (*corev1.PersistentVolumeClaim, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PersistentVolumeClaimList, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
 // eventClient lists Events, as client-go's typed EventInterface does.
 type eventClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error)
@@ -104,6 +113,36 @@ func (p restPods) Delete(ctx context.Context, name string, opts metav1.DeleteOpt
 // attachURL is the address of a Pod's attach subresource.
 func (p restPods) attachURL(name string, opts *corev1.PodAttachOptions) *url.URL {
 	return p.c.Post().Namespace(p.ns).Resource("pods").Name(name).SubResource("attach").VersionedParams(opts, params()).URL()
+}
+
+// restClaims is [claimClient] over a core REST client, in one namespace.
+type restClaims struct {
+	c  rest.Interface
+	ns string
+}
+
+const claims = "persistentvolumeclaims"
+
+func (r restClaims) Create(ctx context.Context, pvc *corev1.PersistentVolumeClaim, opts metav1.CreateOptions) (*corev1.PersistentVolumeClaim, error) {
+	out := &corev1.PersistentVolumeClaim{}
+	err := r.c.Post().Namespace(r.ns).Resource(claims).VersionedParams(&opts, params()).Body(pvc).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r restClaims) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error) {
+	out := &corev1.PersistentVolumeClaim{}
+	err := r.c.Get().Namespace(r.ns).Resource(claims).Name(name).VersionedParams(&opts, params()).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r restClaims) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PersistentVolumeClaimList, error) {
+	out := &corev1.PersistentVolumeClaimList{}
+	err := r.c.Get().Namespace(r.ns).Resource(claims).VersionedParams(&opts, params()).Do(ctx).Into(out)
+	return out, err
+}
+
+func (r restClaims) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.c.Delete().Namespace(r.ns).Resource(claims).Name(name).Body(&opts).Do(ctx).Error()
 }
 
 // restEvents is [eventClient] over a core REST client, in one namespace.

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -30,11 +32,20 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 // kubeNeeds are the permissions the engine needs in its namespace: verb
 // on resource (with a subresource after '/'). The deploy manifests'
 // Role grants exactly these (deploy/kubernetes/rbac.yaml).
-var kubeNeeds = []struct{ verb, resource string }{
+var kubeNeeds = []kubeNeed{
 	{"create", "pods"}, {"get", "pods"}, {"list", "pods"}, {"watch", "pods"}, {"delete", "pods"},
 	{"create", "pods/attach"},
 	{"list", "events"},
 }
+
+// kubeClaimNeeds are the permissions the persistent workspaces need
+// besides: their claims are made and read; the bridge never lists or
+// deletes them (`codebridge workspace` runs with its user's credentials).
+var kubeClaimNeeds = []kubeNeed{{"create", "persistentvolumeclaims"}, {"get", "persistentvolumeclaims"}}
+
+// kubeNeed is a permission: verb on resource (with a subresource after
+// '/').
+type kubeNeed struct{ verb, resource string }
 
 // kubeConfig finds how to reach the cluster: in a Pod, its service
 // account (in-cluster configuration); elsewhere KUBECONFIG or
@@ -92,17 +103,31 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 		return nil, fmt.Errorf("sandbox: the Kubernetes client (%s): %w", from, err)
 	}
 	name := fmt.Sprintf("kubernetes at %s, namespace %s", cfg.Host, ns)
+	size := opts.WorkspaceSize
+	if size == 0 {
+		size = DefaultWorkspaceSize
+	}
 	e := &kubeEngine{
 		name: name, ns: ns, cfg: cfg, rest: rc,
-		pods: restPods{c: rc, ns: ns}, events: restEvents{c: rc, ns: ns},
+		pods: restPods{c: rc, ns: ns}, events: restEvents{c: rc, ns: ns}, claims: restClaims{c: rc, ns: ns},
 		log: log.With("engine", name), owner: kubeOwnerFrom(getenv, ns),
+		storageClass: opts.StorageClass, claimSize: *resource.NewQuantity(size, resource.BinarySI),
 	}
 	if opts.SeccompLocalhost != "" {
 		p := opts.SeccompLocalhost
 		e.seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &p}
 	}
-	if err := checkKubeAccess(ctx, rc, ns, name); err != nil {
+	needs := kubeNeeds
+	if opts.Workspaces {
+		needs = append(slices.Clip(needs), kubeClaimNeeds...)
+	}
+	if err := checkKubeAccess(ctx, rc, ns, name, needs); err != nil {
 		return nil, err
+	}
+	if opts.Workspaces {
+		if err := e.checkStorageClass(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -122,11 +147,12 @@ func quietKlog(log *slog.Logger) {
 
 var klogOnce sync.Once
 
-// checkKubeAccess asks the API server whether every permission in
-// [kubeNeeds] is granted, and names the missing ones.
-func checkKubeAccess(ctx context.Context, rc rest.Interface, ns, name string) error {
+// checkKubeAccess asks the API server whether every permission in needs
+// ([kubeNeeds], and [kubeClaimNeeds] with persistent workspaces) is
+// granted, and names the missing ones.
+func checkKubeAccess(ctx context.Context, rc rest.Interface, ns, name string, needs []kubeNeed) error {
 	var missing []string
-	for _, n := range kubeNeeds {
+	for _, n := range needs {
 		resource, sub, _ := strings.Cut(n.resource, "/")
 		ok, err := accessReview(ctx, rc, ns, n.verb, resource, sub)
 		if err != nil {

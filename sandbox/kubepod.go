@@ -44,6 +44,7 @@ type podOptions struct {
 	labels    map[string]string      // the owner labels
 	ownerRef  *metav1.OwnerReference // the bridge Pod, when in a cluster
 	seccomp   *corev1.SeccompProfile // nil: RuntimeDefault
+	claim     string                 // the workspace's PersistentVolumeClaim; "": an emptyDir
 }
 
 // podSpec maps the sandbox's hardening onto a Pod: the same user, no
@@ -121,6 +122,9 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 			},
 		},
 	}
+	if o.claim != "" {
+		mountClaim(pod, o.claim, gid)
+	}
 	if l.Runtime != "" {
 		rc := l.Runtime
 		pod.Spec.RuntimeClassName = &rc
@@ -129,6 +133,24 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 		pod.OwnerReferences = []metav1.OwnerReference{*o.ownerRef}
 	}
 	return pod, nil
+}
+
+// mountClaim puts the workspace claim at /workspace in place of the
+// emptyDir, marks the Pod with it, and makes the volume the sandbox
+// user's group's (fsGroup, changed only when its root is not already
+// so), so that the code, which runs as that group, can write to it.
+func mountClaim(pod *corev1.Pod, claim string, gid int64) {
+	for i, v := range pod.Spec.Volumes {
+		if v.Name == "workspace" {
+			pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+			}
+		}
+	}
+	policy := corev1.FSGroupChangeOnRootMismatch
+	pod.Spec.SecurityContext.FSGroup = &gid
+	pod.Spec.SecurityContext.FSGroupChangePolicy = &policy
+	pod.Labels[LabelWorkspace] = claim
 }
 
 // memoryVolume is an emptyDir in memory (a tmpfs, counted against the

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -118,6 +119,11 @@ func (e *kubeEngine) cannotStart(ctx context.Context, p *corev1.Pod, why string)
 	if ev := e.podEvents(ctx, p); ev != "" {
 		msg += "; its events: " + ev
 	}
+	if claim := claimOf(p); claim != "" {
+		if ev := eventText(e.objectEvents(ctx, claim, "")); ev != "" {
+			msg += "; its workspace claim " + claim + "'s events: " + ev
+		}
+	}
 	if strings.Contains(why, "ErrImageNeverPull") || strings.Contains(why, "ImagePull") {
 		msg += fmt.Sprintf("; put image %s on the cluster's nodes (a localhost/ image is never pulled: import it into each node's "+
 			"container runtime), or set CODEBRIDGE_IMAGE to one they can pull", podImage(p))
@@ -134,20 +140,36 @@ func podImage(p *corev1.Pod) string {
 	return ""
 }
 
-// podEvents lists the Pod's events, warnings first, as "Reason: message"
-// (each once), or "" when there are none or they cannot be read.
+// podEvents lists the Pod's events, as [eventText] words them.
 func (e *kubeEngine) podEvents(ctx context.Context, p *corev1.Pod) string {
+	return eventText(e.objectEvents(ctx, p.Name, p.UID))
+}
+
+// objectEvents are the events of the object of this name (and UID, when
+// both know it) in the engine's namespace; none when they cannot be
+// read.
+func (e *kubeEngine) objectEvents(ctx context.Context, name string, uid types.UID) []corev1.Event {
 	list, err := e.events.List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", p.Name).String(),
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
 	})
 	if err != nil {
-		return ""
+		return nil
 	}
-	var warnings, others []string
+	var out []corev1.Event
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name != p.Name || (p.UID != "" && ev.InvolvedObject.UID != "" && ev.InvolvedObject.UID != p.UID) {
+		if ev.InvolvedObject.Name != name || (uid != "" && ev.InvolvedObject.UID != "" && ev.InvolvedObject.UID != uid) {
 			continue
 		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// eventText words events as "Reason: message", warnings first, each
+// once, at most eight; "" when there are none.
+func eventText(events []corev1.Event) string {
+	var warnings, others []string
+	for _, ev := range events {
 		line := ev.Reason + ": " + clipText(ev.Message, 500)
 		if ev.Type == corev1.EventTypeWarning {
 			warnings = append(warnings, line)

@@ -31,6 +31,10 @@ const (
 	LabelPrincipal = "io.codebridge.principal"
 )
 
+// DefaultWorkspaceSize is the size of a persistent workspace where the
+// engine must be told one: a PersistentVolumeClaim on Kubernetes.
+const DefaultWorkspaceSize = 1 << 30
+
 // Mount is a host directory (bind) or an engine volume in the sandbox.
 // For a bind, Source is a path on the engine's host, which is this host
 // only for a local engine.

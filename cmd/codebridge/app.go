@@ -59,6 +59,9 @@ func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	sandboxCfg.Log = log
 	opts := s.bridgeOptions()
 	opts.Log, opts.ClientLog, opts.Gate, opts.Metrics = log, clientLog, a.gate, a.metrics
+	if plan != nil {
+		opts.WorkspaceOf = plan.workspaceOf
+	}
 	opts.Packages = a.packagesFor(s, cfg.Packages)
 	opts.Skills = skills.Open(s.dir())
 	opts.Shapes = shapes.Open(s.dir(), log)

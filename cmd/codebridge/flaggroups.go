@@ -80,6 +80,8 @@ type sandboxFlags struct {
 	// sandbox.EngineOptions).
 	namespace        string
 	seccompLocalhost string
+	storageClass     string // empty: the cluster's default
+	workspaceSize    int64
 	image            string // empty: the built image when the engine has it, else the registry image
 	limits           sandbox.Limits
 	channel          sandbox.ChannelMode
@@ -112,6 +114,18 @@ var sandboxKnobs = []knob[sandboxFlags]{
 			g.seccompLocalhost = v
 			return nil
 		}},
+	{flag: "storage-class", envs: []string{"CODEBRIDGE_STORAGE_CLASS"}, typ: "name",
+		usage: "StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class",
+		set: func(g *sandboxFlags, v string) error {
+			if !storageClassName(v) {
+				return fmt.Errorf("%q is not a StorageClass name (lower-case letters, digits, '-' and '.')", v)
+			}
+			g.storageClass = v
+			return nil
+		}},
+	{flag: "workspace-size", envs: []string{"CODEBRIDGE_WORKSPACE_SIZE"}, def: strconv.Itoa(sandbox.DefaultWorkspaceSize>>30) + "g", typ: "size",
+		usage: "size of a persistent workspace's PersistentVolumeClaim (--engine kubernetes), e.g. 1g or 20g",
+		set:   func(g *sandboxFlags, v string) (err error) { g.workspaceSize, err = parseBytes(v); return }},
 	{flag: "image", envs: []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, typ: "image",
 		usage: "sandbox image (must have python3); by default " + imagebuild.DefaultTag + " (what codebridge image build makes) when the engine has it, else " + sandbox.DefaultImage,
 		set:   func(g *sandboxFlags, v string) error { g.image = v; return nil }},
@@ -167,9 +181,28 @@ var sandboxKnobs = []knob[sandboxFlags]{
 		}},
 }
 
-// engineOptions are the engine's options.
-func (g sandboxFlags) engineOptions(log *slog.Logger) sandbox.EngineOptions {
-	return sandbox.EngineOptions{Kind: g.engine, Log: log, Namespace: g.namespace, SeccompLocalhost: g.seccompLocalhost}
+// engineOptions are the engine's options; with the kubernetes engine and
+// a persistent workspace, the engine checks at once that it can make the
+// workspaces' claims.
+func (s *settings) engineOptions(log *slog.Logger) sandbox.EngineOptions {
+	w := s.workspace
+	return sandbox.EngineOptions{Kind: s.engine, Log: log, Namespace: s.namespace, SeccompLocalhost: s.seccompLocalhost,
+		StorageClass: s.storageClass, WorkspaceSize: s.workspaceSize,
+		Workspaces: s.engine == sandbox.EngineKubernetes && (w.project || w.volume != "")}
+}
+
+// storageClassName reports whether v can name a StorageClass (a DNS
+// subdomain).
+func storageClassName(v string) bool {
+	if v == "" || len(v) > 253 || strings.HasPrefix(v, "-") || strings.HasPrefix(v, ".") {
+		return false
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // runFlags bound one run_python call and shape its result.

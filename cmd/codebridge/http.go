@@ -98,8 +98,13 @@ func (c *cli) serveHTTP(s *settings) error {
 	if err := s.httpOptions(tokens, s.oauth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
-	// Each session's workspace is its own, and ephemeral.
-	a := newApp(s, c.stderr, &runPlan{user: s.user})
+	// Each session's workspace is its own, and ephemeral; on Kubernetes,
+	// its principal's claim.
+	workspaceOf, err := s.httpWorkspaces()
+	if err != nil {
+		return inputError{err}
+	}
+	a := newApp(s, c.stderr, &runPlan{user: s.user, workspaceOf: workspaceOf})
 	if a.gateErr != nil {
 		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
 		a.close()

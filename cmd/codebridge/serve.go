@@ -34,7 +34,7 @@ once, each MCP session with a sandbox of its own (see docs/scale-out.md).`,
 // upstreams.
 func (c *cli) serve(s *settings) error {
 	if s.httpAddr != "" {
-		return c.serveHTTP(s) // each HTTP session's workspace is its own, and ephemeral
+		return c.serveHTTP(s) // each HTTP session's workspace is its own (httpWorkspaces)
 	}
 	plan, err := s.planRun(c.getenv)
 	if err != nil {

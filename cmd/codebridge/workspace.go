@@ -63,8 +63,11 @@ var workspaceKnobs = []knob[workspaceFlags]{
 // the code runs as. The settings stay as the user gave them.
 type runPlan struct {
 	workspace *sandbox.Mount // nil: ephemeral
-	mounts    []sandbox.Mount
-	user      string
+	// workspaceOf, serving HTTP, is each principal's workspace (nil:
+	// every session's is its own, ephemeral).
+	workspaceOf func(principal.Principal) *sandbox.Mount
+	mounts      []sandbox.Mount
+	user        string
 }
 
 // workspaceSetting is what --workspace asked for: nothing (ephemeral),
@@ -256,9 +259,6 @@ func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, e
 // write its files.
 func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, string, error) {
 	w := s.workspace
-	if s.engine == sandbox.EngineKubernetes && !w.ephemeral {
-		return s.kubeWorkspace()
-	}
 	switch {
 	case w.ephemeral:
 		return nil, s.user, nil
@@ -267,6 +267,10 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 		return m, s.user, err
 	case w.volume != "":
 		return &sandbox.Mount{Source: w.volume, Volume: true}, s.user, nil
+	}
+	if s.engine == sandbox.EngineKubernetes {
+		return nil, "", fmt.Errorf("--workspace %s: a host directory cannot be the workspace of a sandbox Pod, which runs on a node of the cluster "+
+			"whose files are not this machine's: give project (a PersistentVolumeClaim of the project), a claim name, or ephemeral", w.dir)
 	}
 	dir := w.dir
 	if dir == "~" || strings.HasPrefix(dir, "~/") {
@@ -289,15 +293,26 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 	return &sandbox.Mount{Source: src}, user, nil
 }
 
-// kubeWorkspace is the workspace with --engine kubernetes: the project's
-// (the default) becomes ephemeral, since the engine has no persistent
-// workspace yet; a volume or directory asked for by name is refused.
-func (s *settings) kubeWorkspace() (*sandbox.Mount, string, error) {
-	if s.workspace.project {
-		return nil, s.user, nil
+// httpWorkspaces is how each HTTP session finds its workspace: with the
+// kubernetes engine and --workspace project, the project's claim of the
+// session's principal, so that no principal sees another's files; nil
+// (every session's own, ephemeral) otherwise. The local engines' HTTP
+// sessions stay ephemeral; a named workspace, which every principal
+// would share, is refused.
+func (s *settings) httpWorkspaces() (func(principal.Principal) *sandbox.Mount, error) {
+	w := s.workspace
+	if s.engine != sandbox.EngineKubernetes || w.ephemeral {
+		return nil, nil
 	}
-	return nil, "", errors.New("--workspace: the kubernetes engine has no persistent workspace yet (a PersistentVolumeClaim per principal is planned); " +
-		"its /workspace is an in-memory emptyDir that ends with the Pod: give --workspace ephemeral")
+	if !w.project {
+		return nil, errors.New("--workspace: serving HTTP, each principal's workspace is its own: give project (a PersistentVolumeClaim " +
+			"per principal of the project) or ephemeral")
+	}
+	dir, err := projectDir(s.roots)
+	if err != nil {
+		return nil, err
+	}
+	return func(p principal.Principal) *sandbox.Mount { return projectMountIn(p, dir) }, nil
 }
 
 // shareDir lets the sandbox's user write to a host workspace directory
@@ -344,6 +359,16 @@ func (s *settings) planRun(getenv func(string) string) (*runPlan, error) {
 // starts codebridge outside the project can name it so), else the
 // working directory the client started it in; symlinks resolved.
 func projectMount(p principal.Principal, roots []string) (*sandbox.Mount, error) {
+	wd, err := projectDir(roots)
+	if err != nil {
+		return nil, err
+	}
+	return projectMountIn(p, wd), nil
+}
+
+// projectDir is the project's directory: the first --root, else the
+// working directory, symlinks resolved.
+func projectDir(roots []string) (string, error) {
 	wd, err := os.Getwd()
 	if len(roots) > 0 {
 		wd, err = filepath.Abs(roots[0])
@@ -352,10 +377,16 @@ func projectMount(p principal.Principal, roots []string) (*sandbox.Mount, error)
 		wd, err = filepath.EvalSymlinks(wd)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--workspace project: the project's directory: %w; start codebridge in the project's directory (or give --root DIR), or give --workspace NAME or ephemeral", err)
+		return "", fmt.Errorf("--workspace project: the project's directory: %w; start codebridge in the project's directory (or give --root DIR), or give --workspace NAME or ephemeral", err)
 	}
-	return &sandbox.Mount{Source: projectVolume(p, wd), Volume: true,
-		Labels: map[string]string{sandbox.LabelProject: wd, sandbox.LabelPrincipal: p.String()}}, nil
+	return wd, nil
+}
+
+// projectMountIn is the workspace volume of project directory dir for
+// principal p.
+func projectMountIn(p principal.Principal, dir string) *sandbox.Mount {
+	return &sandbox.Mount{Source: projectVolume(p, dir), Volume: true,
+		Labels: map[string]string{sandbox.LabelProject: dir, sandbox.LabelPrincipal: p.String()}}
 }
 
 // projectVolume names the workspace volume of a project directory and a

@@ -34,3 +34,48 @@ func TestProjectVolume(t *testing.T) {
 		t.Fatalf("the default is not the project's volume: %+v %v", w, err)
 	}
 }
+
+// TestHTTPWorkspacesPerPrincipal: serving HTTP with the kubernetes engine
+// and --workspace project, each principal gets the project's workspace
+// of their own (two principals, two names; one principal, one name); the
+// local engines keep ephemeral sessions; a named workspace, which every
+// principal would share, is refused; a host directory is refused on
+// Kubernetes; the engine is told to check it can make claims.
+func TestHTTPWorkspacesPerPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	kube := &settings{}
+	kube.engine, kube.roots = "kubernetes", []string{dir}
+	kube.workspace, _ = parseWorkspace("project")
+	of, err := kube.httpWorkspaces()
+	if err != nil || of == nil {
+		t.Fatalf("kubernetes, project: %v", err)
+	}
+	alice, bob := of(principal.Token("alice")), of(principal.Token("bob"))
+	if alice.Source == bob.Source || !alice.Volume || of(principal.Token("alice")).Source != alice.Source {
+		t.Errorf("alice %q, bob %q: not one workspace each", alice.Source, bob.Source)
+	}
+	if alice.Labels["io.codebridge.principal"] != "token:alice" {
+		t.Errorf("alice's workspace is labelled %v", alice.Labels)
+	}
+	if !kube.engineOptions(nil).Workspaces {
+		t.Error("the engine is not told that workspaces are claims")
+	}
+
+	local := &settings{}
+	local.engine, local.workspace = "podman", kube.workspace
+	if of, err := local.httpWorkspaces(); of != nil || err != nil || local.engineOptions(nil).Workspaces {
+		t.Errorf("a local engine's HTTP sessions are not ephemeral: %v", err)
+	}
+	kube.workspace, _ = parseWorkspace("shared")
+	if _, err := kube.httpWorkspaces(); err == nil {
+		t.Error("a named workspace shared by every principal was accepted over HTTP")
+	}
+	kube.workspace, _ = parseWorkspace("ephemeral")
+	if of, err := kube.httpWorkspaces(); of != nil || err != nil || kube.engineOptions(nil).Workspaces {
+		t.Errorf("ephemeral: %v", err)
+	}
+	kube.workspace, _ = parseWorkspace(dir)
+	if _, _, err := kube.sandboxWorkspace(func(string) string { return "" }); err == nil {
+		t.Error("a host directory was made a Pod's workspace")
+	}
+}

@@ -43,14 +43,16 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	}
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	names := slices.Concat([]string{"engine", "root"}, logNames)
+	names := slices.Concat([]string{"engine", "namespace", "root"}, logNames)
 	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
 		if len(args) == 1 && args[0] == "here" {
 			return c.workspaceHere(s, asJSON)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		m := sandbox.NewManager(s.engineOptions(newLogger(c.stderr, s)))
+		opts := s.engineOptions(newLogger(c.stderr, s))
+		opts.Workspaces = false // listing and removing make no claim
+		m := sandbox.NewManager(opts)
 		defer m.Close()
 		eng, err := m.Engine(ctx)
 		if err != nil {
