@@ -20,11 +20,11 @@ import (
 // ([NewClients]), before what is made from them: the log handler
 // ([NewClientLog]), the upstream pool (its [Clients.Downstream]) and the
 // bridge ([Options.Clients]). The bridge's MCP server is made with them
-// (its sessions are the clients), and the bridge registers with them the
-// sandbox session every client's calls run in: its gate session redacts
-// what the client reads of the upstreams, and its notes take the
-// upstreams' warnings for its cells' stderr. Nothing is set on them
-// afterwards.
+// (its sessions are the clients). As it makes them, the bridge registers
+// with them the sandbox sessions the clients' calls run in (its single
+// one, and with PerSession each session's own): a sandbox session's gate
+// session redacts what its client reads of the upstreams, and its notes
+// take the upstreams' warnings for its cells' stderr.
 type Clients struct {
 	srv   *mcp.Server
 	trips roundTrips  // run_python calls of clients on the newer protocol (roundtrip.go)
