@@ -37,7 +37,8 @@ type Options struct {
 	// Output is "text" (the default) or "toon": final values that are
 	// JSON data are then shown as TOON.
 	Output string
-	// Version is reported to MCP clients.
+	// Version is reported to MCP clients (by the server of
+	// [NewClients]). Empty means "dev".
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
@@ -47,9 +48,11 @@ type Options struct {
 	// principal's are in their own store beside it (skills.Store.Of).
 	// Nil keeps none.
 	Skills *skillStore
-	// ClientLog, when set, sends the warnings logged through it to this
-	// bridge's MCP client (client.go).
-	ClientLog *ClientLog
+	// Clients are the MCP sessions the bridge serves, made with
+	// [NewClients] of these options before the log handler and the
+	// upstream pool made from them. Nil: New makes them, and nothing else
+	// hears of its clients.
+	Clients *Clients
 	// Roots are the directories upstreams get as roots when the client
 	// has none (--root).
 	Roots []string
@@ -89,14 +92,14 @@ type Bridge struct {
 	warm      *sandbox.WarmPool // nil without Options.Warm
 	single    *session          // the one session of stdio and exec
 	gate      *gate.Gate        // each session has a gate.Session of it
-	srv       *mcp.Server       // the MCP server the bridge serves
-	clients   *clients          // which of its sessions answers an upstream's request (client.go)
-	down      *downstream       // answers the upstreams' requests to the client (client.go)
-	trips     roundTrips        // run_python calls of clients on the newer protocol (roundtrip.go)
+	srv       *mcp.Server       // the MCP server the bridge serves (that of reg)
+	reg       *Clients          // its sessions, and each one's sandbox session (client.go)
+	clients   *clients          // which of its sessions answers an upstream's request (reg's)
+	down      *downstream       // answers the upstreams' requests to the client (reg's)
+	trips     *roundTrips       // run_python calls of clients on the newer protocol (reg's; roundtrip.go)
 	shapes    *shapes.Store     // the observed shapes of tool results (shapes.go)
 
 	mu        sync.Mutex
-	sessions  map[*mcp.ServerSession]*session
 	closed    bool
 	closeOnce sync.Once
 	closing   sync.WaitGroup // sessions that ended and are being removed (endSession)
@@ -104,33 +107,32 @@ type Bridge struct {
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes
-// with cfg, and whose calls go to pool.
+// with cfg, and whose calls go to pool (made with opts.Clients'
+// Downstream). It serves the MCP server of opts.Clients and registers
+// its sandbox sessions there.
 func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, opts Options) *Bridge {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	if opts.Version == "" {
-		opts.Version = "dev"
+	if opts.Clients == nil {
+		opts.Clients = NewClients(opts)
 	}
-	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log, sessions: map[*mcp.ServerSession]*session{},
+	if opts.Clients.shared != opts.PerSession {
+		panic("bridge.New: Options.Clients were made with another PerSession; make them with NewClients of the same Options")
+	}
+	reg := opts.Clients
+	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log,
+		srv: reg.srv, reg: reg, clients: reg.all, down: reg.down, trips: &reg.trips,
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout)}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
-	b.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions:            "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
-		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.pool.RootsChanged() },
-	})
-	b.clients = &clients{srv: b.srv, shared: opts.PerSession, gateOf: b.gateOf, current: b.trips.of, busy: &inflight{}}
-	if opts.ClientLog != nil {
-		opts.ClientLog.to.Store(b.clients)
-	}
-	b.down = &downstream{clients: b.clients, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession, notesOf: b.notesOf}
-	pool.SetDownstream(b.down)
+	b.srv.AddReceivingMiddleware(b.passRootsChanged)
 	if opts.PerSession && opts.Warm > 0 && opts.WorkspaceOf == nil {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}
 	b.single = b.newSession(pool, false, principal.Local())
+	reg.add(nil, b.single)
 	b.srv.AddTool(tool(), b.runPython)
 	b.srv.AddResource(manualResource(), b.readManual)
 	b.srv.AddResource(pythonBridgeManualResource(), b.readManual)
@@ -138,19 +140,17 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	return b
 }
 
-// gateOf is the gate session of ss's sandbox session, without making one:
-// a client that has run no code yet gets a gate session of its own.
-func (b *Bridge) gateOf(ss *mcp.ServerSession) *gate.Session {
-	if !b.opts.PerSession {
-		return b.single.host.gate
+// passRootsChanged tells the pool's running servers when the client's
+// roots changed (notifications/roots/list_changed), after the MCP server
+// handled it.
+func (b *Bridge) passRootsChanged(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "notifications/roots/list_changed" {
+			b.pool.RootsChanged()
+		}
+		return res, err
 	}
-	b.mu.Lock()
-	s, ok := b.sessions[ss]
-	b.mu.Unlock()
-	if ok {
-		return s.host.gate
-	}
-	return b.gate.NewSession()
 }
 
 // Session is the sandbox of the bridge's single session (stdio, exec).

@@ -2,24 +2,144 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"sync"
 
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Clients are the MCP sessions a bridge serves, and which of them answers
+// an upstream's request or hears a log message. They are made first
+// ([NewClients]), before what is made from them: the log handler
+// ([NewClientLog]), the upstream pool (its [Clients.Downstream]) and the
+// bridge ([Options.Clients]). The bridge's MCP server is made with them
+// (its sessions are the clients). As it makes them, the bridge registers
+// with them the sandbox sessions the clients' calls run in (its single
+// one, and with PerSession each session's own): a sandbox session's gate
+// session redacts what its client reads of the upstreams, and its notes
+// take the upstreams' warnings for its cells' stderr.
+type Clients struct {
+	srv   *mcp.Server
+	trips roundTrips  // run_python calls of clients on the newer protocol (roundtrip.go)
+	all   *clients    // the view of every session
+	down  *downstream // answers the upstreams' requests to the client
+	// shared is Options.PerSession: each session has a sandbox session
+	// of its own.
+	shared bool
+
+	mu       sync.Mutex
+	single   *session                        // the bridge's single session (stdio, exec), once made
+	sessions map[*mcp.ServerSession]*session // with shared, the sandbox session of each session that ran code
+}
+
+// NewClients returns the clients of a bridge to be made with opts (its
+// Version, PerSession and Roots), and the MCP server they connect to.
+func NewClients(opts Options) *Clients {
+	c := &Clients{shared: opts.PerSession, sessions: map[*mcp.ServerSession]*session{}}
+	c.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: cmp.Or(opts.Version, "dev")}, &mcp.ServerOptions{
+		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
+	})
+	c.all = &clients{srv: c.srv, shared: opts.PerSession, gateOf: c.gateOf, current: c.trips.of, busy: &inflight{}}
+	c.down = &downstream{clients: c.all, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession, notesOf: c.notesOf}
+	return c
+}
+
+// Downstream answers the upstreams' requests to their client, and hears
+// their log messages: the upstream pool's [upstream.Options.Downstream].
+// Until a client connects, requests are refused with [upstream.ErrNoClient].
+func (c *Clients) Downstream() upstream.Downstream { return c.down }
+
+// add registers s, the sandbox session the calls of ss run in; nil ss
+// registers the bridge's single session.
+func (c *Clients) add(ss *mcp.ServerSession, s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ss == nil {
+		c.single = s
+		return
+	}
+	c.sessions[ss] = s
+}
+
+// session is the sandbox session the calls of ss run in: the single one
+// unless each session has its own; nil when ss has none (yet, or any
+// more).
+func (c *Clients) session(ss *mcp.ServerSession) *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.shared {
+		return c.single
+	}
+	return c.sessions[ss]
+}
+
+// remove forgets the sandbox session of ss and returns it, or nil.
+func (c *Clients) remove(ss *mcp.ServerSession) *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[ss]
+	delete(c.sessions, ss)
+	return s
+}
+
+// removeAll forgets the sandbox sessions of every session and returns
+// them.
+func (c *Clients) removeAll() []*session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var all []*session
+	for ss, s := range c.sessions {
+		all = append(all, s)
+		delete(c.sessions, ss)
+	}
+	return all
+}
+
+// count is how many sessions have a sandbox session of their own.
+func (c *Clients) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// gateOf is the gate session of ss's sandbox session, without making one:
+// a client that has run no code yet gets a gate session of its own, of
+// the bridge's gate. Nil before the bridge is made.
+func (c *Clients) gateOf(ss *mcp.ServerSession) *gate.Session {
+	if s := c.session(ss); s != nil {
+		return s.host.gate
+	}
+	c.mu.Lock()
+	single := c.single
+	c.mu.Unlock()
+	if single == nil {
+		return nil
+	}
+	return single.b.gate.NewSession()
+}
+
+// notesOf are the upstream warnings for the cells of ss's sandbox
+// session; nil when ss has none.
+func (c *Clients) notesOf(ss *mcp.ServerSession) *cellNotes {
+	if s := c.session(ss); s != nil {
+		return s.notes
+	}
+	return nil
+}
+
 // clients says which MCP client answers a request an upstream makes of
 // its client (sampling, elicitation, roots) and hears its log messages.
 // An upstream request carries no trace of the run_python call it serves,
 // so clients decides: the sessions of the MCP server the bridge serves
 // (stdio has exactly one), or, for the servers one session has of its own
-// (per_session), that session alone. It is built whole in [New]; the
-// bridge's MCP server is made there too.
+// (per_session), that session alone. [NewClients] makes it.
 type clients struct {
 	srv  *mcp.Server        // the bridge's MCP server: its sessions are the clients
 	only *mcp.ServerSession // set: the view of one session's own servers

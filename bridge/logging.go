@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,17 +23,15 @@ import (
 // error's Detail, a server's stderr, commands and paths in other
 // attributes) never leaves the host.
 type ClientLog struct {
-	// to are the clients of the bridge made with it, once it is made. The
-	// handler exists before the bridge (everything the bridge is made of
-	// logs through it), so this is the one thing [New] sets on something
-	// made before it.
-	to    *atomic.Pointer[clients]
+	to    *clients // the clients it sends to
 	attrs []slog.Attr
 }
 
-// NewClientLog returns a handler that sends nothing until a bridge made
-// with it in [Options.ClientLog] serves a client.
-func NewClientLog() *ClientLog { return &ClientLog{to: &atomic.Pointer[clients]{}} }
+// NewClientLog returns a handler that sends to c: nothing until the
+// bridge made with c ([Options.Clients]) serves a client. It is made
+// before the bridge, since everything the bridge is made of logs through
+// it.
+func NewClientLog(c *Clients) *ClientLog { return &ClientLog{to: c.all} }
 
 // Enabled is true from warnings up.
 func (h *ClientLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
@@ -52,10 +49,7 @@ func (h *ClientLog) WithGroup(string) slog.Handler { return h }
 // Handle sends r to the client of the call ctx serves, or with no call,
 // to the bridge's only user's.
 func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
-	c := h.to.Load()
-	if c == nil {
-		return nil
-	}
+	c := h.to
 	ss := caller(ctx)
 	var sessions []*mcp.ServerSession
 	switch {

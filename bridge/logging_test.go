@@ -47,7 +47,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 	log := slog.New(cl)
 	// The client asked for warning and up: a notice-level upstream message
 	// is dropped by the session, a warning is sent.
-	d := &downstream{clients: cl.to.Load(), notesOf: fixedNotes(&cellNotes{})}
+	d := &downstream{clients: cl.to, notesOf: fixedNotes(&cellNotes{})}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "notice", Data: "quiet"})
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "loud", Logger: "db"})
 	log.Error("bridge error")
@@ -124,9 +124,9 @@ func TestProgressLine(t *testing.T) {
 // reaches none.
 func TestSessionDownstreamIsPrivate(t *testing.T) {
 	cl, sessions, heard := sessionsOf(t, 2)
-	shares := *cl.to.Load()
+	shares := *cl.to
 	shares.shared = true
-	cl.to.Store(&shares)
+	cl.to = &shares
 	ctx := context.Background()
 	notes := []*cellNotes{{}, {}}
 	notesOf := func(ss *mcp.ServerSession) *cellNotes {
@@ -137,7 +137,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		}
 		return nil
 	}
-	shared := &downstream{clients: cl.to.Load(), shared: true, notesOf: notesOf}
+	shared := &downstream{clients: cl.to, shared: true, notesOf: notesOf}
 	own := &cellNotes{}
 	mine := shared.forSession(sessions[0], own)
 	end0, end1, endOwn := notes[0].begin(), notes[1].begin(), own.begin()
@@ -185,12 +185,12 @@ func fixedNotes(n *cellNotes) func(*mcp.ServerSession) *cellNotes {
 func TestSharedServerWithSeveralSessions(t *testing.T) {
 	cl, sessions, _ := sessionsOf(t, 2)
 	ctx := context.Background()
-	d := &downstream{clients: cl.to.Load(), notesOf: fixedNotes(&cellNotes{})}
+	d := &downstream{clients: cl.to, notesOf: fixedNotes(&cellNotes{})}
 	sampling := func(c *mcp.ClientCapabilities) bool { return true }
 	if _, err := d.clientWith(ctx, "s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
 		t.Fatalf("no call in flight: %v", err)
 	}
-	end := cl.to.Load().busy.begin("s", sessions[1])
+	end := cl.to.busy.begin("s", sessions[1])
 	if ss, err := d.clientWith(ctx, "s", sampling, "%q"); err != nil || ss != sessions[1] {
 		t.Fatalf("one session calling: %v, %v", ss, err)
 	}
@@ -208,9 +208,8 @@ func TestSharedServerWithSeveralSessions(t *testing.T) {
 // receives.
 func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *mcp.LoggingMessageParams) {
 	t.Helper()
-	cl := NewClientLog()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	cl.to.Store(&clients{srv: srv, busy: &inflight{}})
+	cl := &ClientLog{to: &clients{srv: srv, busy: &inflight{}}}
 	ctx := context.Background()
 	var sessions []*mcp.ServerSession
 	var heard []chan *mcp.LoggingMessageParams

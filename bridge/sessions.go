@@ -32,7 +32,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.packages = b.opts.Packages
 	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
-	h.trips = &b.trips
+	h.trips = b.trips
 	h.shapes = b.shapesOf(p.Key())
 	if b.opts.PerSession {
 		h.busy = b.clients.busy // with one session calling a server, its client is the one to ask
@@ -83,13 +83,13 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 	if b.closed {
 		return nil, sandbox.ErrClosed
 	}
-	if s, ok := b.sessions[ss]; ok {
+	if s := b.reg.session(ss); s != nil {
 		return s, nil
 	}
 	notes := &cellNotes{}
 	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes)), true, principalOf(extra))
 	s.notes = notes
-	b.sessions[ss] = s
+	b.reg.add(ss, s)
 	b.opts.Metrics.Sandboxes(1)
 	b.log.Debug("session sandbox made", "session", ss.ID(), "principal", s.principal.String())
 	go func() {
@@ -102,8 +102,8 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 // endSession removes the sandbox of an MCP session that ended.
 func (b *Bridge) endSession(ss *mcp.ServerSession) {
 	b.mu.Lock()
-	s, ok := b.sessions[ss]
-	delete(b.sessions, ss)
+	s := b.reg.remove(ss)
+	ok := s != nil
 	if ok {
 		b.closing.Add(1) // Close waits for this close too
 		b.ending++
@@ -128,25 +128,9 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 // came with its calls; end returns them.
 func (s *session) beginNotes() (end func() string) { return s.notes.begin() }
 
-// notesOf are the upstream warnings for the cells of ss's session: the
-// single session's when the bridge has one; nil when ss has no session.
-func (b *Bridge) notesOf(ss *mcp.ServerSession) *cellNotes {
-	if !b.opts.PerSession {
-		return b.single.notes
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s, ok := b.sessions[ss]; ok {
-		return s.notes
-	}
-	return nil
-}
-
 // Sandboxes is how many MCP sessions have a sandbox now.
 func (b *Bridge) Sandboxes() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.sessions)
+	return b.reg.count()
 }
 
 // Close removes every session's sandbox at once (a cell still running
@@ -165,11 +149,7 @@ func (b *Bridge) closeAll() {
 	if b.ending > 0 {
 		b.log.Debug("waiting for the sandboxes of sessions that ended just before", "sessions", b.ending)
 	}
-	all := []*session{b.single}
-	for ss, s := range b.sessions {
-		all = append(all, s)
-		delete(b.sessions, ss)
-	}
+	all := append([]*session{b.single}, b.reg.removeAll()...)
 	b.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,21 +41,6 @@ type Downstream interface {
 // ErrNoClient is the answer to an upstream's request when no client is
 // there to ask (codebridge exec, or before a client connected).
 var ErrNoClient = errors.New("no MCP client is connected to codebridge to answer this request")
-
-// downRef holds a pool's Downstream, set once the bridge exists.
-type downRef struct{ p atomic.Pointer[Downstream] }
-
-func (r *downRef) get() Downstream {
-	if d := r.p.Load(); d != nil {
-		return *d
-	}
-	return nil
-}
-
-// SetDownstream sets who answers the servers' requests to their client
-// (sampling, elicitation, roots) and hears their log messages. Until it is
-// set, such requests are refused with [ErrNoClient].
-func (p *Pool) SetDownstream(d Downstream) { p.down.p.Store(&d) }
 
 // RootsChanged tells every running server that the client's roots
 // changed (notifications/roots/list_changed); a server that cares asks
@@ -113,14 +97,13 @@ type downlink struct {
 	sampling bool   // its entry allows sampling
 	source   string // the config file of its entry, for the host's log
 	log      *slog.Logger
-	down     *downRef
+	down     Downstream // the pool's (Options.Downstream); nil: none
 }
 
 // answersRoots reports whether the Downstream would answer the server's
 // roots/list now (see [Downstream.AnswersRoots]).
 func (l *downlink) answersRoots() bool {
-	d := l.down.get()
-	return d != nil && d.AnswersRoots(l.server)
+	return l.down != nil && l.down.AnswersRoots(l.server)
 }
 
 // createMessage answers sampling/createMessage: refused unless the
@@ -132,20 +115,18 @@ func (l *downlink) createMessage(ctx context.Context, req *mcp.CreateMessageRequ
 		l.log.Warn("refused a sampling request: sampling is off for this server", "config", l.source)
 		return nil, fmt.Errorf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry of the codebridge config)", l.server)
 	}
-	d := l.down.get()
-	if d == nil {
+	if l.down == nil {
 		return nil, ErrNoClient
 	}
-	return d.CreateMessage(ctx, l.server, req.Params)
+	return l.down.CreateMessage(ctx, l.server, req.Params)
 }
 
 // elicit answers elicitation/create by asking the client.
 func (l *downlink) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	d := l.down.get()
-	if d == nil {
+	if l.down == nil {
 		return nil, ErrNoClient
 	}
-	return d.Elicit(ctx, l.server, req.Params)
+	return l.down.Elicit(ctx, l.server, req.Params)
 }
 
 // listRoots answers roots/list (see rootsMiddleware).
@@ -154,8 +135,8 @@ func (l *downlink) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 func (l *downlink) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	var r *mcp.ListRootsResult
 	err := ErrNoClient
-	if d := l.down.get(); d != nil {
-		r, err = d.ListRoots(ctx, l.server)
+	if l.down != nil {
+		r, err = l.down.ListRoots(ctx, l.server)
 	}
 	if err != nil {
 		l.log.Warn("the server asked for roots, and none could be given", "err", err)

@@ -75,9 +75,8 @@ func TestLogTiedToItsCall(t *testing.T) {
 	events := filepath.Join(t.TempDir(), "events")
 	spec := stubSpec("stub")
 	spec.Env = map[string]string{"STUB_EVENTS": events}
-	p := newTestPool(t, Options{}, spec)
 	sink := newLogSink()
-	p.SetDownstream(sink)
+	p := newTestPool(t, Options{Downstream: sink}, spec)
 	s, _ := p.Get("stub")
 	ctx := context.WithValue(context.Background(), markKey{}, "first")
 	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"alone"}`), nil); err != nil {
@@ -135,9 +134,8 @@ func TestRemoteLogTiedToItsCall(t *testing.T) {
 	// logging/setLevel, which codebridge does not send.
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	defer hs.Close()
-	p := newTestPool(t, Options{}, discovery.Server{Name: "remote", URL: hs.URL, Source: "test"})
 	sink := newLogSink()
-	p.SetDownstream(sink)
+	p := newTestPool(t, Options{Downstream: sink}, discovery.Server{Name: "remote", URL: hs.URL, Source: "test"})
 	s, _ := p.Get("remote")
 	holdDone := make(chan error, 1)
 	go func() {
@@ -174,9 +172,8 @@ func (l slowSink) LogCall(call context.Context, server string, p *mcp.LoggingMes
 // is handled before the call returns (its cell's notes then have it), even
 // when the handler is slow: the answer that follows it does not overtake it.
 func TestLogHandledBeforeTheCallReturns(t *testing.T) {
-	p := newTestPool(t, Options{}, stubSpec("stub"))
 	sink := newLogSink()
-	p.SetDownstream(slowSink{sink})
+	p := newTestPool(t, Options{Downstream: slowSink{sink}}, stubSpec("stub"))
 	s, _ := p.Get("stub")
 	ctx := context.WithValue(context.Background(), markKey{}, "mine")
 	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"first"}`), nil); err != nil {

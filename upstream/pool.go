@@ -26,6 +26,11 @@ type Options struct {
 	Version string
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
+	// Downstream answers what the servers ask of their client (sampling,
+	// elicitation, roots) and hears their log messages. It is made before
+	// the pool (bridge.NewClients); nil refuses such requests with
+	// [ErrNoClient].
+	Downstream Downstream
 }
 
 // DefaultCallTimeout bounds one upstream call when nothing else does.
@@ -35,7 +40,6 @@ const DefaultCallTimeout = 120 * time.Second
 type Pool struct {
 	servers []*Server
 	byName  map[string]*Server
-	down    downRef
 	opts    Options
 	owned   []*Server // the servers Close stops
 }
@@ -63,7 +67,7 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 		if _, dup := p.byName[spec.Name]; dup {
 			continue // discovery already reported it
 		}
-		s := newServer(spec, opts, &p.down)
+		s := newServer(spec, opts)
 		p.servers = append(p.servers, s)
 		p.owned = append(p.owned, s)
 		p.byName[spec.Name] = s
@@ -132,14 +136,12 @@ func (p *Pool) Close() error {
 // means p's.
 func (p *Pool) ForSession(d Downstream) *Pool {
 	v := &Pool{byName: make(map[string]*Server, len(p.servers)), opts: p.opts}
-	down := &p.down
 	if d != nil {
-		v.SetDownstream(d)
-		down = &v.down
+		v.opts.Downstream = d
 	}
 	for _, s := range p.servers {
 		if s.spec.PerSession {
-			s = newServer(s.spec, p.opts, down)
+			s = newServer(s.spec, v.opts)
 			v.owned = append(v.owned, s)
 		}
 		v.servers = append(v.servers, s)

@@ -252,3 +252,31 @@ func TestForSession(t *testing.T) {
 		t.Fatal("closing the view left its own server running")
 	}
 }
+
+// TestForSessionDownstream: the servers of a session's view that are its
+// own ask, and log to, the Downstream the view was made with; the shared
+// ones, and the own ones of a view made with none, the pool's.
+func TestForSessionDownstream(t *testing.T) {
+	own := stubSpec("own")
+	own.PerSession = true
+	pools, session := newLogSink(), newLogSink()
+	p := newTestPool(t, Options{Downstream: pools}, stubSpec("shared"), own)
+	for _, c := range []struct {
+		view       *Pool
+		name       string
+		downstream Downstream
+	}{
+		{p, "own", pools},
+		{p.ForSession(session), "own", session},
+		{p.ForSession(session), "shared", pools},
+		{p.ForSession(nil), "own", pools},
+	} {
+		s, err := c.view.Get(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.downlink.down != c.downstream || s.watchers.down != c.downstream {
+			t.Fatalf("server %q of a view asks the wrong Downstream", c.name)
+		}
+	}
+}

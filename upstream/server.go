@@ -29,9 +29,9 @@ type Server struct {
 	downlink  downlink
 }
 
-// newServer returns the server of spec; down is the pool's: who answers
-// the server's requests to its client.
-func newServer(spec discovery.Server, opts Options, down *downRef) *Server {
+// newServer returns the server of spec; opts.Downstream answers the
+// server's requests to its client.
+func newServer(spec discovery.Server, opts Options) *Server {
 	if spec.Timeout > 0 {
 		opts.CallTimeout = spec.Timeout // the server's own limit wins
 	}
@@ -49,8 +49,8 @@ func newServer(spec discovery.Server, opts Options, down *downRef) *Server {
 	}
 	s.catalogue.sup = s.sup
 	s.offers.sup = s.sup
-	s.watchers = callWatchers{server: spec.Name, log: log, down: down}
-	s.downlink = downlink{server: spec.Name, sampling: spec.Sampling, source: spec.Source, log: log, down: down}
+	s.watchers = callWatchers{server: spec.Name, log: log, down: opts.Downstream}
+	s.downlink = downlink{server: spec.Name, sampling: spec.Sampling, source: spec.Source, log: log, down: opts.Downstream}
 	return s
 }
 

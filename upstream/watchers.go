@@ -23,8 +23,8 @@ import (
 type callWatchers struct {
 	server string
 	log    *slog.Logger
-	down   *downRef
-	calls  sync.Map // progress token -> *callWatch, for each tool call in flight
+	down   Downstream // nil: none
+	calls  sync.Map   // progress token -> *callWatch, for each tool call in flight
 }
 
 // progressTokens numbers the progress tokens of all calls.
@@ -169,7 +169,7 @@ func (ws *callWatchers) logMessage(ctx context.Context, req *mcp.LoggingMessageR
 	if held && w != nil {
 		defer ws.unhold(w)
 	}
-	d := ws.down.get()
+	d := ws.down
 	if d == nil {
 		return
 	}

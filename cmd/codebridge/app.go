@@ -39,8 +39,12 @@ type app struct {
 // the gate; nil for the others, whose sandbox (doctor's probe) is
 // ephemeral, unmounted and ungated.
 func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
-	clientLog := bridge.NewClientLog() // warnings reach the MCP client's log too
-	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), clientLog))
+	opts := s.bridgeOptions()
+	// The MCP sessions the bridge will serve come first: the log (its
+	// warnings reach the client's log too), the pool (what the upstreams
+	// ask of their client) and the bridge are made from them.
+	opts.Clients = bridge.NewClients(opts)
+	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), bridge.NewClientLog(opts.Clients)))
 	slog.SetDefault(log)
 	self, _ := os.Executable()
 	// The one reading of the config files: servers, redaction patterns
@@ -48,7 +52,9 @@ func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	cfg := discovery.Read(discovery.Options{Home: s.home, Files: s.configs, Self: self})
 	a := &app{settings: s, log: log, specs: cfg.Servers, problems: cfg.Problems}
 	a.sandboxes = sandbox.NewManager(s.engineOptions(log))
-	a.pool = upstream.NewPool(cfg.Servers, s.upstreamOptions(log))
+	poolOpts := s.upstreamOptions(log)
+	poolOpts.Downstream = opts.Clients.Downstream()
+	a.pool = upstream.NewPool(cfg.Servers, poolOpts)
 	if plan != nil {
 		a.gate, a.gateClose, a.gateErr = newGate(s, cfg, log)
 	}
@@ -57,8 +63,7 @@ func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	}
 	sandboxCfg := s.sandboxConfig(plan, a.chooseImage)
 	sandboxCfg.Log = log
-	opts := s.bridgeOptions()
-	opts.Log, opts.ClientLog, opts.Gate, opts.Metrics = log, clientLog, a.gate, a.metrics
+	opts.Log, opts.Gate, opts.Metrics = log, a.gate, a.metrics
 	if plan != nil {
 		opts.WorkspaceOf = plan.workspaceOf
 	}
