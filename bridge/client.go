@@ -318,19 +318,7 @@ func redactRequest[P any](g *gate.Session, p *P) (*P, error) {
 	if g == nil {
 		return p, nil
 	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("codebridge could not read the server's request to hide what the model must not see in it: %v", err)
-	}
-	red := g.RedactJSON(raw)
-	if bytes.Equal(red, raw) {
-		return p, nil
-	}
-	q := new(P)
-	if err := json.Unmarshal(red, q); err != nil {
-		return nil, fmt.Errorf("the server's request, once what the model must not see was hidden, no longer decodes (%v); it was not sent", err)
-	}
-	return q, nil
+	return rewriteJSON(p, func(raw []byte) []byte { return g.RedactJSON(raw) }, "the server's request", "what the model must not see was hidden")
 }
 
 // restoreAnswer is the client's answer a with real values put back for
@@ -339,19 +327,26 @@ func restoreAnswer[A any](g *gate.Session, server string, a *A) (*A, error) {
 	if g == nil {
 		return a, nil
 	}
-	raw, err := json.Marshal(a)
+	return rewriteJSON(a, func(raw []byte) []byte { return g.RestoreFor(server, raw) }, "the client's answer", "real values were put back")
+}
+
+// rewriteJSON is v passed through f as JSON: v itself when f changed
+// nothing, else a new value decoded from f's output. what names v, and
+// done says what f did, for the errors.
+func rewriteJSON[T any](v *T, f func([]byte) []byte, what, done string) (*T, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("codebridge could not read the client's answer to put real values back: %v", err)
+		return nil, fmt.Errorf("codebridge could not read %s to check what the model may see of it: %v; it was not passed on", what, err)
 	}
-	back := g.RestoreFor(server, raw)
-	if bytes.Equal(back, raw) {
-		return a, nil
+	out := f(raw)
+	if bytes.Equal(out, raw) {
+		return v, nil
 	}
-	out := new(A)
-	if err := json.Unmarshal(back, out); err != nil {
-		return nil, fmt.Errorf("the client's answer, with real values put back, no longer decodes: %v", err)
+	w := new(T)
+	if err := json.Unmarshal(out, w); err != nil {
+		return nil, fmt.Errorf("%s, once %s, no longer decodes (%v); it was not passed on", what, done, err)
 	}
-	return out, nil
+	return w, nil
 }
 
 // clientWith is the client that answers server's request, when it
