@@ -110,7 +110,23 @@ type env struct {
 	idleSessions int  // how many idle sessions the node measurement starts
 	leftPods     int  // sandbox Pods the node measurement found left behind (and deleted)
 
+	extraTags []string // -bridge-tags: build tags the bridge is built with besides those above
+
 	engineName, python, loadAtStart string // for the report
+}
+
+// bridgeTags are the build tags of the bridge this run measures: its
+// profiling hook (cmd/codebridge/benchprofile.go) with -profile, the
+// Kubernetes engine with -engine kubernetes, and those of -bridge-tags.
+func (e *env) bridgeTags() []string {
+	var tags []string
+	if e.profile != "" {
+		tags = append(tags, "benchprofile")
+	}
+	if e.kube {
+		tags = append(tags, "kubernetes")
+	}
+	return append(tags, e.extraTags...)
 }
 
 func (e *env) path(name string) string { return filepath.Join(e.tmp, name) }
@@ -147,7 +163,11 @@ func run() error {
 	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
 		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
 	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
+	extraTags := flag.String("bridge-tags", "", "build the bridge with these `tags` too, comma-separated (e.g. kubernetes: what the engine compiled in costs a bridge that uses another)")
 	flag.Parse()
+	if *extraTags != "" {
+		e.extraTags = strings.Split(*extraTags, ",")
+	}
 	if err := e.setEngine(*engine); err != nil {
 		return err
 	}
@@ -182,7 +202,7 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != "", e.kube); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.bridgeTags()); err != nil {
 		return err
 	}
 
