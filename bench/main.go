@@ -56,6 +56,9 @@
 //
 //   - Idle. The bridge's VmRSS with a warm sandbox and its three npm
 //     upstreams warm (each called once), two seconds after the last call.
+//     With -bridge-tags kubernetes (and -only idle) the bridge is built
+//     with the Kubernetes engine, which it does not use: what compiling
+//     the engine in costs every bridge.
 //
 //   - Profiles (-profile DIR, with -only latency; not in the report). The
 //     bridge is built with its profiling hook (-tags benchprofile) and each
