@@ -166,11 +166,11 @@ func run() error {
 	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
 		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
 	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
-	extraTags := flag.String("bridge-tags", "", "build the bridge with these `tags` too, comma-separated (e.g. kubernetes: what the engine compiled in costs a bridge that uses another)")
+	flag.Func("bridge-tags", "build the bridge with these `tags` too, comma-separated (e.g. kubernetes: what the engine compiled in costs a bridge that uses another)", func(s string) error {
+		e.extraTags = strings.Split(s, ",")
+		return nil
+	})
 	flag.Parse()
-	if *extraTags != "" {
-		e.extraTags = strings.Split(*extraTags, ",")
-	}
 	if err := e.setEngine(*engine); err != nil {
 		return err
 	}
