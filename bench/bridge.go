@@ -14,18 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildBridge compiles ./cmd/codebridge into dir and returns the binary;
-// profiled adds the bench's profiling hook (cmd/codebridge/benchprofile.go).
-func buildBridge(ctx context.Context, repo, dir string, profiled, kube bool) (string, error) {
+// buildBridge compiles ./cmd/codebridge into dir with the build tags
+// given (see env.bridgeTags) and returns the binary.
+func buildBridge(ctx context.Context, repo, dir string, tags []string) (string, error) {
 	bin := filepath.Join(dir, "codebridge")
 	args := []string{"build", "-o", bin}
-	var tags []string
-	if profiled {
-		tags = append(tags, "benchprofile")
-	}
-	if kube {
-		tags = append(tags, "kubernetes")
-	}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}

@@ -56,6 +56,9 @@
 //
 //   - Idle. The bridge's VmRSS with a warm sandbox and its three npm
 //     upstreams warm (each called once), two seconds after the last call.
+//     With -bridge-tags kubernetes (and -only idle) the bridge is built
+//     with the Kubernetes engine, which it does not use: what compiling
+//     the engine in costs every bridge.
 //
 //   - Profiles (-profile DIR, with -only latency; not in the report). The
 //     bridge is built with its profiling hook (-tags benchprofile) and each
@@ -110,7 +113,23 @@ type env struct {
 	idleSessions int  // how many idle sessions the node measurement starts
 	leftPods     int  // sandbox Pods the node measurement found left behind (and deleted)
 
+	extraTags []string // -bridge-tags: build tags the bridge is built with besides those above
+
 	engineName, python, loadAtStart string // for the report
+}
+
+// bridgeTags are the build tags of the bridge this run measures: its
+// profiling hook (cmd/codebridge/benchprofile.go) with -profile, the
+// Kubernetes engine with -engine kubernetes, and those of -bridge-tags.
+func (e *env) bridgeTags() []string {
+	var tags []string
+	if e.profile != "" {
+		tags = append(tags, "benchprofile")
+	}
+	if e.kube {
+		tags = append(tags, "kubernetes")
+	}
+	return append(tags, e.extraTags...)
 }
 
 func (e *env) path(name string) string { return filepath.Join(e.tmp, name) }
@@ -147,6 +166,10 @@ func run() error {
 	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
 		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
 	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
+	flag.Func("bridge-tags", "build the bridge with these `tags` too, comma-separated (e.g. kubernetes: what the engine compiled in costs a bridge that uses another)", func(s string) error {
+		e.extraTags = strings.Split(s, ",")
+		return nil
+	})
 	flag.Parse()
 	if err := e.setEngine(*engine); err != nil {
 		return err
@@ -182,7 +205,7 @@ func run() error {
 		return err
 	}
 	progress("building codebridge")
-	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.profile != "", e.kube); err != nil {
+	if e.bin, err = buildBridge(ctx, e.repo, e.tmp, e.bridgeTags()); err != nil {
 		return err
 	}
 

@@ -72,6 +72,9 @@ func describeMachine(ctx context.Context, e *env) machine {
 	if m.commit != "" && command(ctx, "git", "-C", e.repo, "status", "--porcelain", "--untracked-files=no") != "" {
 		m.commit += " with uncommitted changes"
 	}
+	if len(e.extraTags) > 0 {
+		m.commit += ", the bridge built with -tags " + strings.Join(e.bridgeTags(), ",")
+	}
 	return m
 }
 
