@@ -18,6 +18,8 @@ type Run struct {
 	start time.Time
 	rec   Record
 	end   func(outcome, msg string)
+
+	approvals approvals // the cell's approvals, questions out and batches forming (approve.go)
 }
 
 // Code is the code the run was given.
