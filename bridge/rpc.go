@@ -58,11 +58,13 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 		if !canonical {
 			params = raw // the gate refuses it, and says why; decoded for its target alone
 		}
+		batch := gate.Batch{ID: rpc.Batch, Size: rpc.Size}
 		if err := decodeParams(params, &p); err != nil {
+			c.cell.Unasked(batch) // its batch does not wait for it
 			return nil, err
 		}
 		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical,
-			Line: rpc.Line, Batch: gate.Batch{ID: rpc.Batch, Size: rpc.Size}}
+			Line: rpc.Line, Batch: batch}
 		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
 			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
 		}

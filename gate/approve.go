@@ -175,6 +175,16 @@ func (s *Session) approve(ctx context.Context, req Request, d Decision, by strin
 	}
 }
 
+// Unasked counts a request of batch b of the run's cell that failed
+// before the gate decided it (its server is unknown or did not start, its
+// parameters do not decode), so that the rest of its batch does not wait
+// for it. r may be nil.
+func (r *Run) Unasked(b Batch) {
+	if r != nil {
+		r.approvals.arrive(b, nil)
+	}
+}
+
 // approvedAlready is the decision on m when an earlier answer covers its
 // tool: for the session, or for the cell (a may be nil: no cell).
 func (s *Session) approvedAlready(a *approvals, m *member) (verdict, bool) {
