@@ -115,3 +115,39 @@ print("LATER", await mcp_memory.delete_entities(entityNames=["late"]))`)
 		t.Fatalf("decline: asked %d questions: %q", len(asked), asked)
 	}
 }
+
+// TestApprovalBatchLie: a sandbox that lies on its rpc frames (a batch of
+// 1,000 it never sends, a line its cell does not have) delays only its
+// own call: the call is asked about when the approval timeout ends the
+// wait for the rest, the question says the line is not known, and the
+// next cell's gathered calls ask once as before.
+func TestApprovalBatchLie(t *testing.T) {
+	needEnv(t)
+	mem := npmServer("mcp-server-memory")
+	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}
+	h, _ := gateHome(t, map[string]any{"memory": map[string]any{"command": mem.Command, "args": mem.Args, "env": mem.Env}}, nil)
+	user := &approver{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-batch-lie", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: user.elicit})
+	b := startBridgeClient(t, h, client, oldProtocol, "CODEBRIDGE_POLICY=ask-destructive", "CODEBRIDGE_APPROVAL_TIMEOUT=2")
+	user.next(allow("once"))
+	out := b.ok(`from mcp import _channel
+_orig = _channel.encode
+def _lying(frame):
+    if frame.get("method") == "call_tool":
+        frame = dict(frame, batch=77, size=1000, line=10**9)
+    return _orig(frame)
+_channel.encode = _lying
+try:
+    print("LIED", await mcp_memory.delete_entities(entityNames=["x"]))
+finally:
+    _channel.encode = _orig`)
+	asked := user.next(allow("once"))
+	mustContain(t, out, "LIED")
+	if len(asked) != 1 || !strings.Contains(asked[0], "the line of the call is not known") || !strings.Contains(asked[0], "  1 | from mcp import _channel") {
+		t.Fatalf("the lying cell asked %q", asked)
+	}
+	mustContain(t, b.ok(gatherFive), "RESULTS ['dict', 'dict', 'dict', 'dict', 'dict']")
+	if asked = user.next(nil); len(asked) != 1 || !strings.Contains(asked[0], "5 calls at once") {
+		t.Fatalf("the next cell asked %q", asked)
+	}
+}
