@@ -83,13 +83,18 @@ func TestQuestionText(t *testing.T) {
 		t.Fatalf("one call:\n%s\nwant:\n%s", one, want)
 	}
 	batch := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), call("rm\u202e", 4)}, More: 3})
-	for _, part := range []string{"wants to make 5 calls at once:", "\n1. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}\n(rule tools.ask \"*\")",
-		"\n2. the tool mem\\u001b[31m.rm\\u202e (line 4) with", "\n... and 3 more calls (not shown)", "\nAllow them all?"} {
-		if !strings.Contains(batch, part) {
-			t.Fatalf("the batch's question lacks %q:\n%s", part, batch)
-		}
+	want = "codebridge: code in the sandbox wants to make 5 calls at once:\n1. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}" +
+		"\n2. the tool mem\\u001b[31m.rm\\u202e (line 4) with\n{\"i\":1}\n... and 3 more calls (not shown)\n(rule tools.ask \"*\" for each).\nAllow them all?"
+	if batch != want {
+		t.Fatalf("a batch:\n%s\nwant:\n%s", batch, want)
 	}
-	if strings.ContainsAny(one+batch, "\x1b\u202e") {
+	other := call("wipe", 0)
+	other.Rule = "policy ask-destructive"
+	mixed := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), other}})
+	if !strings.Contains(mixed, "(line 3) with\n{\"i\":1}\n(rule tools.ask \"*\")\n2. the tool mem\\u001b[31m.wipe with\n{\"i\":1}\n(policy ask-destructive)\nAllow them all?") {
+		t.Fatalf("a batch of two rules:\n%s", mixed)
+	}
+	if strings.ContainsAny(one+batch+mixed, "\x1b\u202e") {
 		t.Fatal("a character that does not print came through")
 	}
 }

@@ -181,17 +181,7 @@ func question(q gate.Question) string {
 		fmt.Fprintf(&b, "codebridge: code in the sandbox wants to call the %s %s.%s with\n%s\n(%s).",
 			c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name), c.Arguments, gate.Printable(c.Rule))
 	} else {
-		fmt.Fprintf(&b, "codebridge: code in the sandbox wants to make %d calls at once:", n)
-		for i, c := range q.Calls {
-			fmt.Fprintf(&b, "\n%d. the %s %s.%s", i+1, c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name))
-			if c.Line > 0 {
-				fmt.Fprintf(&b, " (line %d)", c.Line)
-			}
-			fmt.Fprintf(&b, " with\n%s\n(%s)", c.Arguments, gate.Printable(c.Rule))
-		}
-		if q.More > 0 {
-			fmt.Fprintf(&b, "\n... and %d more calls (not shown)", q.More)
-		}
+		batchText(&b, q, n)
 	}
 	if q.Code != "" {
 		b.WriteString("\n" + q.Code)
@@ -202,6 +192,32 @@ func question(q gate.Question) string {
 		b.WriteString("\nAllow them all?")
 	}
 	return b.String()
+}
+
+// batchText writes the calls of a batch's question: each with its line
+// and arguments, and its rule, or the rule once when all share it.
+func batchText(b *strings.Builder, q gate.Question, n int) {
+	fmt.Fprintf(b, "codebridge: code in the sandbox wants to make %d calls at once:", n)
+	shared := true
+	for _, c := range q.Calls {
+		shared = shared && c.Rule == q.Calls[0].Rule
+	}
+	for i, c := range q.Calls {
+		fmt.Fprintf(b, "\n%d. the %s %s.%s", i+1, c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name))
+		if c.Line > 0 {
+			fmt.Fprintf(b, " (line %d)", c.Line)
+		}
+		fmt.Fprintf(b, " with\n%s", c.Arguments)
+		if !shared {
+			fmt.Fprintf(b, "\n(%s)", gate.Printable(c.Rule))
+		}
+	}
+	if q.More > 0 {
+		fmt.Fprintf(b, "\n... and %d more calls (not shown)", q.More)
+	}
+	if shared {
+		fmt.Fprintf(b, "\n(%s for each).", gate.Printable(q.Calls[0].Rule))
+	}
 }
 
 // redactText hides secrets and personal data in text for the model.
