@@ -45,7 +45,7 @@ func (c *call) answer(ctx context.Context, rpc protocol.RPC) (json.RawMessage, e
 	if c.run != nil && c.trips != nil {
 		c.trips.touch(c.run) // an upstream's question during this request is this call's
 	}
-	val, err := m(ctx, c, rpc.Params)
+	val, err := m(ctx, c, rpc)
 	return val, withKind(err)
 }
 

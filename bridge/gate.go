@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/protocol"
@@ -125,26 +126,98 @@ func askClient(ss *mcp.ServerSession, r *detachedRun) gate.Asker {
 		if err != nil {
 			return gate.Answer{}, err
 		}
-		switch res.Action {
-		case "accept":
-			forSession, _ := res.Content["session"].(bool)
-			return gate.Answer{Allow: true, ForSession: forSession}, nil
-		case "decline":
-			return gate.Answer{Reason: "declined"}, nil
-		}
-		return gate.Answer{Reason: "dismissed the request (" + res.Action + ")"}, nil
+		return approvalAnswer(res), nil
 	}
 }
 
-// approvalSchema asks one thing besides yes or no: whether to remember it.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"session":{"type":"boolean","title":"Allow this tool for the rest of the session","default":false}}}`)
+// approvalSchema asks one thing besides yes or no: how far the approval
+// reaches (or to decline after all). It has no default: a client fills
+// one in, and an older client's "session": true would read as "once".
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"allow":{"type":"string","title":"Allow",` +
+	`"oneOf":[{"const":"once","title":"Only these calls"},{"const":"cell","title":"This tool for the rest of this cell"},` +
+	`{"const":"session","title":"This tool for the rest of the session"},{"const":"decline","title":"Decline"}]}}}`)
 
-// question is the text of an approval: names, which an upstream or the
-// sandbox chose, with what does not print escaped; the arguments as the
-// gate shows them (what the upstream receives).
+// approvalAnswer reads the client's answer to an approval: accepted, how
+// far ("allow"; an older client's boolean "session": true is "session";
+// nothing is "once"), or declined. A value codebridge does not know
+// declines.
+func approvalAnswer(res *mcp.ElicitResult) gate.Answer {
+	switch res.Action {
+	case "accept":
+	case "decline":
+		return gate.Answer{Reason: "declined"}
+	default:
+		return gate.Answer{Reason: "dismissed the request (" + res.Action + ")"}
+	}
+	allow, set := res.Content["allow"]
+	if !set {
+		if session, _ := res.Content["session"].(bool); session {
+			return gate.Answer{Allow: true, Scope: gate.ForSession}
+		}
+		return gate.Answer{Allow: true, Scope: gate.Once}
+	}
+	switch allow {
+	case "once":
+		return gate.Answer{Allow: true, Scope: gate.Once}
+	case "cell":
+		return gate.Answer{Allow: true, Scope: gate.ForCell}
+	case "session":
+		return gate.Answer{Allow: true, Scope: gate.ForSession}
+	case "decline":
+		return gate.Answer{Reason: "declined"}
+	}
+	return gate.Answer{Reason: `answered "` + gate.Printable(fmt.Sprint(allow)) + `", which is none of once, cell, session or decline`}
+}
+
+// question is the text of an approval: each call with its arguments as
+// the gate shows them (what the upstream receives) and its rule, names
+// (which an upstream or the sandbox chose) with what does not print
+// escaped, then the cell's code around the call (escaped by the gate).
 func question(q gate.Question) string {
-	return fmt.Sprintf("codebridge: code in the sandbox wants to call the %s %s.%s with\n%s\n(%s). Allow it?",
-		q.Target.Kind, gate.Printable(q.Target.Server), gate.Printable(q.Target.Name), q.Arguments, gate.Printable(q.Rule))
+	var b strings.Builder
+	n := len(q.Calls) + q.More
+	if n == 1 {
+		c := q.Calls[0]
+		fmt.Fprintf(&b, "codebridge: code in the sandbox wants to call the %s %s.%s with\n%s\n(%s).",
+			c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name), c.Arguments, gate.Printable(c.Rule))
+	} else {
+		batchText(&b, q, n)
+	}
+	if q.Code != "" {
+		b.WriteString("\n" + q.Code)
+	}
+	if n == 1 {
+		b.WriteString("\nAllow it?")
+	} else {
+		b.WriteString("\nAllow them all?")
+	}
+	return b.String()
+}
+
+// batchText writes the calls of a batch's question: each with its line
+// and arguments, and its rule, or the rule once when all share it.
+func batchText(b *strings.Builder, q gate.Question, n int) {
+	fmt.Fprintf(b, "codebridge: code in the sandbox wants to make %d calls at once:", n)
+	shared := true
+	for _, c := range q.Calls {
+		shared = shared && c.Rule == q.Calls[0].Rule
+	}
+	for i, c := range q.Calls {
+		fmt.Fprintf(b, "\n%d. the %s %s.%s", i+1, c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name))
+		if c.Line > 0 {
+			fmt.Fprintf(b, " (line %d)", c.Line)
+		}
+		fmt.Fprintf(b, " with\n%s", c.Arguments)
+		if !shared {
+			fmt.Fprintf(b, "\n(%s)", gate.Printable(c.Rule))
+		}
+	}
+	if q.More > 0 {
+		fmt.Fprintf(b, "\n... and %d more calls (not shown)", q.More)
+	}
+	if shared {
+		fmt.Fprintf(b, "\n(%s for each).", gate.Printable(q.Calls[0].Rule))
+	}
 }
 
 // redactText hides secrets and personal data in text for the model.

@@ -82,6 +82,7 @@ func (h *sandboxHost) Stale() []string {
 func (c *call) through(ctx context.Context, req gate.Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
 	tool, unlisted, err := c.listed(ctx, req.Target)
 	if err != nil {
+		c.cell.Unasked(req.Batch) // its batch does not wait for it
 		return nil, err
 	}
 	req.Unlisted, req.Ask, req.Run = unlisted, askClient(c.client, c.run), c.cell

@@ -109,17 +109,17 @@ func TestLedgerCallsMethod(t *testing.T) {
 	read := typed(func(_ context.Context, _ *call, _ countedParams) (json.RawMessage, error) {
 		return json.RawMessage(`{}`), nil
 	})
-	if _, err := read(context.Background(), c, json.RawMessage(`{"uri":"mem://a"}`)); err != nil {
+	if _, err := read(context.Background(), c, protocol.RPC{Params: json.RawMessage(`{"uri":"mem://a"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	fail := typed(func(_ context.Context, _ *call, _ countedParams) (json.RawMessage, error) {
 		return nil, fmt.Errorf("reading: %w", upstream.ErrFailed)
 	})
-	_, _ = fail(context.Background(), c, json.RawMessage(`{"uri":"mem://b"}`))
+	_, _ = fail(context.Background(), c, protocol.RPC{Params: json.RawMessage(`{"uri":"mem://b"}`)})
 
 	ask := func(c *call) protocol.CallsAnswer {
 		t.Helper()
-		raw, err := methods[protocol.MCalls](context.Background(), c, nil)
+		raw, err := methods[protocol.MCalls](context.Background(), c, protocol.RPC{})
 		var ans protocol.CallsAnswer
 		if err != nil || json.Unmarshal(raw, &ans) != nil {
 			t.Fatalf("calls: %v, %s", err, raw)

@@ -61,8 +61,8 @@ var (
 // redacted is m, whose answer is a listing, with that answer redacted as
 // l says before the sandbox reads it, and its error redacted too.
 func redacted(l *listing, m method) method {
-	return func(ctx context.Context, c *call, params json.RawMessage) (json.RawMessage, error) {
-		val, err := m(ctx, c, params)
+	return func(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessage, error) {
+		val, err := m(ctx, c, rpc)
 		if c.gate == nil {
 			return val, err
 		}
@@ -76,7 +76,7 @@ func redacted(l *listing, m method) method {
 		out, withheld, err := c.redactEntries(l, val)
 		if withheld > 0 && l == toolListing {
 			var p protocol.ListToolsParams
-			_ = json.Unmarshal(params, &p)
+			_ = json.Unmarshal(rpc.Params, &p)
 			c.log.Warn("server lists tools whose names hold a secret or personal data, so the sandbox is not shown them; rename them in the server, or narrow the \"redact\" patterns", "server", p.Server, "tools", withheld)
 		}
 		return out, err

@@ -73,7 +73,7 @@ func mustHide(t *testing.T, what string, got []byte) {
 func TestToolListingRedacted(t *testing.T) {
 	c := tellingCall(t)
 	ctx := context.Background()
-	raw, err := methods[protocol.MListTools](ctx, c, json.RawMessage(`{"server":"tell"}`))
+	raw, err := methods[protocol.MListTools](ctx, c, protocol.RPC{Params: json.RawMessage(`{"server":"tell"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestToolListingRedacted(t *testing.T) {
 		t.Fatalf("lookup's title %q, annotations' title %q", tools[0].Title, tools[0].Annotations.Title)
 	}
 
-	raw, err = methods[protocol.MSearchTools](ctx, c, json.RawMessage(`{"query":"tool named after key lookup people","limit":10,"detail":"full"}`))
+	raw, err = methods[protocol.MSearchTools](ctx, c, protocol.RPC{Params: json.RawMessage(`{"query":"tool named after key lookup people","limit":10,"detail":"full"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestListedNameKeptOrWithheld(t *testing.T) {
 	s := tellingGate(t, nil).NewSession()
 	s.Redact("known: bob.ray@example.com") // the session hands out <email_1> for it
 	c := &call{sandboxHost: &sandboxHost{gate: s, log: slog.New(slog.DiscardHandler)}}
-	answer := func(context.Context, *call, json.RawMessage) (json.RawMessage, error) {
+	answer := func(context.Context, *call, protocol.RPC) (json.RawMessage, error) {
 		return json.Marshal([]map[string]any{
 			{"name": "send_mail", "description": "mail bob.ray@example.com"},
 			{"name": "bob.ray@example.com"},
@@ -129,7 +129,7 @@ func TestListedNameKeptOrWithheld(t *testing.T) {
 			{"description": "no name, " + tellToken},
 		})
 	}
-	raw, err := redacted(toolListing, answer)(context.Background(), c, nil)
+	raw, err := redacted(toolListing, answer)(context.Background(), c, protocol.RPC{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +143,10 @@ func TestListedNameKeptOrWithheld(t *testing.T) {
 // tools/list it failed): the sandbox gets it redacted, its cause intact.
 func TestListingErrorRedacted(t *testing.T) {
 	c := &call{sandboxHost: &sandboxHost{gate: tellingGate(t, nil).NewSession(), log: slog.New(slog.DiscardHandler)}}
-	failed := func(context.Context, *call, json.RawMessage) (json.RawMessage, error) {
+	failed := func(context.Context, *call, protocol.RPC) (json.RawMessage, error) {
 		return nil, fmt.Errorf("tools/list of tell: key %s is not %s's: %w", tellToken, tellEmail, upstream.ErrNoClient)
 	}
-	_, err := redacted(toolListing, failed)(context.Background(), c, nil)
+	_, err := redacted(toolListing, failed)(context.Background(), c, protocol.RPC{})
 	if !errors.Is(err, upstream.ErrNoClient) {
 		t.Fatalf("the cause is lost: %v", err)
 	}

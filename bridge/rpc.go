@@ -12,8 +12,9 @@ import (
 	"github.com/codebridge/codebridge/upstream"
 )
 
-// method answers one RPC method of the runtime (pyruntime/PROTOCOL.md).
-type method func(ctx context.Context, c *call, params json.RawMessage) (json.RawMessage, error)
+// method answers one RPC method of the runtime (pyruntime/PROTOCOL.md):
+// the request's params, and where in the cell it was made.
+type method func(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessage, error)
 
 // methods are the RPC methods the bridge answers, each with its own
 // parameter type (package protocol). The answers that list what upstreams
@@ -45,7 +46,8 @@ var methods = map[string]method{
 // that form: the gate, the audit and the upstream see the same text, and
 // nothing parses it again unless the gate puts private values back.
 func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) method {
-	return func(ctx context.Context, c *call, raw json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessage, error) {
+		raw := rpc.Params
 		var p P
 		if _, targeted := any(p).(protocol.Targeted); !targeted || c.gate == nil { // no gate: nothing to pass
 			if err := decodeParams(raw, &p); err != nil {
@@ -58,10 +60,13 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 		if !canonical {
 			params = raw // the gate refuses it, and says why; decoded for its target alone
 		}
+		batch := gate.Batch{ID: rpc.Batch, Size: rpc.Size}
 		if err := decodeParams(params, &p); err != nil {
+			c.cell.Unasked(batch) // its batch does not wait for it
 			return nil, err
 		}
-		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical}
+		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical,
+			Line: rpc.Line, Batch: batch}
 		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
 			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
 		}

@@ -41,7 +41,7 @@ func TestParamsDecodedOnce(t *testing.T) {
 		return json.RawMessage(`{}`), nil
 	})
 	decodes = 0
-	if _, err := m(context.Background(), c, json.RawMessage(`{"uri": "mem://a", "arguments": {"b": 1, "a": 2}}`)); err != nil {
+	if _, err := m(context.Background(), c, protocol.RPC{Params: json.RawMessage(`{"uri": "mem://a", "arguments": {"b": 1, "a": 2}}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if decodes != 1 || string(got.Arguments) != `{"a":2,"b":1}` {

@@ -39,14 +39,14 @@ func TestShapeRecordedAsTheSandboxGetsIt(t *testing.T) {
 
 	message := `{"alice@example.org": {"id": 7}, "\u001b[2J": "wiped", "plain": [1.5]}`
 	params, _ := json.Marshal(map[string]any{"server": "stub", "tool": "echo", "arguments": map[string]any{"message": message}})
-	res, err := methods[protocol.MCallTool](ctx, c, params)
+	res, err := methods[protocol.MCallTool](ctx, c, protocol.RPC{Params: params})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(res), "alice@") {
 		t.Fatalf("the gate did not redact the result: %s", res)
 	}
-	raw, err := methods[protocol.MListTools](ctx, c, json.RawMessage(`{"server": "stub"}`))
+	raw, err := methods[protocol.MListTools](ctx, c, protocol.RPC{Params: json.RawMessage(`{"server": "stub"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

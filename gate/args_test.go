@@ -66,8 +66,11 @@ func TestQuestionShowsWhatRuns(t *testing.T) {
 	if _, err := s.Through(context.Background(), Request{Target: tool("rm"), Params: json.RawMessage(raw), Ask: asker}, up.do); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(q.Arguments, `"path":"/tmp/x"`) || !strings.Contains(q.Arguments, `(1,000 bytes)`) || strings.Contains(q.Arguments, "  ") {
-		t.Fatalf("the question shows %q", q.Arguments)
+	if len(q.Calls) != 1 {
+		t.Fatalf("the question lists %d calls", len(q.Calls))
+	}
+	if shown := q.Calls[0].Arguments; !strings.Contains(shown, `"path":"/tmp/x"`) || !strings.Contains(shown, `(1,000 bytes)`) || strings.Contains(shown, "  ") {
+		t.Fatalf("the question shows %q", shown)
 	}
 	if want := `{"arguments":{"note":"` + strings.Repeat("z", 1000) + `","path":"/tmp/x"},"server":"mem","tool":"rm"}`; string(up.got) != want {
 		t.Fatalf("the upstream got %s", up.got)
@@ -77,9 +80,9 @@ func TestQuestionShowsWhatRuns(t *testing.T) {
 	dup := `{"server":"mem","tool":"rm","arguments":{"path":"/tmp/x","path":"/"}}`
 	_, err := s.Through(context.Background(), Request{Target: tool("rm"), Params: json.RawMessage(dup), Ask: asker}, up.do)
 	var de *DeniedError
-	if !errors.As(err, &de) || up.called != 0 || q.Arguments != "" || !strings.Contains(err.Error(), `duplicate object member name "path" within "/arguments"`) ||
+	if !errors.As(err, &de) || up.called != 0 || q.Calls != nil || !strings.Contains(err.Error(), `duplicate object member name "path" within "/arguments"`) ||
 		!strings.Contains(err.Error(), "send each name once") {
-		t.Fatalf("a name given twice: %v (upstream called %d times, asked %q)", err, up.called, q.Arguments)
+		t.Fatalf("a name given twice: %v (upstream called %d times, asked %+v)", err, up.called, q)
 	}
 }
 

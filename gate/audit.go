@@ -28,7 +28,8 @@ type Record struct {
 	Server  string    `json:"server,omitempty"`
 	Name    string    `json:"name,omitempty"`
 	// Decision is allow, ask or deny as the policy said; By says who
-	// settled it: policy, user, session (an earlier "for this session"),
+	// settled it: policy, user, session (an earlier "for this session"), cell
+	// (an earlier "for this cell"),
 	// or timeout / no-client when an ask fell back to deny.
 	Decision string          `json:"decision,omitempty"`
 	By       string          `json:"by,omitempty"`

@@ -16,8 +16,11 @@
 //     annotations (open, ask-destructive, read-only); a tool call that
 //     names no listed tool exactly is denied.
 //   - An "ask" decision goes to an [Asker] (the bridge's: MCP
-//     elicitation/create to the client); an answer "for this session" is
-//     remembered by the [Session].
+//     elicitation/create to the client) as a [Question] that shows the
+//     calls and the cell's code around them; the requests of one batch
+//     (sent together by the cell) are asked about once, and an answer
+//     reaches the calls asked about, the rest of the cell ([Run]) or the
+//     rest of the [Session] ([Scope], approve.go).
 //   - [Redactor] turns personal data (email, phone, card, ssn, ip, iban and
 //     custom patterns) into stable tokens such as <email_1>, per session,
 //     and always hides the values of upstream env and headers; the token

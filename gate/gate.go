@@ -81,32 +81,6 @@ func (g *Gate) NewSessionOf(principal string) *Session {
 		byValue: map[string]string{}, byToken: map[string]string{}, counts: map[string]int{}, approved: map[string]bool{}}
 }
 
-// Question is what an [Asker] puts to the user.
-type Question struct {
-	Target protocol.Target
-	// Arguments are the arguments the upstream receives, in their
-	// canonical form, each long string cut with its size (see
-	// showArguments): never the text the sandbox sent.
-	Arguments string
-	// Rule is the rule that asked.
-	Rule string
-}
-
-// Answer is the user's reply.
-type Answer struct {
-	Allow      bool
-	ForSession bool   // allow this tool for the rest of the session
-	Reason     string // why not, in the user's (or the client's) words
-}
-
-// ErrCannotAsk is returned by an [Asker] whose client cannot ask the user
-// (no elicitation support, or no client: codebridge exec).
-var ErrCannotAsk = errors.New("the MCP client cannot ask the user (it does not support elicitation)")
-
-// Asker asks the user about one request and waits for the answer, at
-// most until ctx ends.
-type Asker func(ctx context.Context, q Question) (Answer, error)
-
 // Request is one request of the sandbox, as the gate sees it.
 type Request struct {
 	Target protocol.Target
@@ -128,6 +102,11 @@ type Request struct {
 	// Run is the run_python call whose cell made the request ([Session.StartRun]);
 	// nil when none is known (a request made outside a cell).
 	Run *Run
+	// Line is the line of the cell's code that made the request, as the
+	// runtime says (0: unknown); a question shows the code around it.
+	Line int
+	// Batch marks a request the runtime sent with others (approve.go).
+	Batch Batch
 }
 
 // DeniedError is the error of a request the gate did not let through. Its
@@ -226,9 +205,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 
 	d, by := g.decide(req, perr)
 	rec.Decision, rec.By, rec.Rule = string(d.Verdict), by, d.Rule
-	if d.Verdict == Ask {
-		d, rec.By = s.approve(ctx, req, d, args)
-	}
+	d, rec.By = s.approve(ctx, req, d, by, args)
 	span.SetAttributes(attribute.String("codebridge.decision", string(d.Verdict)), attribute.String("codebridge.decided_by", rec.By))
 	if d.Verdict == Deny {
 		err := &DeniedError{Target: t, Rule: d.Rule, Why: denyWhy(rec.By, d), Cause: deniedBy(rec.By)}
@@ -272,43 +249,6 @@ func (g *Gate) decide(req Request, perr error) (Decision, string) {
 		return Decision{Deny, fmt.Sprintf("server %q lists no tool named exactly %q", req.Target.Server, req.Target.Name)}, "listing"
 	}
 	return g.policy.Decide(req.Target, req.Annotations), "policy"
-}
-
-// approve settles an ask: an approval for the session, else the user.
-func (s *Session) approve(ctx context.Context, req Request, d Decision, args []byte) (Decision, string) {
-	key := req.Target.Kind + "\x00" + req.Target.Server + "\x00" + req.Target.Name
-	s.mu.Lock()
-	ok := s.approved[key]
-	s.mu.Unlock()
-	if ok {
-		return Decision{Allow, d.Rule}, "session"
-	}
-	if req.Ask == nil {
-		return Decision{Deny, d.Rule}, "no-client"
-	}
-	actx, cancel := context.WithTimeout(ctx, s.g.cfg.ApprovalTimeout)
-	defer cancel()
-	a, err := req.Ask(actx, Question{Target: req.Target, Arguments: showArguments(args), Rule: d.Rule})
-	switch {
-	case errors.Is(err, ErrCannotAsk):
-		return Decision{Deny, d.Rule}, "no-client"
-	case err != nil && actx.Err() != nil && ctx.Err() == nil:
-		return Decision{Deny, d.Rule}, "timeout"
-	case err != nil:
-		return Decision{Deny, d.Rule + ": asking the user failed: " + err.Error()}, "error"
-	case !a.Allow:
-		reason := a.Reason
-		if reason == "" {
-			reason = "declined"
-		}
-		return Decision{Deny, d.Rule + "; the user " + reason}, "user"
-	}
-	if a.ForSession {
-		s.mu.Lock()
-		s.approved[key] = true
-		s.mu.Unlock()
-	}
-	return Decision{Allow, d.Rule}, "user"
 }
 
 // denyWhy says why a call was denied and what to do about it.

@@ -187,7 +187,7 @@ func TestApproval(t *testing.T) {
 	if err := call(s, "once", answer(Answer{Allow: false, Reason: "declined"})); err == nil || !strings.Contains(err.Error(), "the user declined") {
 		t.Fatalf("decline: %v", err)
 	}
-	_ = call(s, "always", answer(Answer{Allow: true, ForSession: true}))
+	_ = call(s, "always", answer(Answer{Allow: true, Scope: ForSession}))
 	asked = 0
 	if err := call(s, "always", answer(Answer{})); err != nil || asked != 0 {
 		t.Fatalf("for the session: %v, asked %d times", err, asked)

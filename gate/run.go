@@ -20,6 +20,8 @@ type Run struct {
 	end   func(outcome, msg string)
 	calls *ledger // the requests the cell made ([Run.Calls])
 	prev  *ledger // the ledger of the run the session started before this one; nil: none
+
+	approvals approvals // the cell's approvals, questions out and batches forming (approve.go)
 }
 
 // Code is the code the run was given.

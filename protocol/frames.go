@@ -127,6 +127,17 @@ type RPC struct {
 	Exec   int64           `json:"exec"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// Line is the line of the cell's code that made the request (the
+	// innermost frame of the cell's code, or the line where the cell
+	// waits for the task that made it); 0 when unknown. An approval
+	// question shows the code around it.
+	Line int `json:"line,omitempty"`
+	// Batch and Size mark the requests the runtime sent together (in one
+	// turn of the cell's event loop, asyncio.gather): Batch is their id,
+	// unique in the cell, Size their number. The host asks the user about
+	// those that need it once. 0: sent alone.
+	Batch int64 `json:"batch,omitempty"`
+	Size  int   `json:"size,omitempty"`
 }
 
 // Done ends cell ID; every [Out] of the cell came before it.

@@ -47,6 +47,11 @@ MAX_IN_FLIGHT = 64
 # Channel.hold() keeps at most this many bytes of frames before it writes them.
 HOLD_MAX = 1 << 16
 
+# The requests that pass the host's gate (PROTOCOL.md): those a cell sends
+# in one loop turn are marked as one batch, which the host asks the user
+# about once. Only these: the host counts a batch's members at its gate.
+GATED = frozenset(("call_tool", "read_resource", "get_prompt"))
+
 _channel: Channel | None = None  # the process's Channel, set by Channel.install()
 _Future = None   # concurrent.futures.Future, imported on the first RPC
 
@@ -100,6 +105,11 @@ class Channel:
         self.on_exit: Callable[[], None] = lambda: None       # cleanup before exiting at EOF
         self.interrupted = None           # the cell the host interrupted, if any
         self.on_interrupt: Callable[[], None] = lambda: None  # reader thread, after an interrupt frame
+        # The line of the running cell that makes a request (0: unknown);
+        # set by the executor.
+        self.locate: Callable[[], int] = lambda: 0
+        self._outbox = None           # the requests of this loop turn (_Outbox)
+        self._batches = itertools.count(1)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -361,25 +371,48 @@ class Channel:
         """Send an ``rpc`` frame from a coroutine; return an asyncio future
         of the running loop that the reader thread resolves (through the
         loop) with the value, or a BridgeError. Cheaper than wrapping
-        :meth:`request`'s future: no thread-safe future in between."""
+        :meth:`request`'s future: no thread-safe future in between.
+
+        The frame goes out at the end of this turn of the loop, with every
+        other request made in it (asyncio.gather starts its calls in one
+        turn), in one write; several gated requests among them carry the
+        same ``batch`` id and their number (``size``), so that the host
+        asks the user about them once."""
         import asyncio
         loop = asyncio.get_running_loop()
         settler = self._settler
         if settler is None or settler.loop is not loop:
             settler = self._settler = _Settler(loop)
-        return self._request(method, params, lambda: _LoopFuture(settler)).future
+        rid, cell, data = self._frame(method, params)
+        future = _LoopFuture(settler)
+        outbox = self._outbox
+        if outbox is None or outbox.loop is not loop:
+            outbox = self._outbox = _Outbox(self, loop)
+        outbox.add((rid, cell, data, method in GATED, future))
+        return future.future
 
-    def _request(self, method: str, params: dict, new_future):
+    def _frame(self, method: str, params: dict) -> tuple:
+        """The id, cell and encoded ``rpc`` frame of a request of the
+        running cell, with the line of the cell that makes it."""
         cell = self.exec_id
         if cell is None:
             raise BridgeError(f"{method}: MCP calls work only while a cell runs "
                               "(not from a thread that outlived its cell)")
         rid = next(self._ids)
+        frame = {"t": "rpc", "id": rid, "exec": cell, "method": method, "params": params}
         try:
-            data = encode({"t": "rpc", "id": rid, "exec": cell,
-                           "method": method, "params": params})
+            line = self.locate()
+        except Exception:  # never fail a call for its line
+            line = 0
+        if line:
+            frame["line"] = line
+        try:
+            return rid, cell, encode(frame)
         except (TypeError, ValueError, RecursionError) as exc:
             raise _not_json(method, params, exc) from None
+
+    def _request(self, method: str, params: dict, new_future):
+        rid, cell, data = self._frame(method, params)
         future = new_future()
         self._slots.acquire()  # a KeyboardInterrupt may end the wait
         self._pending[rid] = (future, cell)
@@ -389,6 +422,42 @@ class Channel:
             self._take(rid)
             raise
         return future
+
+    def send_together(self, requests: list) -> None:
+        """Send the requests of one loop turn (``(rid, cell, data, gated,
+        future)``): those that get a slot at once go in one write, the
+        gated ones among them marked as one batch when there are several;
+        the rest follow one by one as slots free up. A request that could
+        not be sent fails."""
+        ready = []
+        for request in requests:
+            if not self._slots.acquire(blocking=False):
+                break
+            ready.append(request)
+        gated = sum(1 for r in ready if r[3])
+        if gated > 1:
+            mark = b',"batch":%d,"size":%d}\n' % (next(self._batches), gated)
+            ready = [(rid, cell, data[:-2] + mark if g else data, g, f) for rid, cell, data, g, f in ready]
+        for rid, cell, _, _, future in ready:
+            self._pending[rid] = (future, cell)
+        sent = 0
+        try:
+            if ready:
+                self.send_bytes(b"".join(r[2] for r in ready))
+            sent = len(ready)
+            for rid, cell, data, _, future in requests[sent:]:
+                self._slots.acquire()  # a KeyboardInterrupt may end the wait
+                self._pending[rid] = (future, cell)
+                self.send_bytes(data)
+                sent += 1
+        except BaseException as exc:  # not sent: each fails, and frees its slot
+            error = exc if isinstance(exc, Exception) else BridgeError(
+                "the call was not sent: the cell was interrupted")
+            for rid, _, _, _, future in requests[sent:]:
+                self._take(rid)
+                _fail(future, error)
+            if not isinstance(exc, Exception):
+                raise
 
     def _take(self, rid: int):
         """Remove RPC ``rid`` from the waiting ones and free its slot; its
@@ -445,6 +514,30 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+class _Outbox:
+    """The requests coroutines make in one turn of an event loop: the first
+    schedules :meth:`flush` for the end of the turn (``call_soon`` runs after
+    every callback that was ready when the turn began, e.g. every task that
+    asyncio.gather started), which sends them together."""
+
+    __slots__ = ("channel", "loop", "_requests")
+
+    def __init__(self, channel: Channel, loop):
+        self.channel = channel
+        self.loop = loop
+        self._requests = []
+
+    def add(self, request: tuple) -> None:
+        self._requests.append(request)
+        if len(self._requests) == 1:
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        requests, self._requests = self._requests, []
+        if requests:
+            self.channel.send_together(requests)
 
 
 class _Settler:

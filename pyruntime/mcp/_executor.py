@@ -139,6 +139,34 @@ class Executor:
         self.loop = None
         self._asyncio = None
         self._pid = os.getpid()
+        self._cell = None   # the running cell's file name
+        self._task = None   # the running cell's task, when it awaits
+        channel.locate = self.cell_line
+
+    def cell_line(self):
+        """The line of the running cell that makes a request now (the host
+        shows the code around it when it asks the user): the innermost
+        frame of the cell's code on the caller's stack; else, for a request
+        made by a task the cell started (asyncio.gather), the line where
+        the cell waits. 0 when neither is known."""
+        name = self._cell
+        if name is None:
+            return 0
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == name:
+                return frame.f_lineno
+            frame = frame.f_back
+        line = 0
+        awaiting = self._task.get_coro() if self._task is not None else None
+        while awaiting is not None:   # down the chain of awaits of the cell's task
+            frame = getattr(awaiting, "cr_frame", None) or getattr(awaiting, "gi_frame", None)
+            if frame is None:
+                break
+            if frame.f_code.co_filename == name:
+                line = frame.f_lineno
+            awaiting = getattr(awaiting, "cr_await", None) or getattr(awaiting, "gi_yieldfrom", None)
+        return line
 
     # ---- compile -------------------------------------------------------
 
@@ -181,6 +209,7 @@ class Executor:
         filename = f"{_CELL_PREFIX}{cell_id}>"
         self.register_source(filename, code)
         channel = self.channel
+        self._cell = filename
         try:
             try:
                 body, last, is_async = self.compile_cell(code, filename)
@@ -212,6 +241,7 @@ class Executor:
             self._end_if_copy(exc)
             return "error", None, format_exception(exc), None
         finally:
+            self._cell = self._task = None
             if _getsignal(signal.SIGINT) is not channel.on_sigint:
                 signal.signal(signal.SIGINT, channel.on_sigint)
 
@@ -271,7 +301,7 @@ class Executor:
         asyncio = self._asyncio
         asyncio.set_event_loop(loop)
         before = asyncio.all_tasks(loop)
-        task = loop.create_task(coro)
+        task = self._task = loop.create_task(coro)
         try:
             return loop.run_until_complete(task)
         finally:

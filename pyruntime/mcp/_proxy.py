@@ -89,6 +89,7 @@ class Server:
         self._by_python: dict[str, dict] = {}          # python name -> tool dict
         self._functions: dict[str, Callable] = {}      # python name -> function
         self.denied: dict[str, str] = {}               # original or python name of a denied tool -> why
+        self._fetching = None                          # the task fetching the list for waiting calls
 
     # ---- tool list -----------------------------------------------------
 
@@ -133,6 +134,20 @@ class Server:
 
     list_tools = twin(tools_plan, "list_tools")   # awaitable
     list_tools_sync = list_tools.sync             # blocking
+
+    async def fetch_tools(self) -> None:
+        """Fetch the tool list, once for every task that needs it at the
+        same time (calls gathered before the list was cached): they all
+        go on in the same turn of the loop, so that their calls are sent
+        together, as one batch (see ``_channel.GATED``)."""
+        import asyncio
+        if self.tools is not None:
+            return
+        loop = asyncio.get_running_loop()
+        fetching = self._fetching
+        if fetching is None or fetching.get_loop() is not loop or fetching.done():
+            fetching = self._fetching = loop.create_task(self.list_tools())
+        await asyncio.shield(fetching)
 
     def python_names(self) -> list[str]:
         """The Python names of the tools, sorted (fetches the list, blocking)."""
@@ -301,7 +316,7 @@ class PendingTool:
         self.__module__ = server.module
 
     async def __call__(self, **kwargs):
-        await self._server.list_tools()
+        await self._server.fetch_tools()
         return await self._resolve()(**kwargs)
 
     def _resolve(self) -> Callable:

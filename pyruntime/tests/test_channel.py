@@ -78,6 +78,7 @@ class InFlightBoundTest(unittest.TestCase):
         async def main():
             done = self.ch.request_async("call_tool", {"i": 1})
             cancelled = self.ch.request_async("call_tool", {"i": 2})
+            await asyncio.sleep(0)  # the end of the turn sends them
             sent = [json.loads(self.reader.readline())["id"] for _ in range(2)]
             cancelled.cancel()
             resolver = threading.Thread(target=lambda: [
@@ -100,6 +101,7 @@ class InFlightBoundTest(unittest.TestCase):
             wakes, real = [], loop._write_to_self
             loop._write_to_self = lambda: (wakes.append(1), real())
             futures = [self.ch.request_async("call_tool", {"i": i}) for i in range(10)]
+            await asyncio.sleep(0)  # the end of the turn sends them
             ids = [json.loads(self.reader.readline())["id"] for _ in futures]
             resolver = threading.Thread(target=lambda: [
                 self.ch._resolve({"t": "result", "id": rid, "ok": True, "value": rid}) for rid in ids])
