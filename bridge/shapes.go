@@ -12,24 +12,18 @@ import (
 )
 
 // resultShapes is where a session keeps the observed shapes of tool
-// results (package shapes): a per_session server's in the place of the
-// session's principal, so that no other principal sees them; a shared
-// server's in the shared place. For the local user both are the same.
+// results (package shapes): in the place of the session's principal, for
+// every server. A shared server is the same tool for every principal,
+// but a key of its results can be data (an object keyed by names or
+// addresses), so no principal is shown the shapes of another's calls.
+// The local user's place is the state directory's own.
 type resultShapes struct {
-	own, shared *shapes.Book
+	own *shapes.Book
 }
 
-// shapesOf is the places of principal key's shapes.
+// shapesOf is the place of principal key's shapes.
 func (b *Bridge) shapesOf(key string) resultShapes {
-	return resultShapes{own: b.shapes.Book(key), shared: b.shapes.Book("")}
-}
-
-// book is where the shapes of server s are kept.
-func (r resultShapes) book(s *upstream.Server) *shapes.Book {
-	if s.PerSession() {
-		return r.own
-	}
-	return r.shared
+	return resultShapes{own: b.shapes.Book(key)}
 }
 
 // observe records the shape of a tool's result on its way back to the
@@ -47,7 +41,7 @@ func (h *sandboxHost) observe(ctx context.Context, p protocol.CallToolParams, re
 	if err != nil || tool == nil {
 		return
 	}
-	h.shapes.book(s).Observe(p.Server, tool, result, gate.Masked)
+	h.shapes.own.Observe(p.Server, tool, result, gate.Masked)
 }
 
 // observedTool is a tool of a list_tools answer with its observed shape.
@@ -60,11 +54,10 @@ type observedTool struct {
 // of its results, when there is one (a declared outputSchema wins: such
 // a tool has none).
 func (h *sandboxHost) withShapes(server string, list []any) []any {
-	s, err := h.pool.Get(server)
-	if h.shapes.own == nil || err != nil {
+	book := h.shapes.own
+	if book == nil {
 		return list
 	}
-	book := h.shapes.book(s)
 	for i, e := range list {
 		if t, ok := e.(*mcp.Tool); ok {
 			if seen, ok := book.Shape(server, t); ok {
@@ -81,10 +74,6 @@ func (h *sandboxHost) returnsLine(hit upstream.Hit) string {
 	if h.shapes.own == nil || hit.Kind != "" || hit.Server == "" {
 		return ""
 	}
-	s, err := h.pool.Get(hit.Server)
-	if err != nil {
-		return ""
-	}
-	seen, _ := h.shapes.book(s).Shape(hit.Server, hit.Tool)
+	seen, _ := h.shapes.own.Shape(hit.Server, hit.Tool)
 	return seen.Line
 }

@@ -76,10 +76,10 @@ for hit in runtime.search_tool_docs_sync("resource links", limit=3):
 	mustContain(t, evHelp, "Returns (observed from 1 call):")
 }
 
-// TestObservedShapesStayWithTheirPrincipal: over HTTP, the shapes of a
-// per_session server's results are kept for the principal whose calls
-// made them: Bob's help() does not show what Alice's calls returned, even
-// in a later bridge; a shared server's shapes are shared.
+// TestObservedShapesStayWithTheirPrincipal: over HTTP, the shapes of
+// tool results are kept for the principal whose calls made them, a
+// per_session server's and a shared server's alike (a key can be data):
+// Bob's help() does not show what Alice's calls returned.
 func TestObservedShapesStayWithTheirPrincipal(t *testing.T) {
 	needEnv(t)
 	state := filepath.Join(t.TempDir(), "state")
@@ -106,7 +106,11 @@ func TestObservedShapesStayWithTheirPrincipal(t *testing.T) {
 	if strings.Contains(ownHelp, "Returns (observed") {
 		t.Fatalf("bob sees the shape of alice's per_session server:\n%s", ownHelp)
 	}
-	mustContain(t, sharedHelp, "Returns (observed from 1 call):", "str(JSON int)")
+	if strings.Contains(sharedHelp, "Returns (observed") {
+		t.Fatalf("bob sees the shape of alice's calls of a shared server:\n%s", sharedHelp)
+	}
+	out = bob.ok("await mcp_shared.add(a=2, b=3)\nhelp(mcp_shared.add)")
+	mustContain(t, out, "Returns (observed from 1 call):", "str(JSON int)")
 	if _, err := os.Stat(filepath.Join(state, "principals", "t-alice", "shapes")); err != nil {
 		t.Fatalf("alice's shapes are not in her place: %v", err)
 	}

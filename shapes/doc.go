@@ -27,7 +27,8 @@
 //
 // A [Store] keeps the shapes under the state directory (statedir.Shapes,
 // one file per server, named by a hash of the server's name), for each
-// principal apart (statedir.Dir.Of) or in the shared place; each tool's
+// principal apart (statedir.Dir.Of; the local user's in the state
+// directory's own place), whatever the server; each tool's
 // shape is kept with a hash of the tool's definition as listed (name,
 // description, inputSchema, outputSchema) and dropped when that changes.
 package shapes

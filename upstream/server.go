@@ -63,10 +63,6 @@ func (s *Server) Description() string { return s.spec.Description }
 // Cwd is the directory the server's entry runs it in; empty when unset.
 func (s *Server) Cwd() string { return s.spec.Cwd }
 
-// PerSession reports whether the server's entry asks for a client of
-// its own per MCP session ("per_session").
-func (s *Server) PerSession() bool { return s.spec.PerSession }
-
 // Running reports whether the server has a live session now.
 func (s *Server) Running() bool { return s.sup.running() }
 
