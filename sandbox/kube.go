@@ -300,37 +300,31 @@ func (c *kubeContainer) attach() error {
 const kubeExitWait = 15 * time.Second
 
 func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
-	deadline := time.Now().Add(max(wait, kubeExitWait))
-	for {
-		p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
-		if err != nil && (isKubeNotFound(err) || time.Now().After(deadline)) {
-			return "its state is unknown (" + err.Error() + ")"
-		}
-		if t := terminated(p, err); t != nil {
-			// The kubelet knows an out-of-memory kill where the runtime
-			// reports it; the sandbox's init reads the memory cgroup too.
-			oom := t.Reason == "OOMKilled" || c.stderr.saw(oomMarker)
-			known := oom || c.stderr.saw(notOOMMarker)
-			code := int(t.ExitCode)
-			if code == 0 && t.Signal > 0 {
-				code = 128 + int(t.Signal)
-			}
-			return exitReason(oom, known, code, memoryLimit(p))
-		}
-		if time.Now().After(deadline) {
-			return "it stopped answering"
-		}
-		select {
-		case <-ctx.Done():
-			return "its state is unknown (" + ctx.Err().Error() + ")"
-		case <-time.After(50 * time.Millisecond):
-		}
+	return waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
+}
+
+// ended is how the sandbox container ended, or nil while it runs. The
+// kubelet knows an out-of-memory kill where the runtime reports it;
+// waitEnded reads the sandbox's init too.
+func (c *kubeContainer) ended(ctx context.Context) (*ended, error) {
+	p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
 	}
+	t := terminated(p)
+	if t == nil {
+		return nil, nil
+	}
+	code := int(t.ExitCode)
+	if code == 0 && t.Signal > 0 {
+		code = 128 + int(t.Signal)
+	}
+	return &ended{oomKilled: t.Reason == "OOMKilled", code: code, memory: memoryLimit(p)}, nil
 }
 
 // terminated is the sandbox container's terminated state, or nil.
-func terminated(p *corev1.Pod, err error) *corev1.ContainerStateTerminated {
-	if err != nil || p == nil {
+func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	if p == nil {
 		return nil
 	}
 	for _, s := range p.Status.ContainerStatuses {

@@ -357,35 +357,29 @@ func (s stdinConn) Close() error {
 }
 
 func (c *mobyContainer) Exited(ctx context.Context, wait time.Duration) string {
-	deadline := time.Now().Add(wait)
-	for {
-		res, err := c.engine.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
-		// An inspect can fail while the container is going away (Podman
-		// reads /proc/PID/cgroup of a process that just ended: "no such
-		// process"): only a missing container, or the deadline, is final.
-		if err != nil && (cerrdefs.IsNotFound(err) || time.Now().After(deadline)) {
-			return "its state is unknown (" + err.Error() + ")"
-		}
-		if st := res.Container.State; err == nil && st != nil && !st.Running {
-			var memory int64
-			if hc := res.Container.HostConfig; hc != nil {
-				memory = hc.Memory
-			}
-			// Engines do not always know (Podman with cgroup v1 never
-			// does); the sandbox's init reads the memory cgroup itself.
-			oom := st.OOMKilled || c.stderr.saw(oomMarker)
-			knownOOM := oom || c.stderr.saw(notOOMMarker)
-			return exitReason(oom, knownOOM, st.ExitCode, memory)
-		}
-		if time.Now().After(deadline) {
-			return "it stopped answering"
-		}
-		select {
-		case <-ctx.Done():
-			return "its state is unknown (" + ctx.Err().Error() + ")"
-		case <-time.After(20 * time.Millisecond):
-		}
+	// An inspect can fail while the container is going away (Podman reads
+	// /proc/PID/cgroup of a process that just ended: "no such process"):
+	// only a missing container is final before the deadline.
+	return waitEnded(ctx, wait, 20*time.Millisecond, c.stderr, c.ended, cerrdefs.IsNotFound)
+}
+
+// ended is how the container ended, or nil while it runs. Engines do not
+// always know of an out-of-memory kill (Podman with cgroup v1 never
+// does): waitEnded reads the sandbox's init too.
+func (c *mobyContainer) ended(ctx context.Context) (*ended, error) {
+	res, err := c.engine.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, err
 	}
+	st := res.Container.State
+	if st == nil || st.Running {
+		return nil, nil
+	}
+	end := &ended{oomKilled: st.OOMKilled, code: st.ExitCode}
+	if hc := res.Container.HostConfig; hc != nil {
+		end.memory = hc.Memory
+	}
+	return end, nil
 }
 
 // The lines the sandbox's init (pyruntime/loader.py) writes to the
