@@ -25,6 +25,8 @@ import json
 import os
 import sys
 
+from ._results import PackageError
+
 __all__ = ["SITE", "target", "activate", "install", "install_wheel", "start", "before_cell"]
 
 SITE = "/workspace/.codebridge/site-packages"
@@ -35,9 +37,10 @@ RECORD = ".codebridge-wheels.json"   # in SITE: the wheel files installed there
 _pending: list[str] = []   # configured requirements the host had no wheels for yet
 
 
-class InstallError(RuntimeError):
+class InstallError(PackageError):
     """A wheel could not be installed in the sandbox (the workspace is full,
-    the wheel is broken or is not for this Python)."""
+    the wheel is broken or is not for this Python): a PackageError, so that
+    one ``except PackageError`` catches every failed install."""
 
 
 # ---- what this Python runs ----------------------------------------------

@@ -12,6 +12,7 @@ import unittest
 import zipfile
 
 from mcp import _packages
+from mcp._results import PackageError
 
 
 def make_wheel(folder, name, version, files, extra=None):
@@ -83,8 +84,11 @@ class PackagesTest(unittest.TestCase):
         junk = os.path.join(self.wheels, "junk-1.0-py3-none-any.whl")
         with open(junk, "wb") as f:
             f.write(b"not a zip")
-        with self.assertRaisesRegex(_packages.InstallError, "not a readable wheel"):
+        with self.assertRaisesRegex(_packages.InstallError, "not a readable wheel") as caught:
             _packages.install_wheel(junk)
+        # One `except PackageError` catches every failed install, with its kind.
+        self.assertIsInstance(caught.exception, PackageError)
+        self.assertEqual(caught.exception.kind, "package")
         nodist = os.path.join(self.wheels, "nodist-1.0-py3-none-any.whl")
         with zipfile.ZipFile(nodist, "w") as zf:
             zf.writestr("nodist.py", "")
