@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -539,24 +538,29 @@ func TestShutdownLeavesNothing(t *testing.T) {
 }
 
 // adoptOrphans makes the test process the reaper of orphaned descendants
-// (PR_SET_CHILD_SUBREAPER), so that an upstream's child whose parent died
-// is reaped here and can be checked by pid. Without it an orphan goes to
-// pid 1, and where pid 1 does not reap (as on some CI VMs), even a process
-// that exited stays a zombie that kill(pid, 0) still finds.
-var adoptOnce sync.Once
-
+// (PR_SET_CHILD_SUBREAPER) until t ends, so that an upstream's child
+// whose parent died is reaped here and can be checked by pid. Without it
+// an orphan goes to pid 1, and where pid 1 does not reap (as on some CI
+// VMs), even a process that exited stays a zombie that kill(pid, 0) still
+// finds. It is turned off when t ends: the test process reaps only its
+// own children, so every orphan of a later test (a rootless engine's
+// conmon, a sandbox's processes) would stay a zombie here for the rest
+// of the run.
 func adoptOrphans(t *testing.T) {
 	t.Helper()
-	var err error
-	adoptOnce.Do(func() {
-		const prSetChildSubreaper = 36
-		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-			err = e
+	const prSetChildSubreaper = 36
+	subreaper := func(on uintptr) syscall.Errno {
+		_, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, on, 0)
+		return e
+	}
+	if e := subreaper(1); e != 0 {
+		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", e)
+	}
+	t.Cleanup(func() {
+		if e := subreaper(0); e != 0 {
+			t.Errorf("prctl(PR_SET_CHILD_SUBREAPER, 0): %v", e)
 		}
 	})
-	if err != nil {
-		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
-	}
 }
 
 // watchedProc is a process the test waits for through a pidfd, which
