@@ -400,10 +400,12 @@ class Channel:
                               "(not from a thread that outlived its cell)")
         rid = next(self._ids)
         frame = {"t": "rpc", "id": rid, "exec": cell, "method": method, "params": params}
-        try:
-            line = self.locate()
-        except Exception:  # never fail a call for its line
-            line = 0
+        line = 0
+        if method in GATED:  # only an approval's question shows it: no stack walk for the rest
+            try:
+                line = self.locate()
+            except Exception:  # never fail a call for its line
+                line = 0
         if line:
             frame["line"] = line
         try:
