@@ -45,10 +45,14 @@ func ledgerNote(status sandbox.Status, calls gate.Calls) string {
 		fmt.Fprintf(&b, "; the first %d not shown: %s", n, earlierCounts(calls.Earlier))
 	}
 	b.WriteString("]")
-	for i := 0; i < len(calls.Last); {
-		line := ledgerLine(calls.Last[i])
+	lines := make([]string, len(calls.Last))
+	for i, c := range calls.Last {
+		lines[i] = ledgerLine(c)
+	}
+	for i := 0; i < len(lines); {
+		line := lines[i]
 		j := i + 1
-		for j < len(calls.Last) && ledgerLine(calls.Last[j]) == line {
+		for j < len(lines) && lines[j] == line {
 			j++
 		}
 		seqs := strconv.Itoa(calls.Last[i].Seq)

@@ -67,7 +67,8 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 		}
 		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical,
 			Line: rpc.Line, Batch: batch}
-		if tc, ok := any(p).(protocol.CallToolParams); ok && canonical {
+		tc, isCall := any(p).(protocol.CallToolParams)
+		if isCall && canonical {
 			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
 		}
 		res, err := c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
@@ -80,7 +81,7 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 			}
 			return fn(ctx, c, p)
 		})
-		if tc, ok := any(p).(protocol.CallToolParams); ok && err == nil {
+		if isCall && err == nil {
 			c.observe(ctx, tc, res) // as the sandbox gets it: redacted
 		}
 		return res, err

@@ -41,8 +41,7 @@ type Call struct {
 	// while it runs, and for a denied call.
 	Duration time.Duration
 
-	id      string // the ID of its audit records
-	counted bool   // it left the detail: it is counted in earlier
+	counted bool // it left the detail: it is counted in earlier
 }
 
 // Calls is one cell's ledger at one moment.
@@ -80,7 +79,7 @@ func (l *ledger) record(r Record, err error) {
 	switch r.Event {
 	case "call":
 		l.total++
-		c := &Call{Seq: l.total, Target: protocol.Target{Kind: r.Kind, Server: r.Server, Name: r.Name}, State: CallRunning, id: r.ID}
+		c := &Call{Seq: l.total, Target: protocol.Target{Kind: r.Kind, Server: r.Server, Name: r.Name}, State: CallRunning}
 		if r.Outcome == string(CallDenied) {
 			c.State, c.Err = CallDenied, err
 		} else {
