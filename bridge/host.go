@@ -9,6 +9,7 @@ import (
 	"github.com/codebridge/codebridge/gate"
 	"github.com/codebridge/codebridge/metrics"
 	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/shapes"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +32,11 @@ type sandboxHost struct {
 	gate   *gate.Session // policy, approval, audit, redaction (bridge/gate.go); nil: none
 	busy   *inflight     // the calls in flight, for requests the upstreams make of the client; nil: not counted
 	trips  *roundTrips   // the bridge's detached run_python calls (roundtrip.go); nil: none
-	shapes resultShapes  // where the shapes of tool results are kept (shapes.go); none: not observed
+	// shapes keeps the observed shapes of tool results (shapes.go) in
+	// the place of the session's principal, for every server: a key of a
+	// result can be data (an object keyed by names or addresses), so no
+	// principal is shown the shapes of another's calls. Nil: not observed.
+	shapes *shapes.Book
 
 	metrics *metrics.Metrics // counts each request of the sandbox; nil: none
 }

@@ -33,7 +33,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.skills = b.skillsOf(p)
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = b.trips
-	h.shapes = b.shapesOf(p.Key())
+	h.shapes = b.shapes.Book(p.Key())
 	if b.opts.PerSession {
 		h.busy = b.clients.busy // with one session calling a server, its client is the one to ask
 	}

@@ -33,7 +33,7 @@ func TestShapeRecordedAsTheSandboxGetsIt(t *testing.T) {
 	}
 	h := newSandboxHost(pool, slog.Default())
 	h.gate = gate.New(gate.Config{Redactor: redactor}).NewSession()
-	h.shapes = (&Bridge{shapes: shapes.Open("", nil)}).shapesOf("")
+	h.shapes = shapes.Open("", nil).Book("")
 	c := &call{sandboxHost: h}
 	ctx := context.Background()
 

@@ -15,7 +15,7 @@
 //	               the server's name
 //	principals/    one directory per principal other than the local user
 //	               (a token holder over HTTP), holding its own skills/
-//	               and the shapes/ of its per_session servers
+//	               and shapes/
 //	team/          what the host published for every principal (skills/),
 //	               read by sessions, written only by host-side commands
 //
