@@ -263,21 +263,10 @@ func writeFile(dir statedir.Dir, path string, f *file) error {
 	if len(data) > maxFile {
 		return fmt.Errorf("the shapes would take %d bytes, more than the %d a file may hold; the file keeps the shapes it had", len(data), maxFile)
 	}
-	d, err := dir.Ensure(statedir.Shapes)
-	if err != nil {
+	if _, err := dir.Ensure(statedir.Shapes); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(d, ".shapes-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := statedir.WriteFile(path, data); err != nil {
 		return fmt.Errorf("keeping %s: %w", filepath.Base(path), err)
 	}
 	return nil

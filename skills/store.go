@@ -145,18 +145,7 @@ func (s *Store) Save(name, source, description string) (Skill, error) {
 		}
 	}
 	sk := Skill{Name: name, Description: description, Source: source, Saved: time.Now()}
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return Skill{}, fmt.Errorf("saving skill %q: %w", name, err)
-	}
-	_, werr := tmp.Write(sk.File())
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return Skill{}, fmt.Errorf("saving skill %q in %s: %w", name, dir, err)
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		os.Remove(tmp.Name())
+	if err := statedir.WriteFile(file, sk.File()); err != nil {
 		return Skill{}, fmt.Errorf("saving skill %q in %s: %w", name, dir, err)
 	}
 	return sk, nil

@@ -26,6 +26,7 @@
 package statedir
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,4 +102,25 @@ func (d Dir) EnsureParent(entry string) (string, error) {
 		return "", fmt.Errorf("statedir: creating %s: %w; check that the state directory (--state-dir) is writable", d, err)
 	}
 	return d.Path(entry), nil
+}
+
+// WriteFile replaces the file at path with data at once: data goes to a
+// new file beside it, which is renamed over path, so that a reader sees
+// the old file or the new one and never a part of either. The new file
+// is readable by the user only.
+func WriteFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }

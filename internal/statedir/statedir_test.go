@@ -43,3 +43,24 @@ func TestOfKeepsPrincipalsApart(t *testing.T) {
 		}()
 	}
 }
+
+// TestWriteFile: the file is replaced whole, and no temporary file is
+// left beside it; a directory that is not there fails and leaves nothing.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := WriteFile(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != data {
+			t.Fatalf("read %q, %v; want %q", got, err, data)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("%d entries in the directory, want the file alone", len(entries))
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "f"), []byte("x")); err == nil {
+		t.Fatal("a write into a missing directory succeeded")
+	}
+}
