@@ -196,12 +196,16 @@ func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: listing the workspace claims on %s: %w", e.name, err)
 	}
+	// A claim shown unused while a Pod mounts it could be removed by
+	// someone who trusted the listing: a failed list of Pods fails it.
+	pods, err := e.pods.List(ctx, metav1.ListOptions{LabelSelector: LabelWorkspace})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing the Pods that mount workspace claims on %s: %w", e.name, err)
+	}
 	used := map[string]int{}
-	if pods, err := e.pods.List(ctx, metav1.ListOptions{LabelSelector: LabelWorkspace}); err == nil {
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil {
-				used[p.Labels[LabelWorkspace]]++
-			}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			used[p.Labels[LabelWorkspace]]++
 		}
 	}
 	out := make([]WorkspaceVolume, 0, len(list.Items))

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -100,6 +101,12 @@ func TestKubeEnsureClaim(t *testing.T) {
 	list, err := e.Workspaces(context.Background())
 	if err != nil || len(list) != 1 || list[0].Name != name || list[0].Principal != "token:alice" || list[0].Project != "/home/me/proj x" {
 		t.Errorf("Workspaces = %+v, %v", list, err)
+	}
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("pods are forbidden")
+	})
+	if list, err := e.Workspaces(context.Background()); err == nil {
+		t.Errorf("Workspaces without the Pods that mount the claims = %+v, want an error (each would show unused)", list)
 	}
 	cs.ClearActions()
 	if _, err := e.ensureClaim(context.Background(), ws); err != nil {
