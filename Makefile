@@ -68,12 +68,12 @@ bench: npm image
 # The same on Kubernetes, by itself: the cluster of KUBECONFIG (such as
 # test/kubelab's) with the sandbox image on its nodes. Measures a new
 # session's first result (cold, from the warm pool), the proxied calls,
-# and how many idle sessions a node holds (IDLE=40 Pods started, their
-# memory read from the kubelet); prints the table, writes nothing, and
+# and how many idle sessions a node holds (bench's -idle-sessions Pods
+# started, 40 unless IDLE=N says otherwise, their memory read from the
+# node's cgroups); prints the table, writes nothing, and
 # removes every Pod it made. Not in CI.
-IDLE ?= 40
 bench-kube: npm
-	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run -tags kubernetes ./bench -engine kubernetes -idle-sessions $(IDLE) -budget 30m
+	CODEBRIDGE_IMAGE=$(IMAGE) $(GO) run -tags kubernetes ./bench -engine kubernetes $(if $(IDLE),-idle-sessions $(IDLE)) -budget 30m
 
 # Run the bridge for about ten minutes under mixed cells, proxied calls,
 # faults and restarts, and print how its memory, descriptors, threads and

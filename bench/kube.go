@@ -27,11 +27,6 @@ import (
 // kubeBuilt says this bench can measure a cluster.
 const kubeBuilt = true
 
-// idleNodeSessions is how many idle sessions the node measurement
-// starts by default: enough for a steady per-Pod figure, few enough for
-// a two-core lab node.
-const idleNodeSessions = 40
-
 // kubeCluster is the cluster of KUBECONFIG, read with the cluster
 // admin's view (nodes, their stats summary through the API server).
 type kubeCluster struct {

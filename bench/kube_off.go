@@ -11,8 +11,6 @@ import (
 // without the tag kubernetes (kube.go).
 const kubeBuilt = false
 
-const idleNodeSessions = 40
-
 func (e *env) measureKubeNode(context.Context) ([]row, error) {
 	return nil, errors.New("built without the tag kubernetes: run go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
 }

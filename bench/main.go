@@ -165,7 +165,8 @@ func run() error {
 	budget := flag.Duration("budget", 9*time.Minute+30*time.Second, "give up after this long")
 	engine := flag.String("engine", os.Getenv("CODEBRIDGE_ENGINE"), "the engine the bridges use; kubernetes (with go run -tags kubernetes) measures the cluster of KUBECONFIG instead: "+
 		"cold and warm first results, a proxied call, and how many idle sessions a node holds (make bench-kube)")
-	flag.IntVar(&e.idleSessions, "idle-sessions", idleNodeSessions, "idle sessions the node measurement starts (-engine kubernetes)")
+	// 40: enough for a steady per-Pod figure, few enough for a two-core lab node.
+	flag.IntVar(&e.idleSessions, "idle-sessions", 40, "idle sessions the node measurement starts (-engine kubernetes)")
 	flag.Func("bridge-tags", "build the bridge with these `tags` too, comma-separated (e.g. kubernetes: what the engine compiled in costs a bridge that uses another)", func(s string) error {
 		e.extraTags = strings.Split(s, ",")
 		return nil
