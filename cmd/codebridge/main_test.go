@@ -470,3 +470,32 @@ func TestDoctorCheckEscapesDetail(t *testing.T) {
 	}
 	mustContain(t, out, "FAIL  server     evil: exited (0ms)", `forged\x1b[2J\r`, `fix: fix\x1b[H`)
 }
+
+// The dry run's preview shows what each secret becomes, never its value:
+// literal env and header values and a URL's password and query values are
+// masked, references are shown as they will be written, and --write still
+// writes the values themselves (the file is the user's, mode 0600).
+func TestImportPreviewHidesSecrets(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {
+	  "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_LITERALSECRET1", "REF": "${env:OTHER}"}},
+	  "web": {"url": "https://user:PASSWORDSECRET2@example.test/mcp?key=QUERYSECRET3", "headers": {"Authorization": "Bearer HEADERSECRET4"}}}}`)
+	stdout, stderr, code := importInto(t, home, importOptions{})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, secret := range []string{"LITERALSECRET1", "PASSWORDSECRET2", "QUERYSECRET3", "HEADERSECRET4"} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("the preview shows %s:\n%s", secret, stdout)
+		}
+	}
+	mustContain(t, stdout, `"GITHUB_TOKEN": "***"`, `"REF": "${OTHER}"`, `"Authorization": "***"`, "secret values shown as ***")
+
+	if _, stderr, code = importInto(t, home, importOptions{write: true}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := readImported(t, filepath.Join(home, "MCPs", "zz-imported-cursor.json"))
+	if got["gh"]["env"].(map[string]any)["GITHUB_TOKEN"] != "ghp_LITERALSECRET1" {
+		t.Errorf("the written file lost the value: %v", got["gh"])
+	}
+}
