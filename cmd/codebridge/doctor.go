@@ -91,7 +91,7 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	}
 	if !sandbox.KubernetesBuilt {
 		add(check{Name: "kubernetes", OK: true, Detail: "the kubernetes engine is not compiled in (opt-in: client-go costs every bridge about 6 MB of memory); " +
-			"for it, "+sandbox.KubernetesInstall}, time.Now())
+			"for it, " + sandbox.KubernetesInstall}, time.Now())
 	}
 	checks = append(checks, serverChecks(ctx, a)...)
 	checks = append(checks, packagesCheck(ctx, a.bridge.Packages()))
