@@ -499,3 +499,43 @@ func TestImportPreviewHidesSecrets(t *testing.T) {
 		t.Errorf("the written file lost the value: %v", got["gh"])
 	}
 }
+
+// A mistyped flag is named as typed, with the nearest flag the command
+// knows, and a bare codebridge with serve implied names no command the
+// user did not type.
+func TestUnknownFlagSuggestsNearest(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"--verison"}, "codebridge: unknown flag --verison; did you mean --version?"},
+		{[]string{"--polcy", "open"}, "codebridge: unknown flag --polcy; did you mean --policy?"},
+		{[]string{"search", "--limt", "3", "x"}, "codebridge search: unknown flag --limt; did you mean --limit?"},
+		{[]string{"--zzzzzzzz"}, "codebridge: unknown flag --zzzzzzzz\n"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.argv, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+		if code != 2 || !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), "codebridge serve") && tc.argv[0] != "serve" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.argv, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// Only a terminal on stdin gets the note that codebridge waits for a
+// client: a pipe (what MCP clients give it) or /dev/null does not.
+func TestWaitingNoteOnlyForATerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(r) || isTerminal(null) || isTerminal(strings.NewReader("")) {
+		t.Error("a pipe, /dev/null or a reader was taken for a terminal")
+	}
+}
