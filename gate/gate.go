@@ -261,8 +261,13 @@ func denyWhy(by string, d Decision) string {
 		return "a call must name one of the server's tools exactly, case and punctuation included; " +
 			"list_tools shows their names"
 	case "no-client":
-		return "it needs the user's approval, and the MCP client cannot ask for it (no elicitation support); " +
-			"to allow it, add the tool to the server's \"tools\": {\"allow\": [...]} in the config, or start codebridge with --policy open"
+		const cannot = "it needs the user's approval, and the MCP client cannot ask for it (no elicitation support); "
+		if d.fromRule() {
+			// An ask rule wins over the allow list and over the mode.
+			return cannot + "to run it, remove it from that ask rule in the config, or use a client that can answer approval requests"
+		}
+		return cannot + "to run it, add the tool to the server's \"tools\": {\"allow\": [...]} in the config, start codebridge with --policy open, " +
+			"or use a client that can answer approval requests"
 	case "timeout":
 		return "the user did not answer the approval request in time; ask again, or allow the tool in the config"
 	case "user", "error":

@@ -192,8 +192,15 @@ func TestApproval(t *testing.T) {
 	if err := call(s, "always", answer(Answer{})); err != nil || asked != 0 {
 		t.Fatalf("for the session: %v, asked %d times", err, asked)
 	}
-	if err := call(s, "x", nil); err == nil || !strings.Contains(err.Error(), "--policy open") {
-		t.Fatalf("no client: %v", err)
+	// An explicit ask rule wins over an allow list and the mode: the advice
+	// names the rule, not either of those.
+	if err := call(s, "x", nil); err == nil || !strings.Contains(err.Error(), "remove it from that ask rule") ||
+		strings.Contains(err.Error(), "--policy open") || strings.Contains(err.Error(), `"allow"`) {
+		t.Fatalf("no client, ask rule: %v", err)
+	}
+	byMode, _ := newGate(t, Policy{Mode: AskDestructive})
+	if err := call(byMode, "x", nil); err == nil || !strings.Contains(err.Error(), "--policy open") {
+		t.Fatalf("no client, ask by the mode: %v", err)
 	}
 	s.g.cfg.ApprovalTimeout = time.Millisecond
 	wait := func(ctx context.Context, _ Question) (Answer, error) { <-ctx.Done(); return Answer{}, ctx.Err() }

@@ -108,6 +108,14 @@ type Decision struct {
 	Rule    string
 }
 
+// rulePrefix begins the Rule of every decision a server's own rules made
+// (the mode's decisions begin with "policy ").
+const rulePrefix = "rule "
+
+// fromRule reports whether a rule of the server's entry made d, rather
+// than the policy mode.
+func (d Decision) fromRule() bool { return strings.HasPrefix(d.Rule, rulePrefix) }
+
 // Policy decides each request from the servers' rules and the mode.
 type Policy struct {
 	Mode    Mode
@@ -172,7 +180,7 @@ func (p *Policy) byRules(t protocol.Target) (Decision, bool) {
 		v        Verdict
 	}{{"deny", l.Deny, Deny}, {"ask", l.Ask, Ask}, {"allow", l.Allow, Allow}} {
 		if g, ok := firstMatch(c.patterns, t.Name); ok {
-			return Decision{c.v, fmt.Sprintf(`rule %s.%s %q of %s`, field, c.name, g, where)}, true
+			return Decision{c.v, fmt.Sprintf(`%s%s.%s %q of %s`, rulePrefix, field, c.name, g, where)}, true
 		}
 	}
 	if len(l.Allow) > 0 {
