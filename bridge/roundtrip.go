@@ -63,6 +63,8 @@ type detachedRun struct {
 	watch     func(stream, text string) // the waiting call's output hook
 	waitCtx   context.Context           // the waiting call's request context, for its log messages
 	collected bool                      // a call took the result
+	note      string                    // begins the result: what starting this run did to others
+	left      bool                      // the client left this run's questions unanswered: ask no more
 	abandon   *time.Timer               // drops a result no call takes
 }
 
@@ -70,6 +72,12 @@ type detachedRun struct {
 // answer, until ctx ends.
 func (r *detachedRun) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
 	q := &clientQuestion{req: req, answer: make(chan mcp.InputResponse, 1)}
+	r.mu.Lock()
+	left := r.left
+	r.mu.Unlock()
+	if left {
+		return nil, errAbandoned
+	}
 	select {
 	case r.asks <- q:
 	case <-ctx.Done():
@@ -77,11 +85,46 @@ func (r *detachedRun) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputR
 	}
 	select {
 	case a := <-q.answer:
+		if a == nil {
+			return nil, errAbandoned
+		}
 		return a, nil
 	case <-ctx.Done():
 		r.forget(q) // not asked again in the next round
 		return nil, ctx.Err()
 	}
+}
+
+// errAbandoned ends a question the client left unanswered: it called
+// run_python again without the request state that would have answered it.
+var errAbandoned = errors.New("the MCP client left this question unanswered and started another run_python call, so it was declined")
+
+// abandonedNote begins the answer of the call that declined an earlier
+// call's unanswered questions.
+const abandonedNote = "[an earlier run_python call was waiting for your answer to %d question(s) (approvals or an upstream's requests); this call arrived without answering, so they were declined and that cell went on without them]\n"
+
+// declineWaiting declines the questions r waits on when no call of the
+// client carries them any more (one was answered with input requests and
+// the client moved on), and returns how many it declined.
+func (r *detachedRun) declineWaiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waitCtx != nil {
+		return 0 // a call of the client waits on them now
+	}
+	n := len(r.waiting)
+	if n > 0 {
+		r.left = true // its later questions would wait for a call that will not come
+	}
+	for id, q := range r.waiting {
+		if _, ok := q.req.(*mcp.ElicitParams); ok {
+			q.answer <- &mcp.ElicitResult{Action: "decline"}
+		} else {
+			q.answer <- nil
+		}
+		delete(r.waiting, id)
+	}
+	return n
 }
 
 func (r *detachedRun) forget(q *clientQuestion) {
@@ -214,6 +257,24 @@ func (t *roundTrips) of(ss *mcp.ServerSession) *detachedRun {
 	return t.current[ss]
 }
 
+// declineAbandoned declines the unanswered questions of every run of ss
+// that no call waits on, and returns how many it declined.
+func (t *roundTrips) declineAbandoned(ss *mcp.ServerSession) int {
+	t.mu.Lock()
+	runs := make([]*detachedRun, 0, len(t.runs))
+	for _, r := range t.runs {
+		if r.ss == ss {
+			runs = append(runs, r)
+		}
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, r := range runs {
+		n += r.declineWaiting()
+	}
+	return n
+}
+
 // endSession drops the runs of ss (its session ended).
 func (t *roundTrips) endSession(ss *mcp.ServerSession) {
 	t.mu.Lock()
@@ -230,8 +291,12 @@ func (t *roundTrips) endSession(ss *mcp.ServerSession) {
 // runDetached starts the cell of a client on the newer protocol apart
 // from its call, then waits as a call does.
 func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, start func(context.Context, *detachedRun) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	declined := b.trips.declineAbandoned(req.Session)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := b.trips.add(req.Session, cancel)
+	if declined > 0 {
+		r.note = fmt.Sprintf(abandonedNote, declined)
+	}
 	go func() {
 		defer cancel()
 		r.done <- start(runCtx, r)
@@ -278,7 +343,7 @@ func (b *Bridge) waitDetached(ctx context.Context, req *mcp.CallToolRequest, ses
 		}
 		r.mu.Unlock()
 		b.trips.remove(r)
-		return res, nil
+		return withNote(res, r.note), nil
 	case q := <-r.asks:
 		return r.inputRequired(q), nil
 	case <-ctx.Done():
@@ -332,4 +397,14 @@ func asCreateMessageResult(a mcp.InputResponse, err error) (*mcp.CreateMessageRe
 		return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
 	}
 	return nil, fmt.Errorf("the MCP client answered a sampling request with %T", a)
+}
+
+// withNote returns res with note as its first text, if there is a note.
+func withNote(res *mcp.CallToolResult, note string) *mcp.CallToolResult {
+	if note == "" || res == nil {
+		return res
+	}
+	out := *res
+	out.Content = append([]mcp.Content{&mcp.TextContent{Text: note}}, res.Content...)
+	return &out
 }

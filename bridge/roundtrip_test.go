@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,5 +97,57 @@ func TestAnswerForms(t *testing.T) {
 	}
 	if _, err := asElicitResult(&mcp.ListRootsResult{}, nil); err == nil {
 		t.Fatal("roots taken as an elicitation's answer")
+	}
+}
+
+// TestAbandonedQuestionsDeclined: a new call arriving while an earlier
+// run waits on questions no call carries declines them (an approval as a
+// declined elicitation, a sampling request as an error), the earlier
+// run asks nothing more, and the new run's answer begins with a note
+// that says so. A run whose questions a call still carries is left alone.
+func TestAbandonedQuestionsDeclined(t *testing.T) {
+	var trips roundTrips
+	ss := &mcp.ServerSession{}
+	old := trips.add(ss, func() {})
+	type got struct {
+		a   mcp.InputResponse
+		err error
+	}
+	ask := func(q mcp.InputRequest) chan got {
+		ch := make(chan got, 1)
+		go func() {
+			a, err := old.ask(context.Background(), q)
+			ch <- got{a, err}
+		}()
+		return ch
+	}
+	approval := ask(&mcp.ElicitParams{Message: "may I?"})
+	old.inputRequired(<-old.asks)
+	sampling := ask(&mcp.CreateMessageParams{})
+	old.inputRequired(<-old.asks)
+
+	old.setWaiting(context.Background(), nil) // a call carries them: left alone
+	if n := trips.declineAbandoned(ss); n != 0 {
+		t.Fatalf("declined %d questions a call still carries", n)
+	}
+	old.setWaiting(nil, nil)
+	if n := trips.declineAbandoned(&mcp.ServerSession{}); n != 0 {
+		t.Fatalf("another session's call declined %d questions", n)
+	}
+	if n := trips.declineAbandoned(ss); n != 2 {
+		t.Fatalf("declined %d questions, want 2", n)
+	}
+	if g := <-approval; g.err != nil || g.a.(*mcp.ElicitResult).Action != "decline" {
+		t.Fatalf("the approval: %+v", g)
+	}
+	if g := <-sampling; !errors.Is(g.err, errAbandoned) {
+		t.Fatalf("the sampling request: %+v", g)
+	}
+	if _, err := old.ask(context.Background(), &mcp.ElicitParams{}); !errors.Is(err, errAbandoned) {
+		t.Fatalf("the abandoned run asked again: %v", err)
+	}
+	res := withNote(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "42\n"}}}, fmt.Sprintf(abandonedNote, 2))
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "2 question(s)") || !strings.Contains(text, "declined") {
+		t.Fatalf("the note: %q", text)
 	}
 }
