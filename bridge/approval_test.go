@@ -69,32 +69,52 @@ func TestApprovalSchemaAnswers(t *testing.T) {
 }
 
 // TestQuestionText: one call reads as before, with the cell's code; a
-// batch lists each call with its line, arguments and rule, counts those
-// not listed, and asks once; names an upstream or the sandbox chose
-// print escaped.
+// batch lists each call with its line, arguments and rule (once when all
+// share it, else with each), and says which tools an answer for the cell
+// or the session covers when they are several; a batch asked in parts
+// says which question of how many this is, that an answer covers only
+// what it lists, and, before the last, that declining declines the rest;
+// names an upstream or the sandbox chose print escaped.
 func TestQuestionText(t *testing.T) {
 	call := func(name string, line int) gate.AskedCall {
 		return gate.AskedCall{Target: protocol.Target{Kind: "tool", Server: "mem\x1b[31m", Name: name}, Arguments: `{"i":1}`, Rule: `rule tools.ask "*"`, Line: line}
 	}
-	one := question(gate.Question{Calls: []gate.AskedCall{call("rm", 2)}, Code: "The cell's code, line 2 of 2:\n  1 | x = 1\n> 2 | await mcp_mem.rm(i=1)"})
+	one := question(gate.Question{Calls: []gate.AskedCall{call("rm", 2)}, Part: 1, Parts: 1, Total: 1, Code: "The cell's code, line 2 of 2:\n  1 | x = 1\n> 2 | await mcp_mem.rm(i=1)"})
 	want := "codebridge: code in the sandbox wants to call the tool mem\\u001b[31m.rm with\n{\"i\":1}\n(rule tools.ask \"*\").\n" +
 		"The cell's code, line 2 of 2:\n  1 | x = 1\n> 2 | await mcp_mem.rm(i=1)\nAllow it?"
 	if one != want {
 		t.Fatalf("one call:\n%s\nwant:\n%s", one, want)
 	}
-	batch := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), call("rm\u202e", 4)}, More: 3})
-	want = "codebridge: code in the sandbox wants to make 5 calls at once:\n1. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}" +
-		"\n2. the tool mem\\u001b[31m.rm\\u202e (line 4) with\n{\"i\":1}\n... and 3 more calls (not shown)\n(rule tools.ask \"*\" for each).\nAllow them all?"
+	batch := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), call("rm", 4)}, Part: 1, Parts: 1, Total: 2})
+	want = "codebridge: code in the sandbox wants to make 2 calls at once:\n1. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}" +
+		"\n2. the tool mem\\u001b[31m.rm (line 4) with\n{\"i\":1}\n(rule tools.ask \"*\" for each).\nAllow them all?"
 	if batch != want {
 		t.Fatalf("a batch:\n%s\nwant:\n%s", batch, want)
 	}
-	other := call("wipe", 0)
+	other := call("wipe\u202e", 0)
 	other.Rule = "policy ask-destructive"
-	mixed := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), other}})
-	if !strings.Contains(mixed, "(line 3) with\n{\"i\":1}\n(rule tools.ask \"*\")\n2. the tool mem\\u001b[31m.wipe with\n{\"i\":1}\n(policy ask-destructive)\nAllow them all?") {
+	mixed := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), other}, Part: 1, Parts: 1, Total: 2})
+	if !strings.Contains(mixed, "(line 3) with\n{\"i\":1}\n(rule tools.ask \"*\")\n2. the tool mem\\u001b[31m.wipe\\u202e with\n{\"i\":1}\n(policy ask-destructive)\n"+
+		"An answer for the rest of the cell or the session covers these tools only: the tool mem\\u001b[31m.rm, the tool mem\\u001b[31m.wipe\\u202e.\nAllow them all?") ||
+		strings.Contains(mixed, "for each") {
 		t.Fatalf("a batch of two rules:\n%s", mixed)
 	}
-	if strings.ContainsAny(one+batch+mixed, "\x1b\u202e") {
+	first := question(gate.Question{Calls: []gate.AskedCall{call("rm", 3), call("rm", 3)}, Part: 1, Parts: 2, Total: 3})
+	want = "codebridge: code in the sandbox wants to make 3 calls at once, more than one question shows: they are asked in 2 questions, " +
+		"and an answer covers only the calls its question lists. Question 1 of 2, 2 calls:\n1. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}" +
+		"\n2. the tool mem\\u001b[31m.rm (line 3) with\n{\"i\":1}\n(rule tools.ask \"*\" for each).\n" +
+		"Declining also declines the calls of the questions still to come.\nAllow these 2?"
+	if first != want {
+		t.Fatalf("the first part:\n%s\nwant:\n%s", first, want)
+	}
+	last := question(gate.Question{Calls: []gate.AskedCall{other}, Part: 2, Parts: 2, Total: 3})
+	want = "codebridge: code in the sandbox wants to make 3 calls at once, more than one question shows: they are asked in 2 questions, " +
+		"and an answer covers only the calls its question lists. Question 2 of 2, 1 call:\n1. the tool mem\\u001b[31m.wipe\\u202e with\n{\"i\":1}" +
+		"\n(policy ask-destructive)\nAllow it?"
+	if last != want {
+		t.Fatalf("the last part:\n%s\nwant:\n%s", last, want)
+	}
+	if strings.ContainsAny(one+batch+mixed+first+last, "\x1b\u202e") {
 		t.Fatal("a character that does not print came through")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codebridge/codebridge/gate"
@@ -173,34 +174,53 @@ func approvalAnswer(res *mcp.ElicitResult) gate.Answer {
 // the gate shows them (what the upstream receives) and its rule, names
 // (which an upstream or the sandbox chose) with what does not print
 // escaped, then the cell's code around the call (escaped by the gate).
+// Every call the answer decides is listed: a batch asked in parts says
+// which question of how many this is, that the answer covers only the
+// calls listed, and, before the last, that declining declines the rest.
 func question(q gate.Question) string {
 	var b strings.Builder
-	n := len(q.Calls) + q.More
-	if n == 1 {
+	n := len(q.Calls)
+	if n == 1 && q.Parts <= 1 {
 		c := q.Calls[0]
 		fmt.Fprintf(&b, "codebridge: code in the sandbox wants to call the %s %s.%s with\n%s\n(%s).",
 			c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name), c.Arguments, gate.Printable(c.Rule))
 	} else {
-		batchText(&b, q, n)
+		batchText(&b, q)
 	}
 	if q.Code != "" {
 		b.WriteString("\n" + q.Code)
 	}
-	if n == 1 {
+	switch {
+	case n == 1:
 		b.WriteString("\nAllow it?")
-	} else {
+	case q.Parts > 1:
+		fmt.Fprintf(&b, "\nAllow these %d?", n)
+	default:
 		b.WriteString("\nAllow them all?")
 	}
 	return b.String()
 }
 
 // batchText writes the calls of a batch's question: each with its line
-// and arguments, and its rule, or the rule once when all share it.
-func batchText(b *strings.Builder, q gate.Question, n int) {
-	fmt.Fprintf(b, "codebridge: code in the sandbox wants to make %d calls at once:", n)
-	shared := true
+// and arguments, and its rule, or the rule once when every call listed
+// (every call the answer decides) shares it; then, when they are of more
+// than one tool, which tools an answer for the cell or the session
+// covers.
+func batchText(b *strings.Builder, q gate.Question) {
+	if q.Parts > 1 {
+		fmt.Fprintf(b, "codebridge: code in the sandbox wants to make %d calls at once, more than one question shows: "+
+			"they are asked in %d questions, and an answer covers only the calls its question lists. "+
+			"Question %d of %d, %s:", q.Total, q.Parts, q.Part, q.Parts, plural(len(q.Calls), "call"))
+	} else {
+		fmt.Fprintf(b, "codebridge: code in the sandbox wants to make %d calls at once:", len(q.Calls))
+	}
+	shared := len(q.Calls) > 1
+	var tools []string
 	for _, c := range q.Calls {
 		shared = shared && c.Rule == q.Calls[0].Rule
+		if t := c.Target.Kind + " " + gate.Printable(c.Target.Server) + "." + gate.Printable(c.Target.Name); !slices.Contains(tools, t) {
+			tools = append(tools, t)
+		}
 	}
 	for i, c := range q.Calls {
 		fmt.Fprintf(b, "\n%d. the %s %s.%s", i+1, c.Target.Kind, gate.Printable(c.Target.Server), gate.Printable(c.Target.Name))
@@ -212,12 +232,23 @@ func batchText(b *strings.Builder, q gate.Question, n int) {
 			fmt.Fprintf(b, "\n(%s)", gate.Printable(c.Rule))
 		}
 	}
-	if q.More > 0 {
-		fmt.Fprintf(b, "\n... and %d more calls (not shown)", q.More)
-	}
 	if shared {
 		fmt.Fprintf(b, "\n(%s for each).", gate.Printable(q.Calls[0].Rule))
 	}
+	if len(tools) > 1 {
+		fmt.Fprintf(b, "\nAn answer for the rest of the cell or the session covers these tools only: the %s.", strings.Join(tools, ", the "))
+	}
+	if q.Part < q.Parts {
+		b.WriteString("\nDeclining also declines the calls of the questions still to come.")
+	}
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // redactText hides secrets and personal data in text for the model.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +16,15 @@ import (
 // answers for these calls only, for every call of their tools for the
 // rest of the cell, or for the session; or declines ([Scope]).
 //
-// Calls a cell makes together (asyncio.gather) are asked about once: the
-// runtime marks the requests it sent in one loop turn with a batch id and
-// their number ([Batch]), and the first of them to need an answer waits
-// until every one of the batch has reached its decision (asked or not)
-// before one question lists those that need it. Nothing is timed: a
+// Calls a cell makes together (asyncio.gather) are asked about together:
+// the runtime marks the requests it sent in one loop turn with a batch id
+// and their number ([Batch]), and the first of them to need an answer
+// waits until every one of the batch has reached its decision (asked or
+// not) before one question lists those that need it, or, when they are
+// more than one question holds ([MaxListed], [MaxQuestionBytes]),
+// several questions in turn, each deciding only the calls it lists
+// ([Session.ask]). No answer ever decides a call its question did not
+// show with its server, tool, arguments and rule. Nothing is timed: a
 // batch forms when its last member arrives. A sandbox that lies about a
 // batch (a size it never sends) delays only its own calls: a member waits
 // for the rest at most the approval timeout, and never past its cell's
@@ -44,13 +49,24 @@ const (
 	ForSession
 )
 
-// Question is what an [Asker] puts to the user: one call, or the calls of
-// a batch.
+// Question is what an [Asker] puts to the user: one call, or calls of a
+// batch. An answer decides the calls it lists and no other: a batch too
+// large for one question is asked in parts, one question after another
+// (see [Session.ask]).
 type Question struct {
-	// Calls are the calls asked about, in the order of their lines, at
-	// most [MaxListed]; More counts those not listed.
+	// Calls are the calls the answer decides, every one listed, at most
+	// [MaxListed] and about [MaxQuestionBytes] of them; in the order of
+	// their lines.
 	Calls []AskedCall
-	More  int
+	// Part is which question this is (from 1) of the Parts the batch's
+	// calls are asked in; Parts is 1 when the batch is asked whole. Parts
+	// counts the questions still needed when this one is asked: an answer
+	// for the cell or the session can leave a later one with nothing to
+	// ask.
+	Part, Parts int
+	// Total is how many calls of the batch needed an answer when its
+	// first question was asked.
+	Total int
 	// Code is the cell's code around the first call's line, cut to a few
 	// lines with what is left out counted, every character that does not
 	// print escaped ([codeAround]); empty when the request names no cell.
@@ -71,9 +87,16 @@ type AskedCall struct {
 	Line int
 }
 
-// MaxListed is how many calls one question lists; the rest of a batch is
-// counted.
-const MaxListed = 8
+// What one question holds at most: more is asked in further questions.
+const (
+	// MaxListed is how many calls one question lists.
+	MaxListed = 8
+	// MaxQuestionBytes is about how many bytes of calls (server, tool,
+	// arguments as shown, rule) one question holds; a single call larger
+	// than that is a question of its own (its arguments are cut at about
+	// maxShownArgs).
+	MaxQuestionBytes = 4096
+)
 
 // Answer is the user's reply.
 type Answer struct {
@@ -297,9 +320,19 @@ func (f *batch) drop(m *member) {
 	}
 }
 
-// ask asks the user once about group (req is one of them) and gives each
+// ask asks the user about group (req is one of them) and gives each
 // member its decision. Members whose tool a question out in the cell is
 // about wait for its answer first; those an answer then covers pass.
+//
+// The calls are put in the host's order (tool, line, arguments), never
+// the order the sandbox sent them in, and asked about in parts of at
+// most MaxListed calls and about MaxQuestionBytes, one question after
+// another: each answer decides exactly the calls its question lists, and
+// one for the cell or the session is remembered for their tools only.
+// Before each part, calls that an earlier part's answer now covers pass.
+// An answer that allows nothing (declined, no answer in time, no client)
+// denies the parts not yet asked, without asking: the user said no to
+// this batch once, and is not made to say it again and again.
 func (s *Session) ask(ctx context.Context, req Request, group []*member) {
 	a := (*approvals)(nil)
 	if req.Run != nil {
@@ -310,14 +343,67 @@ func (s *Session) ask(ctx context.Context, req Request, group []*member) {
 		return
 	}
 	defer release()
-	slices.SortStableFunc(pending, func(x, y *member) int { return x.call.Line - y.call.Line }) // as the code reads
-	q := Question{Calls: make([]AskedCall, 0, min(len(pending), MaxListed))}
-	for i, m := range pending {
-		if i == MaxListed {
-			q.More = len(pending) - i
-			break
+	slices.SortStableFunc(pending, hostOrder)
+	q := Question{Total: len(pending)}
+	for {
+		if pending = s.passCovered(a, pending); len(pending) == 0 {
+			return
 		}
-		q.Calls = append(q.Calls, m.call)
+		parts := split(pending)
+		q.Part++
+		q.Parts = q.Part + len(parts) - 1
+		part := parts[0]
+		pending = pending[len(part):]
+		by, why, ok := s.askPart(ctx, req, a, part, q)
+		if !ok {
+			denyRest(pending, by, why)
+			return
+		}
+	}
+}
+
+// hostOrder orders the calls of a batch as the host chooses: by tool,
+// then line, then arguments as shown.
+func hostOrder(x, y *member) int {
+	if c := strings.Compare(x.key, y.key); c != 0 {
+		return c
+	}
+	if c := x.call.Line - y.call.Line; c != 0 {
+		return c
+	}
+	return strings.Compare(x.call.Arguments, y.call.Arguments)
+}
+
+// split cuts members (in the host's order) into the parts they are asked
+// in: each at most MaxListed calls and about MaxQuestionBytes (a call
+// larger than that alone), in order.
+func split(ms []*member) [][]*member {
+	var parts [][]*member
+	for len(ms) > 0 {
+		n, size := 0, 0
+		for n < len(ms) && n < MaxListed {
+			c := ms[n].call
+			size += len(c.Target.Server) + len(c.Target.Name) + len(c.Arguments) + len(c.Rule)
+			if n > 0 && size > MaxQuestionBytes {
+				break
+			}
+			n++
+		}
+		parts = append(parts, ms[:n:n])
+		ms = ms[n:]
+	}
+	return parts
+}
+
+// askPart asks one question about part (q says which part of how many)
+// and gives each of its members the decision. It returns who decided,
+// what a denial adds to the rule, and whether the answer allowed them.
+func (s *Session) askPart(ctx context.Context, req Request, a *approvals, part []*member, q Question) (by, why string, ok bool) {
+	shown := slices.Clone(part)
+	slices.SortStableFunc(shown, func(x, y *member) int { return x.call.Line - y.call.Line }) // as the code reads
+	q.Calls = make([]AskedCall, len(shown))
+	for i, m := range shown {
+		q.Calls[i] = m.call
 	}
 	if req.Run != nil {
 		q.Code = codeAround(req.Run.Code(), q.Calls)
@@ -325,17 +411,44 @@ func (s *Session) ask(ctx context.Context, req Request, group []*member) {
 	actx, cancel := context.WithTimeout(ctx, s.g.cfg.ApprovalTimeout)
 	defer cancel()
 	ans, err := req.Ask(actx, q)
-	by, why := answered(ans, err, actx, ctx)
-	if by == "user" && ans.Allow {
-		s.remember(a, pending, ans.Scope)
+	by, why = answered(ans, err, actx, ctx)
+	ok = err == nil && ans.Allow
+	if by == "user" && ok {
+		s.remember(a, part, ans.Scope)
 	}
-	for _, m := range pending {
+	for _, m := range part {
 		d := Decision{Allow, m.call.Rule}
-		if why != "" || !ans.Allow {
+		if !ok {
 			d = Decision{Deny, m.call.Rule + why}
 		}
 		m.res <- verdict{d, by}
 	}
+	return by, why, ok
+}
+
+// denyRest denies the members of a batch's parts not yet asked about,
+// after a part's answer allowed nothing: by and why are that answer's.
+func denyRest(rest []*member, by, why string) {
+	if why != "" {
+		why += " (in a question about other calls of the same batch: the rest of the batch was not asked about)"
+	}
+	for _, m := range rest {
+		m.res <- verdict{Decision{Deny, m.call.Rule + why}, by}
+	}
+}
+
+// passCovered decides the members an earlier answer for the cell or the
+// session covers, and returns the others.
+func (s *Session) passCovered(a *approvals, ms []*member) []*member {
+	var rest []*member
+	for _, m := range ms {
+		if v, ok := s.approvedAlready(a, m); ok {
+			m.res <- v
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	return rest
 }
 
 // claim decides the members of group an earlier answer covers, and marks
@@ -345,14 +458,7 @@ func (s *Session) ask(ctx context.Context, req Request, group []*member) {
 // cell ended meanwhile).
 func (s *Session) claim(ctx context.Context, a *approvals, group []*member) ([]*member, func()) {
 	for {
-		var pending []*member
-		for _, m := range group {
-			if v, ok := s.approvedAlready(a, m); ok {
-				m.res <- v
-			} else {
-				pending = append(pending, m)
-			}
-		}
+		pending := s.passCovered(a, group)
 		if a == nil || len(pending) == 0 {
 			return pending, func() {}
 		}

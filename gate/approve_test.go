@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/codebridge/codebridge/protocol"
 )
 
 // askAll is a policy that asks about every tool of "mem" but "free".
@@ -90,7 +92,7 @@ func TestApprovalBatchAsksOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	qs := r.asked()
-	if len(qs) != 1 || len(qs[0].Calls) != 5 || qs[0].More != 0 {
+	if len(qs) != 1 || len(qs[0].Calls) != 5 || qs[0].Part != 1 || qs[0].Parts != 1 || qs[0].Total != 5 {
 		t.Fatalf("asked %d questions: %+v", len(qs), qs)
 	}
 	lines := map[int]bool{}
@@ -112,10 +114,11 @@ func TestApprovalBatchAsksOnce(t *testing.T) {
 	}
 }
 
-// TestApprovalBatchListsAtMost: a batch larger than MaxListed lists the
-// first ones and counts the rest; the one answer covers them all.
-func TestApprovalBatchListsAtMost(t *testing.T) {
-	s, _ := newGate(t, askAll)
+// TestApprovalBatchAskedInParts: a batch larger than MaxListed is asked
+// in parts, one question after another, each listing every call its
+// answer decides: no call is decided by a question that did not list it.
+func TestApprovalBatchAskedInParts(t *testing.T) {
+	s, path := newGate(t, askAll)
 	_, run := s.StartRun(context.Background(), fiveLines)
 	r := &recorder{ans: Answer{Allow: true}}
 	for _, err := range gathered(context.Background(), s, run, r.ask, "rm", MaxListed+3, MaxListed+3, 1) {
@@ -123,8 +126,246 @@ func TestApprovalBatchListsAtMost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if qs := r.asked(); len(qs) != 1 || len(qs[0].Calls) != MaxListed || qs[0].More != 3 {
+	qs := r.asked()
+	if len(qs) != 2 || len(qs[0].Calls) != MaxListed || len(qs[1].Calls) != 3 {
 		t.Fatalf("asked %+v", qs)
+	}
+	listed := map[string]int{}
+	for i, q := range qs {
+		if q.Part != i+1 || q.Parts != 2 || q.Total != MaxListed+3 {
+			t.Fatalf("question %d says part %d of %d, of %d calls", i+1, q.Part, q.Parts, q.Total)
+		}
+		for _, c := range q.Calls {
+			listed[c.Arguments]++
+		}
+	}
+	if len(listed) != MaxListed+3 {
+		t.Fatalf("the questions listed %d different calls of %d: %v", len(listed), MaxListed+3, listed)
+	}
+	if got := decidedBy(t, path); strings.Count(got, "user") != MaxListed+3 {
+		t.Fatalf("decided by %s", got)
+	}
+}
+
+// twoServers asks about calm's echo and, by a rule of its own, wipe's hit.
+var twoServers = Policy{Servers: map[string]Rules{
+	"calm": {Tools: Lists{Ask: []string{"echo"}}, Source: "calm.json"},
+	"wipe": {Tools: Lists{Ask: []string{"hit"}}, Source: "wipe.json"},
+}}
+
+// call is one gathered call: its target and its arguments.
+type call struct {
+	target protocol.Target
+	args   string
+}
+
+// gatherCalls makes calls in run at once, as one batch (id) of their
+// number, all from line 1; it returns their errors.
+func gatherCalls(ctx context.Context, s *Session, run *Run, a Asker, id int64, calls []call) []error {
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := Request{Target: c.target, Params: json.RawMessage(`{"arguments":` + c.args + `}`), Ask: a, Run: run, Line: 1,
+				Batch: Batch{ID: id, Size: len(calls)}}
+			_, errs[i] = s.Through(ctx, req, (&fakeUpstream{res: `{}`}).do)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// hiddenNinth is issue 30's gather: eight calls of calm's echo and a
+// ninth of wipe's hit.
+func hiddenNinth() []call {
+	var calls []call
+	for i := range 8 {
+		calls = append(calls, call{protocol.Target{Kind: "tool", Server: "calm", Name: "echo"}, fmt.Sprintf(`{"message":"m%d"}`, i)})
+	}
+	return append(calls, call{protocol.Target{Kind: "tool", Server: "wipe", Name: "hit"}, `{"x":"HIDDEN-DROP-ALL-TABLES"}`})
+}
+
+// TestApprovalHiddenNinth (issue 30): eight gathered calls of one server
+// and a ninth of another, under its own rule, answered once, for the
+// cell and for the session. Every call allowed was listed, with its own
+// rule, in a question the user allowed; the session answer to a question
+// that did not list the ninth's tool does not cover it, now or later.
+func TestApprovalHiddenNinth(t *testing.T) {
+	for _, scope := range []Scope{Once, ForCell, ForSession} {
+		s, path := newGate(t, twoServers)
+		ctx := context.Background()
+		_, run := s.StartRun(ctx, "await gather()\n")
+		r := &recorder{ans: Answer{Allow: true, Scope: scope}}
+		for i, err := range gatherCalls(ctx, s, run, r.ask, 1, hiddenNinth()) {
+			if err != nil {
+				t.Fatalf("scope %d: call %d: %v", scope, i, err)
+			}
+		}
+		shown := map[string]string{}
+		for _, q := range r.asked() {
+			for _, c := range q.Calls {
+				shown[c.Target.Server+"."+c.Target.Name+" "+c.Arguments] = c.Rule
+			}
+		}
+		for _, c := range hiddenNinth() {
+			rule := fmt.Sprintf(`rule tools.ask %q of server %q in %s.json`, c.target.Name, c.target.Server, c.target.Server)
+			if got, ok := shown[c.target.Server+"."+c.target.Name+" "+c.args]; !ok || got != rule {
+				t.Fatalf("scope %d: %s.%s %s ran, shown with rule %q (listed: %v); want %q", scope, c.target.Server, c.target.Name, c.args, got, ok, rule)
+			}
+		}
+		if got := decidedBy(t, path); got != strings.Repeat("user,", 8)+"user" {
+			t.Fatalf("scope %d: decided by %s", scope, got)
+		}
+	}
+
+	// For the session, but the question that lists the ninth is declined:
+	// the ninth is denied, and a later call of its tool is asked again.
+	s, _ := newGate(t, twoServers)
+	ctx := context.Background()
+	_, run := s.StartRun(ctx, "await gather()\n")
+	var mu sync.Mutex
+	var asked []Question
+	selective := func(_ context.Context, q Question) (Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, q)
+		for _, c := range q.Calls {
+			if c.Target.Server == "wipe" {
+				return Answer{Reason: "declined"}, nil
+			}
+		}
+		return Answer{Allow: true, Scope: ForSession}, nil
+	}
+	errs := gatherCalls(ctx, s, run, selective, 1, hiddenNinth())
+	for i, err := range errs[:8] {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[8], ErrNotApproved) {
+		t.Fatalf("the ninth: %v", errs[8])
+	}
+	_, run2 := s.StartRun(ctx, "x\n")
+	if err := gatherCalls(ctx, s, run2, selective, 0, hiddenNinth()[8:])[0]; !errors.Is(err, ErrNotApproved) || len(asked) != 3 {
+		t.Fatalf("the ninth's tool later: %v, asked %d questions", err, len(asked))
+	}
+}
+
+// TestApprovalPartsBudget: calls with long arguments are asked in parts
+// of about MaxQuestionBytes, each call in exactly one question.
+func TestApprovalPartsBudget(t *testing.T) {
+	s, _ := newGate(t, askAll)
+	_, run := s.StartRun(context.Background(), fiveLines)
+	r := &recorder{ans: Answer{Allow: true}}
+	var calls []call
+	for i := range 6 {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"i":%d`, i)
+		for k := range 10 {
+			fmt.Fprintf(&b, `,"k%d":%q`, k, strings.Repeat("x", 150))
+		}
+		calls = append(calls, call{tool("rm"), b.String() + "}"})
+	}
+	for _, err := range gatherCalls(context.Background(), s, run, r.ask, 1, calls) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, q := range r.asked() {
+		size := 0
+		for _, c := range q.Calls {
+			size += len(c.Target.Server) + len(c.Target.Name) + len(c.Arguments) + len(c.Rule)
+			if seen[c.Arguments] {
+				t.Fatalf("a call asked about twice: %s", c.Arguments)
+			}
+			seen[c.Arguments] = true
+		}
+		if size > MaxQuestionBytes || len(q.Calls) > MaxListed {
+			t.Fatalf("a question of %d calls, %d bytes", len(q.Calls), size)
+		}
+	}
+	if len(seen) != 6 || len(r.asked()) < 2 {
+		t.Fatalf("%d calls in %d questions", len(seen), len(r.asked()))
+	}
+}
+
+// TestApprovalPartsAnswers: an answer for the cell to the first part lets
+// the later parts' calls of its tools through unasked, and asks about
+// the other tools; a decline of the first part denies the rest of the
+// batch unasked, saying so.
+func TestApprovalPartsAnswers(t *testing.T) {
+	s, path := newGate(t, askAll)
+	ctx := context.Background()
+	_, run := s.StartRun(ctx, fiveLines)
+	var calls []call
+	for i := range MaxListed + 2 {
+		calls = append(calls, call{tool("rm"), fmt.Sprintf(`{"i":%d}`, i)})
+	}
+	calls = append(calls, call{tool("wipe"), `{"i":0}`})
+	forCell := &recorder{ans: Answer{Allow: true, Scope: ForCell}}
+	for _, err := range gatherCalls(ctx, s, run, forCell.ask, 1, calls) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs := forCell.asked()
+	if len(qs) != 2 || len(qs[0].Calls) != MaxListed || qs[0].Calls[0].Target.Name != "rm" || len(qs[1].Calls) != 1 || qs[1].Calls[0].Target.Name != "wipe" {
+		t.Fatalf("asked %+v", qs)
+	}
+	if got := decidedBy(t, path); strings.Count(got, "cell") != 2 || strings.Count(got, "user") != MaxListed+1 {
+		t.Fatalf("decided by %s", got)
+	}
+
+	_, run2 := s.StartRun(ctx, fiveLines)
+	decline := &recorder{ans: Answer{Reason: "declined"}}
+	errs := gatherCalls(ctx, s, run2, decline.ask, 1, calls)
+	if len(decline.asked()) != 1 {
+		t.Fatalf("a declined part: asked %d questions", len(decline.asked()))
+	}
+	rest := 0
+	for i, err := range errs {
+		if !errors.Is(err, ErrNotApproved) || !strings.Contains(err.Error(), "the user declined") {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if strings.Contains(err.Error(), "the rest of the batch was not asked about") {
+			rest++
+		}
+	}
+	if rest != 3 {
+		t.Fatalf("%d calls say they were denied unasked, want 3", rest)
+	}
+}
+
+// TestApprovalPartsHostOrder: which calls share a question is the host's
+// choice: the same calls in any order of arrival make the same parts.
+func TestApprovalPartsHostOrder(t *testing.T) {
+	var ms []*member
+	for i := range 2*MaxListed + 1 {
+		c := AskedCall{Target: tool([]string{"rm", "wipe", "add"}[i%3]), Arguments: fmt.Sprintf(`{"i":%d}`, i), Line: i % 4}
+		ms = append(ms, &member{key: toolKey(c.Target), call: c})
+	}
+	parts := func(ms []*member) string {
+		ms = slices.Clone(ms)
+		slices.SortStableFunc(ms, hostOrder)
+		var b strings.Builder
+		for _, p := range split(ms) {
+			for _, m := range p {
+				b.WriteString(m.call.Target.Name + m.call.Arguments + " ")
+			}
+			b.WriteString("| ")
+		}
+		return b.String()
+	}
+	want := parts(ms)
+	slices.Reverse(ms)
+	if got := parts(ms); got != want {
+		t.Fatalf("reversed arrival:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Count(want, "|") != 3 {
+		t.Fatalf("parts: %s", want)
 	}
 }
 
