@@ -107,7 +107,7 @@ func (in *introspector) check(v *Verifier, ans map[string]any, now time.Time) (*
 	if f, ok := ans["nbf"].(float64); ok && time.Unix(int64(f), 0).After(now.Add(DefaultSkew)) {
 		return nil, refuse(kindInvalid, "the token is not valid yet (nbf or iat is in the future)")
 	}
-	if !oauthex.MatchesResource(stringsOf(ans["aud"]), v.cfg.Resource) {
+	if !oauthex.MatchesResource(valuesOf(ans["aud"]), v.cfg.Resource) {
 		return nil, refuse(kindAudience, "the token's audience is not this server ("+v.cfg.Resource+"): ask the authorization server for a token with resource="+v.cfg.Resource)
 	}
 	return v.admit(iss, ans, exp)
