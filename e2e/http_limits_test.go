@@ -200,6 +200,30 @@ func TestHTTPSessionCapPerUser(t *testing.T) {
 	}
 }
 
+// TestHTTPSessionCapPerUserDefault: on a server of 4 sessions with no
+// cap per user set, the attacker (one token holder) opening session
+// after session gets one place, not all four: the next is refused (503
+// naming --max-sessions-per-user), by a raw request and by the go-sdk's
+// client; another user still opens a session and runs a cell.
+func TestHTTPSessionCapPerUserDefault(t *testing.T) {
+	needEnv(t)
+	b := startHTTP(t, home(t, nil), nil, "--token-file", teamTokenFile(t), "--max-sessions", "4", "--warm", "0")
+	b.connectAs(t, "alice")
+	for i := range 3 {
+		code, _, body := b.initialize(t, teamTokens["alice"])
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, "at most 1 sessions") {
+			t.Fatalf("alice's session %d of a server of 4: %d %s", i+2, code, body)
+		}
+	}
+	if _, err := b.tryConnect("alice", time.Minute); err == nil {
+		t.Fatal("alice's go-sdk client opened a second session")
+	}
+	bob := b.connectAs(t, "bob")
+	if r, err := runPython(bob, "print('bob is served')"); err != nil || r.isError || r.text != "bob is served\n" {
+		t.Fatalf("bob's cell: %v %q", err, r.text)
+	}
+}
+
 // challengeRecorder is an MCP client's OAuth hook: it keeps the
 // WWW-Authenticate challenge of the 401 it is asked to handle, and gives
 // up, as a client without a way to sign in would.

@@ -14,11 +14,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,10 +466,11 @@ func TestOAuthOpaqueTokensIntrospected(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(self.Secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	introspections, introspectionURL := countingProxy(t, idp.issuer)
 	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
 	state := filepath.Join(t.TempDir(), "state")
 	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--oauth-issuer", idp.issuer, "--oauth-scopes", "mcp",
-		"--oauth-principal-claim", "client_id", "--oauth-introspection-url", idp.issuer+"/token/introspection",
+		"--oauth-principal-claim", "client_id", "--oauth-introspection-url", introspectionURL+"/token/introspection",
 		"--oauth-introspection-client-id", self.ID, "--oauth-introspection-secret-file", secret, "--warm", "0")
 
 	tok := idp.token(t, dave, b.url, "mcp")
@@ -510,4 +514,82 @@ func TestOAuthOpaqueTokensIntrospected(t *testing.T) {
 			t.Errorf("%s: the token is quoted in the answer or the log", c.name)
 		}
 	}
+
+	// The attacker repeats a made-up token: the provider is asked once.
+	const repeated = "opaque-and-repeated-0123456789abcdefghij"
+	before := introspections.Load()
+	for range 10 {
+		status, hdr, _ := b.initialize(t, repeated)
+		if ch := challenge(t, hdr); status != 401 || !strings.Contains(ch["error_description"], "not active") {
+			t.Fatalf("a repeated made-up token: %d %q, want 401 not active", status, hdr.Get("WWW-Authenticate"))
+		}
+	}
+	if n := introspections.Load() - before; n != 1 {
+		t.Errorf("10 requests with one made-up token made %d introspection requests, want 1", n)
+	}
+	if strings.Contains(b.stderr.String(), repeated) {
+		t.Error("the repeated token is in codebridge's log")
+	}
+}
+
+// countingProxy is a reverse proxy on loopback in front of target that
+// counts the requests it passes; it returns the count and its URL.
+func countingProxy(t *testing.T, target string) (*atomic.Int32, string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &atomic.Int32{}
+	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		n.Add(1)
+		r.SetURL(u)
+	}})
+	t.Cleanup(srv.Close)
+	return n, srv.URL
+}
+
+// TestOAuthAllowComparesClaimsWhole: with --oauth-allow
+// email=boss@corp.example and groups=team, the attacker's tokens, signed
+// by the trusted provider's key, that carry the allowed value as a word
+// of a longer string (an email "mallory@evil.example boss@corp.example",
+// groups as the string "visitors team") are refused with 403
+// access_denied; the allowed email, and a groups list that holds the
+// group, are admitted.
+func TestOAuthAllowComparesClaimsWhole(t *testing.T) {
+	needEnv(t)
+	needProvider(t)
+	// The tokens are signed with the provider's key (forge): the grants
+	// make no such claims.
+	idp := startProvider(t, "k1", 0, oauthClient{ID: "unused", Secret: "unused-secret-0123456789"})
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
+	b := startHTTP(t, h, nil, "--oauth-issuer", idp.issuer, "--oauth-scopes", "mcp",
+		"--oauth-allow", "email=boss@corp.example", "--oauth-allow", "groups=team", "--warm", "0")
+	now := time.Now().Unix()
+	token := func(claim string, value any) string {
+		return idp.forge(t, map[string]any{"iss": idp.issuer, "sub": "mallory", "aud": b.url, "scope": "mcp",
+			"iat": now, "exp": now + 600, claim: value})
+	}
+	var secrets []string
+	for _, c := range []struct {
+		name   string
+		token  string
+		status int
+	}{
+		{"an email holding the allowed one as a word", token("email", "mallory@evil.example boss@corp.example"), 403},
+		{"groups, a string holding the group as a word", token("groups", "visitors team"), 403},
+		{"the allowed email", token("email", "boss@corp.example"), 200},
+		{"groups, a list holding the group", token("groups", []string{"visitors", "team"}), 200},
+	} {
+		secrets = append(secrets, c.token)
+		status, hdr, _ := b.initialize(t, c.token)
+		if status != c.status {
+			t.Errorf("%s: %d %q, want %d", c.name, status, hdr.Get("WWW-Authenticate"), c.status)
+			continue
+		}
+		if status == 403 && challenge(t, hdr)["error"] != "access_denied" {
+			t.Errorf("%s: refused with %q, want access_denied", c.name, hdr.Get("WWW-Authenticate"))
+		}
+	}
+	checkNoTokenLeaked(t, b, "", secrets)
 }

@@ -59,6 +59,36 @@ func TestSessionCapPerUser(t *testing.T) {
 	}
 }
 
+// TestSessionCapPerUserDerived: with a small total and no cap per user
+// set, the attacker (one token holder) gets one place of four, not all
+// of them; another user still opens a session. The default is a quarter
+// of the total, at least one.
+func TestSessionCapPerUserDerived(t *testing.T) {
+	for total, want := range map[int]int{1: 1, 3: 1, 4: 1, 8: 2, 32: 8, 100: 25} {
+		if got := DefaultMaxSessionsPerUser(total); got != want {
+			t.Errorf("the default per user of %d sessions: %d, want %d", total, got, want)
+		}
+	}
+	mallory, bob := token, strings.Repeat("b", 20)
+	tokens, _ := ParseTokens("mallory " + mallory + "\nbob " + bob)
+	url := serve(t, Options{Tokens: tokens, MaxSessions: 4})
+	cs, err := connect(context.Background(), url, mallory, nil)
+	if err != nil {
+		t.Fatalf("mallory's first session: %v", err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		if code, _, body := initialize(t, url, mallory); code != 503 || !strings.Contains(body, "--max-sessions-per-user") {
+			t.Fatalf("mallory's session %d of a server of 4: %d %s", i+2, code, body)
+		}
+	}
+	cs, err = connect(context.Background(), url, bob, nil)
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	defer cs.Close()
+}
+
 // TestSessionCapNeedsTokens: without tokens no user can be told from
 // another, so only the total applies.
 func TestSessionCapNeedsTokens(t *testing.T) {

@@ -24,11 +24,19 @@ import (
 
 // Defaults of [Options], stated once.
 const (
-	DefaultIdleTimeout        = 30 * time.Minute
-	DefaultMaxSessions        = 32
-	DefaultMaxSessionsPerUser = 8
-	DefaultBodyTimeout        = 30 * time.Second
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions = 32
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultUserShare is the part of MaxSessions one user may hold when
+	// MaxSessionsPerUser is not set: one DefaultUserShare-th.
+	DefaultUserShare = 4
 )
+
+// DefaultMaxSessionsPerUser is the sessions one user may have open at
+// once when MaxSessionsPerUser is not set: a [DefaultUserShare]-th of
+// total, and at least one, so that one user never takes every place of
+// a server that has more than one.
+func DefaultMaxSessionsPerUser(total int) int { return max(1, total/DefaultUserShare) }
 
 // headerTimeout bounds the time a request's headers may take to arrive,
 // and idleConnTimeout the time a kept-alive connection may wait for its
@@ -61,9 +69,10 @@ type Options struct {
 	// [DefaultMaxSessions].
 	MaxSessions int
 	// MaxSessionsPerUser bounds the sessions one user (the name of a token
-	// in Tokens) has open at once, so that one cannot take every place.
-	// Zero means [DefaultMaxSessionsPerUser]; it does not apply without
-	// Tokens, where no user can be told from another.
+	// in Tokens, or an OAuth principal) has open at once, so that one
+	// cannot take every place. Zero means [DefaultMaxSessionsPerUser] of
+	// MaxSessions; it does not apply without authentication, where no
+	// user can be told from another.
 	MaxSessionsPerUser int
 	// BodyTimeout bounds the time a request's body may take to arrive;
 	// a request whose body is late is answered 408 and its connection
@@ -104,7 +113,7 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 		opts.MaxSessions = DefaultMaxSessions
 	}
 	if opts.MaxSessionsPerUser == 0 {
-		opts.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+		opts.MaxSessionsPerUser = DefaultMaxSessionsPerUser(opts.MaxSessions)
 	}
 	if opts.BodyTimeout == 0 {
 		opts.BodyTimeout = DefaultBodyTimeout

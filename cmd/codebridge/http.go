@@ -52,9 +52,11 @@ var httpKnobs = []knob[httpFlags]{
 	{flag: "max-sessions", envs: []string{"CODEBRIDGE_MAX_SESSIONS"}, def: strconv.Itoa(httpserve.DefaultMaxSessions), typ: "n",
 		usage: "most HTTP sessions open at once; more are refused",
 		set:   func(g *httpFlags, v string) (err error) { g.maxSessions, err = positiveCount(v); return }},
-	{flag: "max-sessions-per-user", envs: []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER"}, def: strconv.Itoa(httpserve.DefaultMaxSessionsPerUser), typ: "n",
-		usage: "most HTTP sessions one user (a token's name in --token-file) has open at once; more are refused",
-		set:   func(g *httpFlags, v string) (err error) { g.maxPerUser, err = positiveCount(v); return }},
+	// No default value: unset, httpserve derives it from --max-sessions.
+	{flag: "max-sessions-per-user", envs: []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER"}, typ: "n",
+		usage: fmt.Sprintf("most HTTP sessions one user (a token's name in --token-file, or an OAuth principal) has open at once; more are refused "+
+			"(default: --max-sessions/%d, at least 1)", httpserve.DefaultUserShare),
+		set: func(g *httpFlags, v string) (err error) { g.maxPerUser, err = positiveCount(v); return }},
 	{flag: "body-timeout", envs: []string{"CODEBRIDGE_BODY_TIMEOUT"}, def: secondsText(httpserve.DefaultBodyTimeout), typ: "seconds",
 		usage: "time an HTTP request's body may take to arrive; a later one is refused and its connection closed",
 		set:   func(g *httpFlags, v string) (err error) { g.bodyTimeout, err = seconds(v); return }},

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/codebridge/codebridge/httpserve"
 )
 
 // settingsTable reads README's Settings table: each row's flag names,
@@ -76,6 +79,22 @@ func TestReadmeSettingsTable(t *testing.T) {
 		if !flags[name] {
 			t.Errorf("README's Settings table has --%s, which is no setting", name)
 		}
+	}
+}
+
+// README's row of --max-sessions-per-user, whose default is derived
+// from --max-sessions rather than a value of its own, states the rule
+// and what it comes to with the default total.
+func TestReadmeDerivedSessionDefault(t *testing.T) {
+	rows, _ := settingsTable(t)
+	cells := rows["max-sessions-per-user"]
+	if len(cells) < 4 {
+		t.Fatal("README's Settings table has no row for --max-sessions-per-user")
+	}
+	rule := fmt.Sprintf("`--max-sessions`/%d, at least 1", httpserve.DefaultUserShare)
+	example := fmt.Sprintf("`%d` of `%d`", httpserve.DefaultMaxSessionsPerUser(httpserve.DefaultMaxSessions), httpserve.DefaultMaxSessions)
+	if !strings.Contains(cells[2], rule) || !strings.Contains(cells[2], example) {
+		t.Fatalf("--max-sessions-per-user: the row's default %q does not say %s (%s)", cells[2], rule, example)
 	}
 }
 

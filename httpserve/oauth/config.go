@@ -61,7 +61,9 @@ type Introspection struct {
 }
 
 // Rule admits a token whose claim equals Value, or holds it when the
-// claim is a list (such as groups).
+// claim is a JSON array (such as groups). A string claim is compared
+// whole; only the scope claims ("scope", "scp") are read as the
+// space-separated lists they are.
 type Rule struct {
 	Claim, Value string
 }

@@ -183,34 +183,56 @@ func (v *Verifier) checkClaims(is *issuer, c jwt.Claims) error {
 }
 
 // scopesOf reads a token's scopes: RFC 9068's space-separated "scope",
-// or the list "scp" some providers (Entra ID, Okta) use.
+// or "scp", a list (Okta) or a space-separated string (Entra ID).
 func scopesOf(all map[string]any) []string {
 	if s, ok := all["scope"].(string); ok {
 		return strings.Fields(s)
 	}
-	return stringsOf(all["scp"])
+	return scopeValues(all["scp"])
 }
 
+// scopeValues is a scope claim's scopes: a string's space-separated
+// words, or a JSON array's strings.
+func scopeValues(v any) []string {
+	if s, ok := v.(string); ok {
+		return strings.Fields(s)
+	}
+	return valuesOf(v)
+}
+
+// scopeClaims are the claims that are space-separated lists of scopes
+// by their definition (RFC 9068's "scope", and "scp"): the only string
+// claims whose words an allow rule looks at.
+var scopeClaims = map[string]bool{"scope": true, "scp": true}
+
 // allowed reports whether the token's claims match the allow-list (any
-// rule), or there is none.
+// rule), or there is none. A rule matches a string claim that equals its
+// value whole, or a JSON array claim that holds it; a string is never
+// split into words (a string email "mallory@evil.example
+// boss@corp.example" is not boss@corp.example), except the scope
+// claims, whose scopes are read as every scope check reads them.
 func (v *Verifier) allowed(all map[string]any) bool {
 	if len(v.cfg.Allow) == 0 {
 		return true
 	}
 	for _, r := range v.cfg.Allow {
-		if s, ok := all[r.Claim].(string); ok && s == r.Value || slices.Contains(stringsOf(all[r.Claim]), r.Value) {
+		values := valuesOf(all[r.Claim])
+		if scopeClaims[r.Claim] {
+			values = scopeValues(all[r.Claim])
+		}
+		if slices.Contains(values, r.Value) {
 			return true
 		}
 	}
 	return false
 }
 
-// stringsOf is a claim's value as a list of strings: a list's strings,
-// or a space-separated string's words.
-func stringsOf(v any) []string {
+// valuesOf is a claim's value as a list of strings: a JSON array's
+// strings, or a string whole (one value, never split on spaces).
+func valuesOf(v any) []string {
 	switch v := v.(type) {
 	case string:
-		return strings.Fields(v)
+		return []string{v}
 	case []any:
 		var out []string
 		for _, e := range v {

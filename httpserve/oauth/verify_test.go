@@ -160,6 +160,53 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestAllowComparesStringClaimsWhole: an allow rule matches a string
+// claim only whole, and looks inside a claim only when it is a JSON
+// array, or the scope claims, which are space-separated lists by their
+// definition. The attacker's tokens, signed by the trusted issuer, put
+// the allowed value as a word of a longer string.
+func TestAllowComparesStringClaimsWhole(t *testing.T) {
+	is := newTestIssuer(t)
+	v, err := New(Config{Issuers: []string{is.url}, Resource: testResource, Allow: []Rule{
+		{Claim: "email", Value: "boss@corp.example"}, {Claim: "groups", Value: "team"},
+		{Claim: "scope", Value: "admin"}, {Claim: "scp", Value: "root"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		claim string
+		value any
+		admit bool
+	}{
+		{"email with the allowed address as its second word", "email", "mallory@evil.example boss@corp.example", false},
+		{"email with the allowed address and a newline", "email", "boss@corp.example\nmallory@evil.example", false},
+		{"email with the allowed address after a tab", "email", "x\tboss@corp.example", false},
+		{"groups, a string with the allowed group as a word", "groups", "visitors team", false},
+		{"the allowed email", "email", "boss@corp.example", true},
+		{"email, an array holding it", "email", []string{"mallory@evil.example", "boss@corp.example"}, true},
+		{"groups, an array holding it", "groups", []string{"visitors", "team"}, true},
+		{"groups, a string that is the group", "groups", "team", true},
+		{"scope, space-separated", "scope", "mcp admin", true},
+		{"scp, space-separated", "scp", "read root", true},
+		{"scp, an array", "scp", []string{"read", "root"}, true},
+	}
+	for _, c := range cases {
+		claims := is.claims("mallory")
+		delete(claims, "groups")
+		delete(claims, "email")
+		claims[c.claim] = c.value
+		_, err := v.Verify(context.Background(), is.sign(t, "k1", claims))
+		var ref *Refusal
+		switch {
+		case c.admit && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case !c.admit && (!errors.As(err, &ref) || ref.Code() != "access_denied"):
+			t.Errorf("%s: %v, want 403 access_denied", c.name, err)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, bad := range []Config{
 		{},
