@@ -188,7 +188,9 @@ except runtime.MCPError as e:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Contents) != 1 || res.Contents[0].URI != uri || !strings.Contains(res.Contents[0].Text, "search_tool_docs") {
+		// The peer's text tells the model where a server runs (its cwd).
+		if len(res.Contents) != 1 || res.Contents[0].URI != uri || !strings.Contains(res.Contents[0].Text, "search_tool_docs") ||
+			!strings.Contains(res.Contents[0].Text, `describe_server("server")["cwd"]`) {
 			t.Errorf("read %s: %+v", uri, res.Contents)
 		}
 	})
