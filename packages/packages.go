@@ -196,6 +196,12 @@ func (in *Installer) Lookup(reqs []string, target Target) (*Set, bool) {
 	return in.cached(in.manifest(reqs, target))
 }
 
+// resolverVersion is part of every resolution's key, so that a
+// resolution recorded by an older host (version 1: pip resolved the
+// dependencies, and followed direct references in their metadata) is
+// never served from the cache.
+const resolverVersion = 2
+
 // manifest is the file that records the resolution of a request.
 func (in *Installer) manifest(reqs []string, t Target) string {
 	return in.opts.State.Path(statedir.Packages, "sets", in.key(reqs, t)+".json")
@@ -207,7 +213,8 @@ func (in *Installer) key(reqs []string, t Target) string {
 		R []string
 		T Target
 		I string
-	}{reqs, t, in.opts.Index})
+		V int
+	}{reqs, t, in.opts.Index, resolverVersion})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
