@@ -95,7 +95,9 @@ type Kind string
 // The kinds of [Error].
 const (
 	// Refused: not a package name, a name the allow-list does not match,
-	// or a target that is not wheel tags.
+	// a target that is not wheel tags, a dependency that is not a name on
+	// the index (a direct reference) or that the host cannot read, or an
+	// answer of the index that is not the wheel asked for.
 	Refused Kind = "refused"
 	// NotFound: the index has no package of that name.
 	NotFound Kind = "not-found"

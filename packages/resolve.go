@@ -119,7 +119,10 @@ func (in *Installer) resolve(ctx context.Context, dir string, reqs []string, t T
 		r.roots = append(r.roots, req)
 	}
 	for round := 0; ; round++ {
-		wants, refusal := r.closure()
+		wants, refusal, err := r.closure()
+		if err != nil {
+			return nil, err
+		}
 		if len(wants) > MaxDistributions {
 			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%s need more than %d packages with their dependencies: install fewer at a time", strings.Join(reqs, " "), MaxDistributions)}
 		}
@@ -131,7 +134,7 @@ func (in *Installer) resolve(ctx context.Context, dir string, reqs []string, t T
 		}
 		if len(fetch) == 0 {
 			if refusal != nil {
-				return nil, refusal
+				return nil, r.refuse(refusal.d, refusal.dep, refusal.why)
 			}
 			out := make([]*dist, len(wants))
 			for i, w := range wants {
@@ -148,22 +151,35 @@ func (in *Installer) resolve(ctx context.Context, dir string, reqs []string, t T
 	}
 }
 
+// maxEvaluations bounds the markers one walk of the dependencies
+// evaluates (a dependency is evaluated once for each extra asked of the
+// project that declares it).
+const maxEvaluations = 1 << 18
+
+// refused is a dependency that applies but that the host will not fetch.
+type refused struct {
+	d   *dist
+	dep dependency
+	why string
+}
+
 // closure walks from the sandbox's requirements through the wheels held,
 // and returns every project needed, in the order found, and the first
 // dependency that applies but that the host refuses.
-func (r *resolution) closure() ([]*want, *Error) {
+func (r *resolution) closure() ([]*want, *refused, error) {
 	type item struct {
 		req Requirement
 		by  string
 	}
 	var order []*want
 	wants := map[string]*want{}
-	var refusal *Error
+	var refusal *refused
 	queue := make([]item, 0, len(r.roots))
 	for _, req := range r.roots {
 		queue = append(queue, item{req: req})
 	}
 	expanded := map[string]bool{}
+	evaluations := 0
 	for len(queue) > 0 && len(order) <= MaxDistributions {
 		it := queue[0]
 		queue = queue[1:]
@@ -183,21 +199,24 @@ func (r *resolution) closure() ([]*want, *Error) {
 				continue
 			}
 			expanded[w.name+"["+extra] = true
+			if evaluations += len(d.deps); evaluations > maxEvaluations {
+				return nil, nil, &Error{Kind: Refused, Msg: fmt.Sprintf("the dependencies of %s ask for too many extras and dependencies to resolve (more than %d): install fewer at a time", strings.Join(r.reqs, " "), maxEvaluations)}
+			}
 			for _, dep := range d.deps {
 				ok, err := dep.applies(r.env, []string{extra})
 				switch {
 				case err != nil && refusal == nil:
-					refusal = r.refuse(d, dep, "its marker cannot be read ("+err.Error()+")")
+					refusal = &refused{d, dep, "its marker cannot be read (" + err.Error() + ")"}
 				case !ok || err != nil:
 				case dep.bad != "" && refusal == nil:
-					refusal = r.refuse(d, dep, dep.bad)
+					refusal = &refused{d, dep, dep.bad}
 				case dep.bad == "":
 					queue = append(queue, item{req: dep.req, by: d.label()})
 				}
 			}
 		}
 	}
-	return order, refusal
+	return order, refusal, nil
 }
 
 // refuse is the error for a dependency of d the host will not fetch: it

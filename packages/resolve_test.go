@@ -272,6 +272,19 @@ func TestConflictsAndBounds(t *testing.T) {
 	if reqs := pipRequirements(calls()); !slices.Equal(reqs, []string{"huge", "huge==1.0"}) {
 		t.Fatalf("pip was asked for the dependencies of a refused install: %d requirements", len(reqs))
 	}
+
+	// A wheel whose dependencies ask for a thousand extras of itself.
+	pip, _ = fakePip(t, "")
+	deps = deps[:0]
+	for i := range maxRequiresDist - 1 {
+		deps = append(deps, fmt.Sprintf("hub[e%d] ; extra == 'e%d'", i+1, i))
+	}
+	fakePublish(t, "hub", "1.0", append(deps, "hub[e0]")...)
+	in = New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
+	_, err = in.Resolve(context.Background(), []string{"hub"}, target, false)
+	if !errors.As(err, &pe) || pe.Kind != Refused || !strings.Contains(pe.Msg, "too many extras and dependencies") {
+		t.Fatalf("a walk without bound: %v", err)
+	}
 }
 
 // TestOldCacheNotServed: a resolution recorded under an older resolver's

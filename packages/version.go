@@ -240,17 +240,35 @@ func (v Version) satisfies(spec string) bool {
 	case ">=":
 		return v.comparePublic(w) >= 0
 	case "<":
-		return v.comparePublic(w) < 0 && !(!w.IsPrerelease() && v.IsPrerelease() && sameBase(v, w))
+		return v.below(w)
 	case ">":
-		return v.comparePublic(w) > 0 && !(w.Post < 0 && v.Post >= 0 && sameBase(v, w))
+		return v.above(w)
 	case "~=":
-		if len(w.Release) < 2 {
-			return false
-		}
-		stem := Version{Epoch: w.Epoch, Release: w.Release[:len(w.Release)-1], Post: -1, Dev: -1}
-		return v.comparePublic(w) >= 0 && v.equals(stem, true)
+		return v.compatible(w)
 	}
 	return false
+}
+
+// below is "<w": a pre-release of w's own release is not below it
+// unless w is a pre-release.
+func (v Version) below(w Version) bool {
+	return v.comparePublic(w) < 0 && (w.IsPrerelease() || !v.IsPrerelease() || !sameBase(v, w))
+}
+
+// above is ">w": a post-release of w's own release is not above it
+// unless w is a post-release.
+func (v Version) above(w Version) bool {
+	return v.comparePublic(w) > 0 && (w.Post >= 0 || v.Post < 0 || !sameBase(v, w))
+}
+
+// compatible is "~=w": at least w, and of w's release without its last
+// number ("~=1.4.2" is ">=1.4.2, ==1.4.*").
+func (v Version) compatible(w Version) bool {
+	if len(w.Release) < 2 {
+		return false
+	}
+	stem := Version{Epoch: w.Epoch, Release: w.Release[:len(w.Release)-1], Post: -1, Dev: -1}
+	return v.comparePublic(w) >= 0 && v.equals(stem, true)
 }
 
 // splitOperator cuts a specifier's operator from its version.
