@@ -95,7 +95,9 @@ type Kind string
 // The kinds of [Error].
 const (
 	// Refused: not a package name, a name the allow-list does not match,
-	// or a target that is not wheel tags.
+	// a target that is not wheel tags, a dependency that is not a name on
+	// the index (a direct reference) or that the host cannot read, or an
+	// answer of the index that is not the wheel asked for.
 	Refused Kind = "refused"
 	// NotFound: the index has no package of that name.
 	NotFound Kind = "not-found"
@@ -196,6 +198,12 @@ func (in *Installer) Lookup(reqs []string, target Target) (*Set, bool) {
 	return in.cached(in.manifest(reqs, target))
 }
 
+// resolverVersion is part of every resolution's key, so that a
+// resolution recorded by an older host (version 1: pip resolved the
+// dependencies, and followed direct references in their metadata) is
+// never served from the cache.
+const resolverVersion = 2
+
 // manifest is the file that records the resolution of a request.
 func (in *Installer) manifest(reqs []string, t Target) string {
 	return in.opts.State.Path(statedir.Packages, "sets", in.key(reqs, t)+".json")
@@ -207,7 +215,8 @@ func (in *Installer) key(reqs []string, t Target) string {
 		R []string
 		T Target
 		I string
-	}{reqs, t, in.opts.Index})
+		V int
+	}{reqs, t, in.opts.Index, resolverVersion})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }

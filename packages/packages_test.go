@@ -1,8 +1,12 @@
 package packages
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,16 +18,21 @@ import (
 
 var target = Target{Python: "3.11", Implementation: "cp", ABIs: []string{"cp311"}, Platforms: []string{"manylinux_2_36_x86_64", "manylinux2014_x86_64"}}
 
-// fakePip writes a pip stand-in: "--version" answers, "config list"
-// prints $CONFIG, "download" writes one wheel per requirement into
-// --dest, "index" fails unless the name is "sourceonly"; every call's
-// arguments are appended to a log, and its working directory, the files
-// there and some of its environment to another. With fail set, download
-// prints it on stderr and exits 1.
+// fakePip writes a pip stand-in that serves the wheels of a fake index
+// (fakePublish; tabulate 1.0 and numpy 2.0 are there): "--version"
+// answers, "config list" prints $CONFIG, "install --dry-run --report"
+// writes a report of the wheel of each requirement (or fails as pip does
+// when the index has none, or when the requirement has the text of the
+// project's .refuse file), "download" copies the wheels into --dest,
+// "index" fails unless the name is "sourceonly" or on the index; every call's arguments
+// are appended to a log, and its working directory, the files there and
+// some of its environment to another. With fail set, install and
+// download print it on stderr and exit 1.
 func fakePip(t *testing.T, fail string) (cmd []string, calls func() []string) {
 	t.Helper()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "calls")
+	t.Setenv("INDEX", filepath.Join(dir, "index"))
 	script := `#!/bin/sh
 echo "$*" >> ` + log + `
 echo "cwd=$(pwd) files=[$(ls -A)] config=$PIP_CONFIG_FILE findlinks=$PIP_FIND_LINKS pythonpath=$PYTHONPATH safepath=$PYTHONSAFEPATH" >> ` + log + `.env
@@ -33,27 +42,97 @@ while [ "${1#--}" != "$1" ]; do
 done
 case "$1" in
 config) printf '%b' "$CONFIG"; exit 0;;
-index) [ "$3" = sourceonly ]; exit $?;;
+index) [ "$3" = sourceonly ] || [ -f "$INDEX/$3.json" ]; exit $?;;
 esac
 if [ -n "$FAIL" ]; then printf '%b' "$FAIL" >&2; exit 1; fi
-dest=""; after=""
+cmd="$1"; dest=""; report=""; after=""; items=""
 while [ $# -gt 0 ]; do
   case "$1" in
   --dest) dest="$2"; shift;;
+  --report) report="$2"; shift;;
   --) after=1;;
-  *) [ -n "$after" ] && echo "wheel of $1" > "$dest/$(echo "$1" | tr -c 'a-z0-9\n' _)-1.0-py3-none-any.whl";;
+  *) if [ -n "$after" ]; then
+       name=$(echo "$1" | sed 's/[][<>=!~,].*//')
+       if [ ! -f "$INDEX/$name.json" ] || { [ -f "$INDEX/$name.refuse" ] && [ "${1#*$(cat "$INDEX/$name.refuse")}" != "$1" ]; }; then
+         echo "ERROR: Could not find a version that satisfies the requirement $1 (from versions: none)" >&2
+         echo "ERROR: No matching distribution found for $1" >&2
+         exit 1
+       fi
+       [ -n "$items" ] && items="$items,"
+       items="$items$(cat "$INDEX/$name.json")"
+       [ "$cmd" = download ] && cp "$INDEX/$name/"* "$dest/"
+     fi;;
   esac
   shift
 done
+[ "$cmd" = install ] && printf '{"version": "1", "install": [%s]}' "$items" > "$report"
+exit 0
 `
 	path := filepath.Join(dir, "pip")
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("FAIL", fail)
+	fakePublish(t, "tabulate", "1.0")
+	fakePublish(t, "numpy", "2.0")
 	return []string{path}, func() []string {
 		data, _ := os.ReadFile(log)
 		return strings.Split(strings.TrimSpace(string(data)), "\n")
+	}
+}
+
+// testWheel is a wheel of a module named after the project, whose
+// METADATA declares requires.
+func testWheel(t *testing.T, name, version string, requires ...string) (string, []byte) {
+	t.Helper()
+	info := strings.ReplaceAll(name, "-", "_") + "-" + version
+	meta := "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
+	for _, r := range requires {
+		meta += "Requires-Dist: " + r + "\n"
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range [][2]string{
+		{strings.ReplaceAll(name, "-", "_") + "/__init__.py", "X = 1\n"},
+		{info + ".dist-info/METADATA", meta + "\nThe description.\n"},
+		{info + ".dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{info + ".dist-info/RECORD", ""},
+	} {
+		w, _ := zw.Create(f[0])
+		w.Write([]byte(f[1]))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return info + "-py3-none-any.whl", buf.Bytes()
+}
+
+// fakePublish puts a wheel on fakePip's index, at an https URL.
+func fakePublish(t *testing.T, name, version string, requires ...string) {
+	t.Helper()
+	file, data := testWheel(t, name, version, requires...)
+	fakePublishFile(t, name, version, "https://index.example/files/"+file, file, data)
+}
+
+// fakePublishFile puts a file on fakePip's index under a project, as pip
+// would report it: at url, with its sha256, of the given version.
+func fakePublishFile(t *testing.T, project, version, url, file string, data []byte) {
+	t.Helper()
+	index := os.Getenv("INDEX")
+	if err := os.MkdirAll(filepath.Join(index, project), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(index, project, file), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	item, _ := json.Marshal(map[string]any{
+		"is_direct":     false,
+		"download_info": map[string]any{"url": url, "archive_info": map[string]any{"hashes": map[string]string{"sha256": hex.EncodeToString(sum[:])}}},
+		"metadata":      map[string]any{"name": project, "version": version, "summary": "x"},
+	})
+	if err := os.WriteFile(filepath.Join(index, project+".json"), item, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -67,12 +146,11 @@ func TestResolveCachesByRequest(t *testing.T) {
 	if set.Cached || len(set.Wheels) != 2 || set.Downloaded == 0 {
 		t.Fatalf("first resolution: %+v", set)
 	}
-	download := calls()[len(calls())-1]
-	for _, want := range []string{"--isolated --no-input --disable-pip-version-check download --only-binary=:all: ", "--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_36_x86_64 --platform manylinux2014_x86_64 -- numpy>=2 tabulate"} {
-		if !strings.Contains(download, want) {
-			t.Fatalf("pip was called as %q, want %q in it", download, want)
-		}
-	}
+	c := calls()
+	mustHaveArgs(t, c[len(c)-2], "--isolated --no-input --disable-pip-version-check install --dry-run --ignore-installed --no-deps --only-binary=:all: ",
+		" --report ", "--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_36_x86_64 --platform manylinux2014_x86_64 -- numpy>=2 tabulate")
+	mustHaveArgs(t, c[len(c)-1], "--isolated --no-input --disable-pip-version-check download --only-binary=:all: --no-deps ",
+		"--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_36_x86_64 --platform manylinux2014_x86_64 -- numpy==2.0 tabulate==1.0")
 	n := len(calls())
 	// The same request, written differently: the cache answers, pip is not run.
 	again, err := in.Resolve(context.Background(), []string{" numpy >= 2", "tabulate", "tabulate"}, target, false)
@@ -83,7 +161,7 @@ func TestResolveCachesByRequest(t *testing.T) {
 		t.Fatalf("second resolution: %+v, pip calls %d -> %d", again, n, len(calls()))
 	}
 	for _, w := range again.Wheels {
-		if data, err := in.Open(w); err != nil || !strings.HasPrefix(string(data), "wheel of ") {
+		if data, err := in.Open(w); err != nil || !strings.HasPrefix(string(data), "PK") {
 			t.Fatalf("open %s: %q %v", w.File, data, err)
 		}
 	}
@@ -98,6 +176,16 @@ func TestResolveCachesByRequest(t *testing.T) {
 	}
 	if set, err := in.Resolve(context.Background(), []string{"tabulate", "numpy>=2"}, target, true); err != nil || set.Cached || len(calls()) == n {
 		t.Fatalf("upgrade did not run pip: %+v %v", set, err)
+	}
+}
+
+// mustHaveArgs fails the test unless each of wants is in pip's call.
+func mustHaveArgs(t *testing.T, call string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(call, want) {
+			t.Fatalf("pip was called as %q, want %q in it", call, want)
+		}
 	}
 }
 
@@ -178,7 +266,7 @@ func TestPipFailuresExplained(t *testing.T) {
 		if strings.Contains(err.Error(), "/home/me") || strings.Contains(err.Error(), "Traceback") || strings.Contains(err.Error(), "ERROR:") {
 			t.Errorf("%s: pip's words reached the message: %v", c.req, err)
 		}
-		if !strings.Contains(log.String(), "pip download failed") || !strings.Contains(log.String(), "ERROR:") {
+		if !strings.Contains(log.String(), "pip failed") || !strings.Contains(log.String(), "ERROR:") {
 			t.Errorf("%s: pip's words are not in the host's log:\n%s", c.req, log.String())
 		}
 	}

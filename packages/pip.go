@@ -1,7 +1,6 @@
 package packages
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,8 +28,22 @@ func (in *Installer) Available(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("on-demand installs need pip on the host, and %q does not run (%s): %s",
 			strings.Join(in.opts.Pip, " "), detail, pipHelp)
 	}
-	return strings.TrimSpace(string(out)), nil
+	version := strings.TrimSpace(string(out))
+	if f := strings.Fields(version); len(f) >= 2 && f[0] == "pip" {
+		if v, err := ParseVersion(f[1]); err == nil && !v.Satisfies([]string{">=" + minPip}) {
+			return "", fmt.Errorf("%w: %q is pip %s, and on-demand installs need pip %s or newer (its --report, which names the URL of a wheel before it is fetched): python3 -m pip install --user --upgrade pip, or point --pip at a newer pip",
+				errOldPip, strings.Join(in.opts.Pip, " "), f[1], minPip)
+		}
+	}
+	return version, nil
 }
+
+// minPip is the oldest pip the host can use: the first with pip install
+// --dry-run --report.
+const minPip = "22.2"
+
+// errOldPip is [Installer.Available]'s error for a pip older than minPip.
+var errOldPip = errors.New("the host's pip is too old")
 
 // runPip runs pip with args and returns what it wrote on stdout; what it
 // wrote on stderr goes to stderr, or, when that is nil, into the error
@@ -79,52 +92,37 @@ func pipEnv(user bool) []string {
 	return env
 }
 
-// download runs pip download for reqs on target into a fresh directory
-// and moves the wheels into the cache. reqs are canonical requirements
-// ([Requirement.String]); pip takes wheels only, so nothing is built.
+// download resolves reqs (canonical requirements, [Requirement.String])
+// and their dependencies for t into a fresh directory ([Installer.resolve]:
+// the host reads every dependency itself, and pip fetches only wheels by
+// name), and moves the wheels into the cache.
 func (in *Installer) download(ctx context.Context, root string, reqs []string, t Target) (*Set, error) {
 	if _, err := in.Available(ctx); err != nil {
 		in.opts.Log.Warn("packages: pip does not run", "err", err)
-		return nil, &Error{Kind: NoPip, Msg: "on-demand installs need pip on the host, and the host's pip command does not run: the user can " + pipHelp}
+		msg := "on-demand installs need pip on the host, and the host's pip command does not run: the user can " + pipHelp
+		if errors.Is(err, errOldPip) {
+			msg = "on-demand installs need pip " + minPip + " or newer on the host: the user can upgrade it (python3 -m pip install --user --upgrade pip), or point --pip at a newer pip"
+		}
+		return nil, &Error{Kind: NoPip, Msg: msg}
 	}
 	dest, err := os.MkdirTemp(root, "download-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dest)
-	args := []string{"download", "--only-binary=:all:", "--progress-bar=off", "--dest", dest,
-		"--python-version", t.Python, "--implementation", t.Implementation}
-	for _, abi := range t.ABIs {
-		args = append(args, "--abi", abi)
-	}
-	for _, p := range t.Platforms {
-		args = append(args, "--platform", p)
-	}
-	args = append(args, in.indexArgs(ctx)...)
-	args = append(args, "--")
-	args = append(args, reqs...)
-	var stderr bytes.Buffer
-	if _, err := in.runPip(ctx, false, &stderr, args...); err != nil {
-		if ctx.Err() != nil {
-			return nil, &Error{Kind: Stopped, Msg: fmt.Sprintf("the install was stopped before pip finished (%v): give the cell a longer timeout, such as run_python's timeout=120", ctx.Err())}
+	dists, err := in.resolve(ctx, dest, reqs, t)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			in.opts.Log.Warn("packages: an install was refused or failed", "requirements", reqs, "why", pe.Msg)
 		}
-		in.opts.Log.Warn("packages: pip download failed", "requirements", reqs, "err", err, "pip", pipErrors(stderr.String()))
-		return nil, in.explain(ctx, reqs, t, stderr.String())
-	}
-	return in.collect(root, dest, reqs, t)
-}
-
-// collect moves the wheels pip downloaded into the cache.
-func (in *Installer) collect(root, dir string, reqs []string, t Target) (*Set, error) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.whl"))
-	if len(files) == 0 {
-		return nil, &Error{Kind: Failed, Msg: fmt.Sprintf("pip downloaded no wheel for %s", strings.Join(reqs, " "))}
+		return nil, err
 	}
 	set := &Set{Requirements: reqs, Target: t, Index: in.opts.Index}
-	for _, f := range files {
-		w, err := in.store(root, f)
+	for _, d := range dists {
+		w, err := in.store(root, d.file)
 		if err != nil {
-			return nil, fmt.Errorf("caching %s: %w", filepath.Base(f), err)
+			return nil, fmt.Errorf("caching %s: %w", filepath.Base(d.file), err)
 		}
 		set.Wheels = append(set.Wheels, w)
 		set.Downloaded += w.Size
@@ -142,7 +140,7 @@ var unreachable = []string{"NewConnectionError", "Failed to establish a new conn
 // requirement with no candidate is looked up again without the sandbox's
 // tags, to tell a name the index does not have from a package with no
 // wheel for the sandbox.
-func (in *Installer) explain(ctx context.Context, reqs []string, t Target, stderr string) error {
+func (in *Installer) explain(ctx context.Context, reqs []string, t Target, stderr string, wants map[string]*want) error {
 	for _, w := range unreachable {
 		if strings.Contains(stderr, w) {
 			return &Error{Kind: Unreachable, Msg: "the host could not reach the package index: try again later; if it lasts, the user can check the host's network and codebridge's package_index setting"}
@@ -159,8 +157,18 @@ func (in *Installer) explain(ctx context.Context, reqs []string, t Target, stder
 	if missing == "" || err != nil {
 		return &Error{Kind: Failed, Msg: fmt.Sprintf("pip could not fetch %s for the sandbox (%s); the host's log says why", strings.Join(reqs, " "), t)}
 	}
+	w := wants[name]
+	if w == nil {
+		w = &want{name: name, by: []string{""}}
+	}
 	if !in.exists(ctx, name) {
+		if by := slices.DeleteFunc(slices.Clone(w.by), func(s string) bool { return s == "" }); len(by) > 0 {
+			return &Error{Kind: NotFound, Msg: fmt.Sprintf("the index has no package %s, which %s depends on: install another version of what needs it, or ask the index's maintainers for %s", name, strings.Join(by, " and "), name)}
+		}
 		return &Error{Kind: NotFound, Msg: fmt.Sprintf("the index has no package %s: check the spelling of the name", name)}
+	}
+	if len(w.asks) > 1 {
+		return &Error{Kind: Conflict, Msg: fmt.Sprintf("the versions asked for (%s) conflict with each other or with their dependencies: no wheel of %s on the index is %s. Ask for fewer or looser versions", strings.Join(reqs, " "), name, strings.Join(w.asks, " and "))}
 	}
 	return &Error{Kind: NoWheel, Msg: fmt.Sprintf("%s has no wheel for the sandbox's Python (%s) on the index, only source or other platforms; the host downloads wheels only and never builds. Pick a version with a wheel, or build an image that has it: codebridge image build --packages %s",
 		name, t, name)}
