@@ -71,3 +71,49 @@ func startCount(t *testing.T, path string) int {
 	}
 	return strings.Count(string(b), "started")
 }
+
+// TestSearchCatalogueOfPerSessionServersStaysWithItsPrincipal: over HTTP,
+// what a per_session server lists for one principal's session is kept in
+// that principal's place (its listing can differ by principal), and a
+// shared server's in the state directory's root; another principal's
+// search does not read the first one's listing (bob's per_session server
+// is listed for him: it starts).
+func TestSearchCatalogueOfPerSessionServersStaysWithItsPrincipal(t *testing.T) {
+	needEnv(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	tokens := filepath.Join(dir, "tokens")
+	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
+	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own := stub("--name=own", "--tool=okapi_ledger")
+	h := shapesHome(t, map[string]any{
+		"own":    map[string]any{"command": own.Command, "args": own.Args, "per_session": true},
+		"shared": stub("--name=shared", "--tool=quokka_census"),
+	})
+	b := startHTTP(t, h, []string{"CODEBRIDGE_STATE_DIR=" + state}, "--token-file", tokens)
+	search := `print("HITS", sorted(h["tool"] for h in runtime.search_tool_docs_sync("okapi ledger quokka census", limit=10) if h["tool"]))
+print("RUNNING", sorted(s["name"] for s in runtime.list_servers_sync(detailed=True) if s["running"]))`
+	mustContain(t, b.clientAs(t, "alice", aliceTok).ok(search), "HITS ['okapi_ledger', 'quokka_census']")
+	if n := listingFiles(t, filepath.Join(state, "principals", "t-alice", "catalogue")); n != 1 {
+		t.Fatalf("alice's place holds %d listings, want her per_session server's", n)
+	}
+	if n := listingFiles(t, filepath.Join(state, "catalogue")); n != 1 {
+		t.Fatalf("the root holds %d listings, want the shared server's alone", n)
+	}
+	mustContain(t, b.clientAs(t, "bob", bobTok).ok(search), "HITS ['okapi_ledger', 'quokka_census']", "RUNNING ['own', 'shared']")
+	if n := listingFiles(t, filepath.Join(state, "principals", "t-bob", "catalogue")); n != 1 {
+		t.Fatalf("bob's place holds %d listings, want his per_session server's", n)
+	}
+}
+
+// listingFiles counts the listing files in dir.
+func listingFiles(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("no listings in %s: %v", dir, err)
+	}
+	return len(entries)
+}

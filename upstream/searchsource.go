@@ -8,11 +8,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// refreshWait is how long a search waits for a server it lists again
-// while it has an earlier listing of it to answer from (saved under an
-// earlier form of the entry, or the running server's list was dropped):
-// the search answers from that listing after this long, however long the
-// listing takes.
+// refreshWait is how long a search waits for a server it starts to list
+// again while it has an earlier listing of it to answer from (saved under
+// an earlier form of the entry): the search answers from that listing
+// after this long, however long the start takes.
 const refreshWait = time.Second
 
 // Stale names a server that a search read from a listing saved under an
@@ -30,13 +29,14 @@ type Stale struct {
 // server that does not run is searched from the listing the state
 // directory keeps ([Options.Catalogue]) when that was made under its
 // entry as it is now, without starting it (a listing older than
-// savedMaxAge is searched too, and the server listed again in the
-// background). Every other server (never listed, listed under an earlier
+// savedMaxAge, or without the server's resources and prompts, is searched
+// too, and the server listed again in the background). Every other server (never listed, listed under an earlier
 // form of its entry, or running with a list to fetch again) is listed in
 // the background, at most maxRelisting at once, started when needed. The
-// search waits up to refreshWait for those it has an earlier listing of,
-// and up to wait for those it has none of (a search that left them out
-// would be wrong). A server not listed by then is searched from its
+// search waits up to refreshWait for those it starts and has an earlier
+// listing of, and up to wait for the others: those it has none of (a
+// search that left them out would be wrong) and those that run (they
+// answer at once). A server not listed by then is searched from its
 // earlier listing, named in the stale ones when that was made under
 // another form of its entry, or reported unavailable when there is none;
 // its listing goes on, and is kept for the next search. A server whose
@@ -55,7 +55,7 @@ func (p *Pool) Catalogue(ctx context.Context, wait time.Duration) ([]Entry, []Un
 	var stale []Stale
 	for i, s := range p.servers {
 		l := &looks[i]
-		if l.earlier.state == savedNone {
+		if l.patient {
 			l.settle(wctx, s.Name())
 		} else {
 			l.settle(rctx, s.Name())
@@ -96,6 +96,7 @@ type look struct {
 	saved  time.Time // when that listing was saved
 
 	pending *listing  // the listing the search waits for; nil: none
+	patient bool      // wait for pending as long as the search may, not refreshWait
 	earlier savedView // what the search reads when pending is not done in time
 }
 
@@ -106,7 +107,8 @@ func (s *Server) look() look {
 		return look{tools: tools, offers: offers}
 	}
 	v := s.saved.view()
-	if !s.sup.running() {
+	running := s.sup.running()
+	if !running {
 		switch v.state {
 		case savedCurrent:
 			return look{tools: v.tools, offers: v.offers}
@@ -115,7 +117,7 @@ func (s *Server) look() look {
 			return look{tools: v.tools, offers: v.offers}
 		}
 	}
-	return look{pending: s.relist.start(), earlier: v}
+	return look{pending: s.relist.start(), patient: running || v.state == savedNone, earlier: v}
 }
 
 // kept returns the lists kept for the server's live session, when it
