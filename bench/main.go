@@ -60,6 +60,12 @@
 //     with the Kubernetes engine, which it does not use: what compiling
 //     the engine in costs every bridge.
 //
+//   - First search. The first search of a new bridge over 70 configured
+//     servers none of which runs (searchcold.go), timed inside Python:
+//     over an empty state directory (the search starts every server to
+//     list it) and over the one an earlier bridge left (it answers from
+//     the listings kept there, and starts none).
+//
 //   - Profiles (-profile DIR, with -only latency; not in the report). The
 //     bridge is built with its profiling hook (-tags benchprofile) and each
 //     latency loop runs in a window of CPU and allocation profiles; the
@@ -281,6 +287,7 @@ func (e *env) sections() []section {
 		{"task cost", e.measureTask},
 		{"64 MiB transfers", e.measureData},
 		{"serving HTTP", e.measureHTTP},
+		{"first search of a new bridge", e.measureSearchCold}, // searchcold.go
 	}
 }
 

@@ -120,7 +120,7 @@ func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.R
 	if err != nil {
 		return nil, err
 	}
-	tools, err := s.Tools(ctx)
+	tools, err := s.Listed(ctx) // a server that does not run is not started for its saved listing
 	if err != nil {
 		return nil, err
 	}
@@ -146,14 +146,16 @@ func startServers(ctx context.Context, h *call, p protocol.StartServersParams) (
 	return json.Marshal(out)
 }
 
-// searchWait bounds how long a search waits for a server to start.
+// searchWait bounds how long a search waits for a server it has never
+// listed to start (see upstream.Pool.Catalogue: a server listed before is
+// searched from the state directory without starting it).
 const searchWait = 20 * time.Second
 
 func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (json.RawMessage, error) {
 	if p.Limit <= 0 {
 		p.Limit = 5
 	}
-	entries, down := h.pool.Catalogue(ctx, searchWait)
+	entries, down, stale := h.pool.Catalogue(ctx, searchWait)
 	entries = h.visibleEntries(entries)
 	entries, skills := h.withSkills(entries)
 	out := []any{}
@@ -162,6 +164,7 @@ func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (js
 		r.Skill = skills[hit.Tool]
 		if !r.Skill {
 			r.Returns = h.returnsLine(hit)
+			r.Stale = staleNote(stale, hit.Server)
 		}
 		out = append(out, r)
 	}
@@ -169,6 +172,19 @@ func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (js
 		out = append(out, protocol.SearchDown{Server: d.Server, Unavailable: d.Err.Error()})
 	}
 	return json.Marshal(out)
+}
+
+// staleNote says why a hit of server may be out of date, when the search
+// read it from a listing made under an earlier form of the server's
+// entry; "" when it did not.
+func staleNote(stale []upstream.Stale, server string) string {
+	for _, s := range stale {
+		if s.Server == server {
+			return fmt.Sprintf("listed %s, before the server's entry in the configuration changed; it is being listed again: search again in a few seconds for what it offers now",
+				s.Saved.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
 
 // SearchHit is a ranked tool as the runtime and the command line show it;

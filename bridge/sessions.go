@@ -87,7 +87,8 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 		return s, nil
 	}
 	notes := &cellNotes{}
-	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes)), true, principalOf(extra))
+	p := principalOf(extra)
+	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes), p.Key()), true, p)
 	s.notes = notes
 	b.reg.add(ss, s)
 	b.opts.Metrics.Sandboxes(1)

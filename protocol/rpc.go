@@ -99,6 +99,10 @@ type SearchHit struct {
 	URI  string `json:"uri,omitempty"`
 	// Returns is a tool's observed shape on one line (see [Observed]).
 	Returns string `json:"returns,omitempty"`
+	// Stale says why the hit may be out of date: the search read its
+	// server from a listing saved before the server's entry changed, and
+	// the server is being listed again.
+	Stale string `json:"stale,omitempty"`
 }
 
 // SearchDown names a server that could not be searched; such entries come

@@ -12,11 +12,13 @@ import (
 // those changes; its exact lookup is how the gate refuses a tool the
 // server does not list.
 type toolCatalogue struct {
-	sup  *supervisor
-	list sessionList[*mcp.Tool]
+	sup   *supervisor
+	list  sessionList[*mcp.Tool]
+	saved *savedListing // where a list read is saved; nil: nowhere
 }
 
-// tools returns the server's tools, starting it when needed.
+// tools returns the server's tools, starting it when needed. A list read
+// from the server is saved too.
 func (t *toolCatalogue) tools(ctx context.Context) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
 	err := t.sup.run(ctx, "listing tools", func(ctx context.Context, c *conn) error {
@@ -32,7 +34,9 @@ func (t *toolCatalogue) tools(ctx context.Context) ([]*mcp.Tool, error) {
 			}
 			fresh = append(fresh, tool)
 		}
-		t.list.put(c, gen, fresh)
+		if t.list.put(c, gen, fresh) && t.saved.keepTools(fresh) {
+			t.list.moved() // the saved tools given out in their place were not these
+		}
 		tools = fresh
 		return nil
 	})

@@ -75,12 +75,15 @@ func (s *Server) newClient() *mcp.Client {
 		// server can report, where an undeclared capability would hide
 		// the server's tools that need it.
 		Capabilities: caps,
+		// A changed list is listed again at once, in the background, so
+		// that the saved listing follows it (see relister).
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.catalogue.changed()
+			s.relist.changed()
 			s.log.Debug("tool list changed")
 		},
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.offers.changed() },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.offers.changed() },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.offersChanged() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.offersChanged() },
 		CreateMessageHandler:        s.downlink.createMessage,
 		ElicitationHandler:          s.downlink.elicit,
 		LoggingMessageHandler:       s.watchers.logMessage,
@@ -88,6 +91,13 @@ func (s *Server) newClient() *mcp.Client {
 	})
 	client.AddReceivingMiddleware(errorCodes, s.downlink.rootsMiddleware)
 	return client
+}
+
+// offersChanged forgets the server's resources, templates and prompts
+// and lists them again: it said one of those lists changed.
+func (s *Server) offersChanged() {
+	s.offers.changed()
+	s.relist.changed()
 }
 
 // downlink answers what a server asks of its client (sampling,

@@ -5,8 +5,10 @@
 // first use (a tool list, a call, or being named in run_python's servers),
 // stays running between calls, and is started again on the next use after
 // it crashes. Its tool list is cached until the server says it changed
-// (notifications/tools/list_changed). Every call has a time limit and is
-// cancelled with the context it was made under.
+// (notifications/tools/list_changed), and kept in the state directory
+// ([CatalogueStore]) so that a new bridge's search reads it without
+// starting the server. Every call has a time limit and is cancelled with
+// the context it was made under.
 //
 // Stdio servers run in their own process group, so stopping one also stops
 // the children launchers such as npx start; the last lines of a server's
@@ -21,7 +23,9 @@
 // its session (start, restart, backoff, stop) and runs requests on it;
 // the tool catalogue keeps its tools with their generation and exact
 // lookup; the word index keeps their search words; the offers cache keeps
-// its resources and prompts for search; the call watchers tie progress
+// its resources and prompts for search; the saved listing keeps both in
+// the state directory; the relister lists them in the background (for a
+// search, after a change the server announced); the call watchers tie progress
 // and log messages to the call they belong to; the downlink answers what
 // the server asks of its client.
 package upstream

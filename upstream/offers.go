@@ -18,8 +18,9 @@ const (
 // descriptions only, never contents. They are listed once per session and
 // again after the server says a list changed.
 type offerCache struct {
-	sup  *supervisor
-	list sessionList[Entry]
+	sup   *supervisor
+	list  sessionList[Entry]
+	saved *savedListing // where a list read is saved; nil: nowhere
 }
 
 // entries returns the server's offers, starting it when needed. A list
@@ -34,7 +35,9 @@ func (o *offerCache) entries(ctx context.Context) []Entry {
 			return nil
 		}
 		list = listOffers(ctx, o.sup.spec.Name, c.cs)
-		o.list.put(c, gen, list)
+		if o.list.put(c, gen, list) {
+			o.saved.keepOffers(list)
+		}
 		return nil
 	})
 	return list

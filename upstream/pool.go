@@ -31,6 +31,13 @@ type Options struct {
 	// the pool (bridge.NewClients); nil refuses such requests with
 	// [ErrNoClient].
 	Downstream Downstream
+	// Catalogue keeps what the servers list in the state directory, for
+	// the searches of the next bridge (see [Pool.Catalogue]); nil keeps
+	// nothing.
+	Catalogue *CatalogueStore
+
+	place string        // the principal whose place keeps the listings of per_session servers ([Pool.ForSession])
+	slots chan struct{} // the background listings in progress (relister), shared by a pool and its views
 }
 
 // DefaultCallTimeout bounds one upstream call when nothing else does.
@@ -45,7 +52,8 @@ type Pool struct {
 }
 
 // NewPool returns a pool for specs, in their order. No server starts until
-// it is used.
+// it is used; the listings [Options.Catalogue] keeps of them are read in
+// the background (see readSaved).
 func NewPool(specs []discovery.Server, opts Options) *Pool {
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = 60 * time.Second
@@ -62,6 +70,7 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	opts.slots = make(chan struct{}, maxRelisting)
 	p := &Pool{byName: make(map[string]*Server, len(specs)), opts: opts}
 	for _, spec := range specs {
 		if _, dup := p.byName[spec.Name]; dup {
@@ -72,6 +81,7 @@ func NewPool(specs []discovery.Server, opts Options) *Pool {
 		p.owned = append(p.owned, s)
 		p.byName[spec.Name] = s
 	}
+	go readSaved(p.servers)
 	return p
 }
 
@@ -133,12 +143,15 @@ func (p *Pool) Close() error {
 //
 // What a per_session server asks of its client, and what it logs, goes to
 // d, the session's own downstream, and never to another session's; nil
-// means p's.
-func (p *Pool) ForSession(d Downstream) *Pool {
+// means p's. What a per_session server lists is kept in the place of the
+// session's principal, whose key (principal.Principal.Key) is place: its
+// listing can differ from one principal to another.
+func (p *Pool) ForSession(d Downstream, place string) *Pool {
 	v := &Pool{byName: make(map[string]*Server, len(p.servers)), opts: p.opts}
 	if d != nil {
 		v.opts.Downstream = d
 	}
+	v.opts.place = place
 	for _, s := range p.servers {
 		if s.spec.PerSession {
 			s = newServer(s.spec, v.opts)
@@ -147,6 +160,7 @@ func (p *Pool) ForSession(d Downstream) *Pool {
 		v.servers = append(v.servers, s)
 		v.byName[s.Name()] = s
 	}
+	go readSaved(v.owned)
 	return v
 }
 

@@ -221,7 +221,7 @@ func TestForSession(t *testing.T) {
 	own := stubSpec("own")
 	own.PerSession = true
 	p := newTestPool(t, Options{}, stubSpec("shared"), own)
-	a, b := p.ForSession(nil), p.ForSession(nil)
+	a, b := p.ForSession(nil, ""), p.ForSession(nil, "")
 	get := func(p *Pool, name string) *Server {
 		s, err := p.Get(name)
 		if err != nil {
@@ -267,9 +267,9 @@ func TestForSessionDownstream(t *testing.T) {
 		downstream Downstream
 	}{
 		{p, "own", pools},
-		{p.ForSession(session), "own", session},
-		{p.ForSession(session), "shared", pools},
-		{p.ForSession(nil), "own", pools},
+		{p.ForSession(session, ""), "own", session},
+		{p.ForSession(session, ""), "shared", pools},
+		{p.ForSession(nil, ""), "own", pools},
 	} {
 		s, err := c.view.Get(c.name)
 		if err != nil {

@@ -13,9 +13,11 @@ import (
 // Server is one configured upstream MCP server, started on demand. It
 // composes the parts that each do one job: the supervisor keeps its
 // session, the tool catalogue its tools, the word index their search
-// words, the offers cache its resources and prompts for search, the call
-// watchers tie its notifications to the calls in flight, and the downlink
-// answers what it asks of its client.
+// words, the offers cache its resources and prompts for search, the saved
+// listing keeps both in the state directory for the next bridge, the
+// relister lists them in the background, the call watchers tie its
+// notifications to the calls in flight, and the downlink answers what it
+// asks of its client.
 type Server struct {
 	spec discovery.Server
 	opts Options
@@ -25,6 +27,8 @@ type Server struct {
 	catalogue toolCatalogue
 	words     wordIndex
 	offers    offerCache
+	saved     *savedListing
+	relist    *relister
 	watchers  callWatchers
 	downlink  downlink
 }
@@ -49,6 +53,9 @@ func newServer(spec discovery.Server, opts Options) *Server {
 	}
 	s.catalogue.sup = s.sup
 	s.offers.sup = s.sup
+	s.saved = newSavedListing(opts.Catalogue, opts.place, spec)
+	s.catalogue.saved, s.offers.saved = s.saved, s.saved
+	s.relist = newRelister(opts.slots, s.listAll)
 	s.watchers = callWatchers{server: spec.Name, log: log, down: opts.Downstream}
 	s.downlink = downlink{server: spec.Name, sampling: spec.Sampling, source: spec.Source, log: log, down: opts.Downstream}
 	return s
@@ -73,9 +80,12 @@ func (s *Server) Start(ctx context.Context) error {
 	return err
 }
 
-// Stop ends the server's session and its whole process group. A stopped
-// server does not start again.
-func (s *Server) Stop() { s.sup.stop() }
+// Stop ends the server's session and its whole process group, and its
+// background listing. A stopped server does not start again.
+func (s *Server) Stop() {
+	s.sup.stop()
+	s.relist.close()
+}
 
 // ToolsGeneration counts the changes to the server's tool list so far (it
 // said its tools changed, or it restarted): whoever cached the tools
@@ -85,6 +95,32 @@ func (s *Server) ToolsGeneration() uint64 { return s.catalogue.generation() }
 // Tools returns the server's tools, starting it when needed. The list is
 // cached until the server reports a change or restarts.
 func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) { return s.catalogue.tools(ctx) }
+
+// Listed returns the server's tools as it last listed them: the live
+// list while it runs; while it does not, the listing the state directory
+// keeps (see [CatalogueStore]) when that was made under the server's
+// entry as it is now, without starting it; otherwise the list it gives
+// when started. When the server, started later, lists other tools than
+// those given from the saved listing, its [Server.ToolsGeneration]
+// moves, so that whoever holds them lists again.
+func (s *Server) Listed(ctx context.Context) ([]*mcp.Tool, error) {
+	if !s.sup.running() {
+		if tools, ok := s.saved.lend(); ok {
+			return tools, nil
+		}
+	}
+	return s.catalogue.tools(ctx)
+}
+
+// listAll lists the server's tools, then its resources, templates and
+// prompts, starting it when needed (the relister's listing).
+func (s *Server) listAll(ctx context.Context) ([]*mcp.Tool, []Entry, error) {
+	tools, err := s.catalogue.tools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tools, s.offers.entries(ctx), nil
+}
 
 // Tool returns the tool the server lists under exactly name (case and
 // punctuation included), or nil when it lists none. A name missing from

@@ -29,13 +29,16 @@ func (l *sessionList[T]) cached(c *conn) (list []T, gen uint64, ok bool) {
 }
 
 // put keeps list, read in session c, unless the list changed since
-// generation gen (the list may be from before the change).
-func (l *sessionList[T]) put(c *conn, gen uint64, list []T) {
+// generation gen (the list may be from before the change); it reports
+// whether it kept it.
+func (l *sessionList[T]) put(c *conn, gen uint64, list []T) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.gen.Load() == gen {
-		l.list, l.of = list, c
+	if l.gen.Load() != gen {
+		return false
 	}
+	l.list, l.of = list, c
+	return true
 }
 
 // changed forgets the list and counts a change.
@@ -45,6 +48,10 @@ func (l *sessionList[T]) changed() {
 	l.list, l.of = nil, nil
 	l.gen.Add(1)
 }
+
+// moved counts a change and keeps the list: what a reader was given in
+// its place (a saved listing) differs from it.
+func (l *sessionList[T]) moved() { l.gen.Add(1) }
 
 // forget forgets list when it is the one kept, without counting a change:
 // a reader found it stale, and the next read fetches the list again.

@@ -54,6 +54,7 @@ func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
 	a.sandboxes = sandbox.NewManager(s.engineOptions(log))
 	poolOpts := s.upstreamOptions(log)
 	poolOpts.Downstream = opts.Clients.Downstream()
+	poolOpts.Catalogue = upstream.OpenCatalogue(s.dir(), log)
 	a.pool = upstream.NewPool(cfg.Servers, poolOpts)
 	if plan != nil {
 		a.gate, a.gateClose, a.gateErr = newGate(s, cfg, log)

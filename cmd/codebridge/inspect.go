@@ -230,7 +230,7 @@ func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) error {
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	entries, down := a.pool.Catalogue(ctx, 30*time.Second)
+	entries, down, stale := a.pool.Catalogue(ctx, 30*time.Second)
 	hits := upstream.Rank(strings.Join(rest, " "), entries, limit)
 	if asJSON {
 		out := []protocol.SearchHit{}
@@ -247,6 +247,9 @@ func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) error {
 	}
 	for _, d := range down {
 		fmt.Fprintf(c.stderr, "not searched: %s: %s\n", termtext.Line(d.Server), termtext.Line(d.Err.Error()))
+	}
+	for _, s := range stale {
+		fmt.Fprintf(c.stderr, "searched from a listing made before its entry changed: %s (listed %s)\n", termtext.Line(s.Server), s.Saved.Local().Format(time.DateTime))
 	}
 	return nil
 }

@@ -13,9 +13,14 @@
 //	shapes/        the observed shapes of tool results, one file per
 //	               upstream server (package shapes), named by a hash of
 //	               the server's name
+//	catalogue/     what each upstream server listed (tools, resources,
+//	               templates, prompts), one file per server (package
+//	               upstream), named by a hash of the server's name, so
+//	               that a new bridge searches without starting servers
 //	principals/    one directory per principal other than the local user
 //	               (a token holder over HTTP), holding its own skills/
-//	               and shapes/
+//	               and shapes/, and the catalogue/ of its per_session
+//	               servers
 //	team/          what the host published for every principal (skills/),
 //	               read by sessions, written only by host-side commands
 //
@@ -40,6 +45,7 @@ const (
 	Packages   = "packages"
 	Workspaces = "workspaces"
 	Shapes     = "shapes"
+	Catalogue  = "catalogue"
 	Principals = "principals"
 	Team       = "team"
 )

@@ -156,6 +156,8 @@ def _search_result(entry, detail):
            "summary": _summary(entry.get("description")), "score": entry.get("score")}
     if isinstance(entry.get("returns"), str):
         doc["returns"] = entry["returns"]   # the observed shape, on one line
+    if isinstance(entry.get("stale"), str):
+        doc["stale"] = entry["stale"]       # listed before the server's entry changed
     if entry.get("description") or detail == "full":
         doc["description"] = entry.get("description") or ""
     if detail == "full":
@@ -195,10 +197,12 @@ def _search_results(entries, detail, limit):
 
 
 def _searched_servers(entries):
-    """The known servers in search results."""
+    """The known servers in search results, but for those searched from a
+    stale listing (their tool lists would wait for them to start)."""
     found = []
     for entry in entries or ():
-        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill") and not entry.get("kind"):
+        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill") and not entry.get("kind") \
+                and not entry.get("stale"):
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
@@ -325,9 +329,11 @@ def search_tool_docs(query, limit=5, detail="summary"):
     ``detail="full"`` adds the schemas. Resources, resource templates and
     prompts are found too, marked by ``kind`` ("resource", "template",
     "prompt"), with their name, uri and the ``python`` that reads them.
-    Servers that could not be searched come last as {server, tool: None,
-    unavailable}. Every result has ``server`` and ``tool``; there are at
-    most ``limit`` results in all.
+    A hit read from a listing saved before its server's entry changed has
+    ``stale`` (why it may be out of date). Servers that could not be
+    searched (yet) come last as {server, tool: None, unavailable}. Every
+    result has ``server`` and ``tool``; there are at most ``limit``
+    results in all.
     """
     params = _search_params(query, limit, detail)
     entries = yield ("search_tools", params)

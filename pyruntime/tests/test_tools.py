@@ -210,6 +210,17 @@ class ToolTest(RuntimeTestCase):
         rpc = [r for r in self.rt.rpcs if r["method"] == "search_tools"][-1]
         self.assertEqual(rpc["params"], {"query": "echo", "limit": 1, "detail": "full"})
 
+    def test_search_stale_hit(self):
+        # A hit from a listing saved before its server's entry changed keeps
+        # its mark, and its server's tools are not fetched for the Python
+        # names (that would wait for the server to start).
+        self.run_ok("mcp._proxy.find_server('my-server.v2').forget()")
+        before = len(self.rt.rpcs)
+        results = eval(self.value("runtime.search_tool_docs_sync('stale')"))
+        self.assertEqual(results[0]["stale"], "listed before the server's entry changed")
+        self.assertTrue(results[0]["python"].startswith("mcp_my_server_v2.get_item"), results[0])
+        self.assertEqual([r["method"] for r in self.rt.rpcs[before:]], ["search_tools"])
+
     def test_servers(self):
         self.assertEqual(self.value("runtime.discovered_servers()"), "('everything', 'my-server.v2')")
         detailed = eval(self.value("runtime.discovered_servers(detailed=True)"))
