@@ -200,6 +200,19 @@ func (l *directListener) close() {
 	})
 }
 
+// keepDirs stops listening and removes the socket, but leaves its two
+// directories, empty, in place: after a start that failed, the engine may
+// still be working on the container's create, and Podman's makes a
+// missing bind-mount source again, as its own user (root, mode 0755). The
+// bridge removes them when it exits ([sweepRemade]), or the next bridge
+// does ([sweepTempDirs]).
+func (l *directListener) keepDirs() {
+	l.once.Do(func() {
+		l.ln.Close()
+		os.Remove(filepath.Join(l.dir, channelSocket))
+	})
+}
+
 // channelNotes logs which channel sandboxes use, once for each change (a
 // manager's sandboxes usually all use the same one, for the same reason).
 type channelNotes struct {

@@ -303,7 +303,7 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	}
 	if err != nil {
 		if l != nil {
-			l.close()
+			l.keepDirs() // the engine may still make the mount's source: it finds ours
 		}
 		return nil, err
 	}
