@@ -2,10 +2,13 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -181,3 +184,147 @@ func TestOwnCall(t *testing.T) {
 		t.Fatalf("%d requests still pending", len(c.pending))
 	}
 }
+
+// TestGuessedIDsReachNoCaller: a server (shared by several principals)
+// that answers with an id it guessed, as the bridge numbered its requests
+// before (a counter: "codebridge-N" for its own calls, 1, 2, ... for the
+// go-sdk's), or with an id of this connection's form that is not in
+// flight, gets no answer delivered; the answer to the id it was sent is.
+// The go-sdk's requests go out under the connection's ids and come back
+// under the go-sdk's own, its cancel notice too; two connections' ids
+// share nothing.
+func TestGuessedIDsReachNoCaller(t *testing.T) {
+	inR, inW := io.Pipe()   // the server's stdin
+	outR, outW := io.Pipe() // the server's stdout
+	tr := &lineTransport{r: outR, w: inW, maxMessage: 1 << 20}
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.conn
+	t.Cleanup(func() { c.Close() })
+	lines := make(chan []byte, 16) // what the server reads, read at once: writes to a pipe wait for it
+	go func() {
+		requests := bufio.NewReader(inR)
+		for {
+			line, err := requests.ReadBytes('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		line, ok := <-lines
+		if !ok {
+			t.Fatal("the server's stdin closed")
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return m
+	}
+	answers := make(chan string, 64) // written in order, never holding the test up
+	go func() {
+		for a := range answers {
+			if _, err := io.WriteString(outW, a); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(answers) })
+	answer := func(id any, text string) {
+		idText, _ := json.Marshal(id)
+		answers <- `{"jsonrpc":"2.0","id":` + string(idText) + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}` + "\n"
+	}
+	guesses := func(seen string) []any {
+		form := seen[:strings.LastIndex(seen, "-")+1]
+		return []any{"codebridge-1", "codebridge-2", 1, 2, 0, form + "0", form + "99", nil}
+	}
+
+	// The bridge's own call.
+	got := make(chan string, 1)
+	go func() {
+		raw, err := c.call(context.Background(), &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
+		got <- string(raw) + fmt.Sprint(err)
+	}()
+	seen, _ := next()["id"].(string)
+	for _, g := range guesses(seen) {
+		answer(g, "forged")
+	}
+	answer(seen, "real")
+	if r := <-got; !strings.Contains(r, "real") || strings.Contains(r, "forged") {
+		t.Fatalf("the own call (sent as %q) got %s", seen, r)
+	}
+	if !randomID.MatchString(seen) {
+		t.Fatalf("the own call went out as %q; want an id under a random prefix", seen)
+	}
+	prefix := seen[:strings.LastIndex(seen, "-")+1]
+
+	// A request of the go-sdk's, with its own id 1.
+	sdkID, _ := jsonrpc.MakeID(float64(1))
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	seen, _ = next()["id"].(string)
+	if !strings.HasPrefix(seen, prefix) {
+		t.Fatalf("the go-sdk's request went out as %q; want the connection's id (%s...)", seen, prefix)
+	}
+	for _, g := range guesses(seen) {
+		answer(g, "forged")
+	}
+	answer(seen, "real")
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.ID != sdkID || !strings.Contains(string(resp.Result), "real") {
+		t.Fatalf("the go-sdk read %#v first; want the answer to its request, under its id", msg)
+	}
+
+	// The go-sdk cancels a request: the server hears of the id it saw.
+	sdkID2, _ := jsonrpc.MakeID(float64(2))
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID2, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	seen, _ = next()["id"].(string)
+	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":2,"reason":"gone"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := next(); n["params"].(map[string]any)["requestId"] != seen {
+		t.Fatalf("the cancel notice said %v; want the id the server saw, %q", n, seen)
+	}
+	answer(seen, "late") // after the cancel: dropped
+	answer(2, "forged")
+	sdkID3, _ := jsonrpc.MakeID(float64(3))
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID3, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	answer(next()["id"], "third")
+	if msg, err := c.Read(context.Background()); err != nil || msg.(*jsonrpc.Response).ID != sdkID3 {
+		t.Fatalf("after the cancel the go-sdk read %#v, %v; want the answer to its third request", msg, err)
+	}
+
+	var written bytes.Buffer
+	other := &lineTransport{r: io.NopCloser(strings.NewReader("")), w: nopWriteCloser{&written}, maxMessage: 1 << 20}
+	oc, err := other.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.Write(context.Background(), &jsonrpc.Request{ID: sdkID, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(written.String(), prefix) || !randomID.MatchString(written.String()) {
+		t.Fatalf("another connection's request %s shares the id prefix %s, or has none", written.String(), prefix)
+	}
+}
+
+// randomID is the random part of a request id: 64 bits, in hex.
+var randomID = regexp.MustCompile(`[0-9a-f]{16}`)
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
