@@ -185,145 +185,184 @@ func TestOwnCall(t *testing.T) {
 	}
 }
 
-// TestGuessedIDsReachNoCaller: a server (shared by several principals)
-// that answers with an id it guessed, as the bridge numbered its requests
-// before (a counter: "codebridge-N" for its own calls, 1, 2, ... for the
-// go-sdk's), or with an id of this connection's form that is not in
-// flight, gets no answer delivered; the answer to the id it was sent is.
-// The go-sdk's requests go out under the connection's ids and come back
-// under the go-sdk's own, its cancel notice too; two connections' ids
-// share nothing.
-func TestGuessedIDsReachNoCaller(t *testing.T) {
+// lineServer is the server's end of a lineTransport's connection, for
+// tests: next reads the request the connection wrote, answer writes a
+// response with a text result (in order, never holding the test up).
+type lineServer struct {
+	t     *testing.T
+	c     *lineConn
+	lines chan []byte
+	out   chan string
+}
+
+func newLineServer(t *testing.T) *lineServer {
 	inR, inW := io.Pipe()   // the server's stdin
 	outR, outW := io.Pipe() // the server's stdout
 	tr := &lineTransport{r: outR, w: inW, maxMessage: 1 << 20}
 	if _, err := tr.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c := tr.conn
-	t.Cleanup(func() { c.Close() })
-	lines := make(chan []byte, 16) // what the server reads, read at once: writes to a pipe wait for it
-	go func() {
+	s := &lineServer{t: t, c: tr.conn, lines: make(chan []byte, 16), out: make(chan string, 64)}
+	go func() { // what the server reads, read at once: writes to a pipe wait for it
 		requests := bufio.NewReader(inR)
 		for {
 			line, err := requests.ReadBytes('\n')
 			if err != nil {
-				close(lines)
+				close(s.lines)
 				return
 			}
-			lines <- line
+			s.lines <- line
 		}
 	}()
-	next := func() map[string]any {
-		t.Helper()
-		line, ok := <-lines
-		if !ok {
-			t.Fatal("the server's stdin closed")
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-		return m
-	}
-	answers := make(chan string, 64) // written in order, never holding the test up
 	go func() {
-		for a := range answers {
+		for a := range s.out {
 			if _, err := io.WriteString(outW, a); err != nil {
 				return
 			}
 		}
 	}()
-	t.Cleanup(func() { close(answers) })
-	answer := func(id any, text string) {
-		idText, _ := json.Marshal(id)
-		answers <- `{"jsonrpc":"2.0","id":` + string(idText) + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}` + "\n"
-	}
-	guesses := func(seen string) []any {
-		form := seen[:strings.LastIndex(seen, "-")+1]
-		return []any{"codebridge-1", "codebridge-2", 1, 2, 0, form + "0", form + "99", nil}
-	}
+	t.Cleanup(func() {
+		close(s.out)
+		s.c.Close()
+	})
+	return s
+}
 
-	// The bridge's own call.
+func (s *lineServer) next() map[string]any {
+	s.t.Helper()
+	line, ok := <-s.lines
+	if !ok {
+		s.t.Fatal("the server's stdin closed")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		s.t.Fatalf("%s: %v", line, err)
+	}
+	return m
+}
+
+func (s *lineServer) answer(id any, text string) {
+	idText, _ := json.Marshal(id)
+	s.out <- `{"jsonrpc":"2.0","id":` + string(idText) + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}` + "\n"
+}
+
+// guess answers with the ids a server could guess from seen, the id it
+// was sent: the counters the bridge numbered its requests with before
+// ("codebridge-N" for its own calls, 1, 2, ... for the go-sdk's), seen's
+// form with a number not in flight, and null.
+func (s *lineServer) guess(seen string) {
+	form := seen[:strings.LastIndex(seen, "-")+1]
+	for _, g := range []any{"codebridge-1", "codebridge-2", 1, 2, 0, form + "0", form + "99", nil} {
+		s.answer(g, "forged")
+	}
+}
+
+// sdkRequest writes a request of the go-sdk's, with its id n.
+func sdkRequest(t *testing.T, c mcp.Connection, n float64) jsonrpc.ID {
+	t.Helper()
+	id, _ := jsonrpc.MakeID(n)
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// resultOf is the result a message carries, if it is a response.
+func resultOf(msg jsonrpc.Message) json.RawMessage {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		return resp.Result
+	}
+	return nil
+}
+
+// randomID is the random part of a request id: 64 bits, in hex.
+var randomID = regexp.MustCompile(`[0-9a-f]{16}`)
+
+// TestGuessedIDsReachNoOwnCall: a server (shared by several principals)
+// that answers the bridge's own call with an id it guessed gets no answer
+// delivered; the answer to the id it was sent is (before: the guessed
+// "codebridge-1" answered the call).
+func TestGuessedIDsReachNoOwnCall(t *testing.T) {
+	s := newLineServer(t)
 	got := make(chan string, 1)
 	go func() {
-		raw, err := c.call(context.Background(), &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
+		raw, err := s.c.call(context.Background(), &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
 		got <- string(raw) + fmt.Sprint(err)
 	}()
-	seen, _ := next()["id"].(string)
-	for _, g := range guesses(seen) {
-		answer(g, "forged")
-	}
-	answer(seen, "real")
+	seen, _ := s.next()["id"].(string)
+	s.guess(seen)
+	s.answer(seen, "real")
 	if r := <-got; !strings.Contains(r, "real") || strings.Contains(r, "forged") {
 		t.Fatalf("the own call (sent as %q) got %s", seen, r)
 	}
 	if !randomID.MatchString(seen) {
 		t.Fatalf("the own call went out as %q; want an id under a random prefix", seen)
 	}
-	prefix := seen[:strings.LastIndex(seen, "-")+1]
+}
 
-	// A request of the go-sdk's, with its own id 1.
-	sdkID, _ := jsonrpc.MakeID(float64(1))
-	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	seen, _ = next()["id"].(string)
-	if !strings.HasPrefix(seen, prefix) {
-		t.Fatalf("the go-sdk's request went out as %q; want the connection's id (%s...)", seen, prefix)
-	}
-	for _, g := range guesses(seen) {
-		answer(g, "forged")
-	}
-	answer(seen, "real")
-	msg, err := c.Read(context.Background())
+// TestGuessedIDsReachNoSDKRequest: the go-sdk's requests go out under the
+// connection's ids, and an answer under a guessed id never reaches it
+// (before: its id 1 went out as it was, and a guessed 1 answered it); the
+// answer to the id the server saw comes back under the go-sdk's own; its
+// cancel notice names the id the server saw, and a late answer after it
+// is dropped.
+func TestGuessedIDsReachNoSDKRequest(t *testing.T) {
+	s := newLineServer(t)
+	first := sdkRequest(t, s.c, 1)
+	seen, _ := s.next()["id"].(string)
+	s.guess(seen)
+	s.answer(seen, "real")
+	msg, err := s.c.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, ok := msg.(*jsonrpc.Response)
-	if !ok || resp.ID != sdkID || !strings.Contains(string(resp.Result), "real") {
-		t.Fatalf("the go-sdk read %#v first; want the answer to its request, under its id", msg)
+	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID != first || !strings.Contains(string(resp.Result), "real") {
+		t.Fatalf("the go-sdk read %T %s first (its request went out as %q); want the answer to its request, under its id", msg, resultOf(msg), seen)
+	}
+	if !randomID.MatchString(seen) {
+		t.Fatalf("the go-sdk's request went out as %q; want an id under a random prefix", seen)
 	}
 
-	// The go-sdk cancels a request: the server hears of the id it saw.
-	sdkID2, _ := jsonrpc.MakeID(float64(2))
-	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID2, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+	sdkRequest(t, s.c, 2)
+	seen, _ = s.next()["id"].(string)
+	if err := s.c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":2,"reason":"gone"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	seen, _ = next()["id"].(string)
-	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":2,"reason":"gone"}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if n := next(); n["params"].(map[string]any)["requestId"] != seen {
+	if n := s.next(); n["params"].(map[string]any)["requestId"] != seen {
 		t.Fatalf("the cancel notice said %v; want the id the server saw, %q", n, seen)
 	}
-	answer(seen, "late") // after the cancel: dropped
-	answer(2, "forged")
-	sdkID3, _ := jsonrpc.MakeID(float64(3))
-	if err := c.Write(context.Background(), &jsonrpc.Request{ID: sdkID3, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	answer(next()["id"], "third")
-	if msg, err := c.Read(context.Background()); err != nil || msg.(*jsonrpc.Response).ID != sdkID3 {
+	s.answer(seen, "late")
+	s.answer(2, "forged")
+	third := sdkRequest(t, s.c, 3)
+	s.answer(s.next()["id"], "third")
+	if msg, err := s.c.Read(context.Background()); err != nil || msg.(*jsonrpc.Response).ID != third {
 		t.Fatalf("after the cancel the go-sdk read %#v, %v; want the answer to its third request", msg, err)
-	}
-
-	var written bytes.Buffer
-	other := &lineTransport{r: io.NopCloser(strings.NewReader("")), w: nopWriteCloser{&written}, maxMessage: 1 << 20}
-	oc, err := other.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := oc.Write(context.Background(), &jsonrpc.Request{ID: sdkID, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(written.String(), prefix) || !randomID.MatchString(written.String()) {
-		t.Fatalf("another connection's request %s shares the id prefix %s, or has none", written.String(), prefix)
 	}
 }
 
-// randomID is the random part of a request id: 64 bits, in hex.
-var randomID = regexp.MustCompile(`[0-9a-f]{16}`)
+// TestConnectionsShareNoIDs: two connections' request ids have different
+// random prefixes, so no server learns from the ids how many requests the
+// bridge sent to others.
+func TestConnectionsShareNoIDs(t *testing.T) {
+	var ids []string
+	for range 2 {
+		var written bytes.Buffer
+		tr := &lineTransport{r: io.NopCloser(strings.NewReader("")), w: nopWriteCloser{&written}, maxMessage: 1 << 20}
+		c, err := tr.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdkRequest(t, c, 1)
+		var m struct{ ID string }
+		if err := json.Unmarshal(written.Bytes(), &m); err != nil || !randomID.MatchString(m.ID) {
+			t.Fatalf("request %s: %v; want an id under a random prefix", written.String(), err)
+		}
+		ids = append(ids, m.ID[:strings.LastIndex(m.ID, "-")])
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two connections share the id prefix %s", ids[0])
+	}
+}
 
 type nopWriteCloser struct{ io.Writer }
 
