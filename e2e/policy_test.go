@@ -156,7 +156,7 @@ except Exception as e:
 		`delete_all refused: tool loose.delete_all was denied: it needs the user's approval`, `rule tools.ask "delete_*"`)
 }
 
-// TestPolicyDeniedAttributeSaysRule: naming a denied tool as an attribute
+// TestPolicyDeniedAttributeSaysRule: calling a denied tool by attribute
 // says it is denied by the policy, by which rule in which file (it said
 // "has no tool" with suggestions, and the model hunted for a typo); a
 // typo still gets suggestions.
@@ -177,13 +177,14 @@ except Exception as e:
     said("mcp_loose.delete_all.sync()", e)
 try:
     from mcp.servers.loose import delete_all
+    await delete_all()
 except Exception as e:
-    said("from mcp.servers.loose import delete_all", e)
+    said("from mcp.servers.loose import delete_all; await delete_all()", e)
 try:
     mcp_loose.eho
 except Exception as e:
     said("mcp_loose.eho", e)`)
-	for _, call := range []string{"await mcp_loose.delete_all()", "mcp_loose.delete_all.sync()", "from mcp.servers.loose import delete_all"} {
+	for _, call := range []string{"await mcp_loose.delete_all()", "mcp_loose.delete_all.sync()", "from mcp.servers.loose import delete_all; await delete_all()"} {
 		mustContain(t, got, call+` -> ToolDenied - tool loose.delete_all was denied: the policy does not allow it; change the rule in the config (or --policy) to allow it (rule tools.deny "delete_*" of server "loose" in `+cfg+`)`)
 	}
 	mustContain(t, got, "mcp_loose.eho -> AttributeError", "has no tool 'eho'; did you mean echo?")

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge/codebridge/protocol"
@@ -198,6 +200,19 @@ func (l *directListener) close() {
 	})
 }
 
+// keepDirs stops listening and removes the socket, but leaves its two
+// directories, empty, in place: after a start that failed, the engine may
+// still be working on the container's create, and Podman's makes a
+// missing bind-mount source again, as its own user (root, mode 0755). The
+// bridge removes them when it exits ([sweepRemade]), or the next bridge
+// does ([sweepTempDirs]).
+func (l *directListener) keepDirs() {
+	l.once.Do(func() {
+		l.ln.Close()
+		os.Remove(filepath.Join(l.dir, channelSocket))
+	})
+}
+
 // channelNotes logs which channel sandboxes use, once for each change (a
 // manager's sandboxes usually all use the same one, for the same reason).
 type channelNotes struct {
@@ -255,10 +270,11 @@ func (c *live) openDirect(ctx context.Context, l *directListener, inside string,
 	if err := c.out.write(ctx, offer); err != nil {
 		return fmt.Errorf("offering the direct channel: %w", err)
 	}
-	stdout := newFrameReader(c.ctr.Stdout())
+	so := &attachStdout{r: c.ctr.Stdout()}
+	stdout := newFrameReader(so)
 	answer := make(chan error, 1) // the runtime's answer on stdout
 	var refused protocol.Channel
-	go func() { answer <- nextChannelFrame(stdout, &refused, log) }()
+	go func() { answer <- nextChannelFrame(stdout, so, &refused, c.logs) }()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type accepted struct {
@@ -279,8 +295,9 @@ func (c *live) openDirect(ctx context.Context, l *directListener, inside string,
 		c.out.close() // the attach stream's stdin stays open, unused
 		c.out = newOutbox(a.conn)
 		c.channel = channelDirect
-		go drainStdout(stdout, answer, log)
-		go c.read(log, newFrameReader(a.conn))
+		so.unused.Store(true)
+		go drainStdout(so, stdout, answer, log)
+		go c.read(newFrameReader(a.conn))
 		return nil
 	case err := <-answer:
 		cancel()
@@ -291,22 +308,26 @@ func (c *live) openDirect(ctx context.Context, l *directListener, inside string,
 			return fmt.Errorf("the runtime stopped before it was ready: %v", err)
 		}
 		c.channel, c.why = channelAttach, "the runtime could not connect: "+clipText(refused.Error, 500)
-		go c.read(log, stdout)
+		go c.read(stdout)
 		return nil
 	}
 }
 
 // nextChannelFrame reads the runtime's stdout up to its channel frame,
-// logging the log frames before it; any other frame is an error.
-func nextChannelFrame(fr *frameReader, into *protocol.Channel, log *slog.Logger) error {
+// logging the log frames before it; any other frame is an error. Once the
+// direct channel is accepted it stops: nothing on stdout is a frame then.
+func nextChannelFrame(fr *frameReader, so *attachStdout, into *protocol.Channel, logs *logWriter) error {
 	for {
 		f, err := fr.next()
 		if err != nil {
 			return err
 		}
+		if so.unused.Load() {
+			return errStdoutUnused
+		}
 		switch f := f.(type) {
 		case protocol.Log:
-			log.Info("sandbox runtime: "+clipText(f.Msg, 2000), "level", clipText(f.Level, 20))
+			logs.frame(f.Level, f.Msg)
 		case protocol.Channel:
 			*into = f
 			return nil
@@ -316,15 +337,44 @@ func nextChannelFrame(fr *frameReader, into *protocol.Channel, log *slog.Logger)
 	}
 }
 
+// errStdoutUnused ends the read of the attach stream's stdout once the
+// frames travel over the direct channel.
+var errStdoutUnused = errors.New("sandbox: frames travel over the direct channel")
+
+// attachStdout is the attach stream's stdout, read for frames only until
+// the direct channel is accepted (unused). After that, what a read gets is
+// counted and dropped, and the reader sees the end of the stream: the
+// runtime keeps the descriptor open, unused, and code in the sandbox can
+// find it in /proc/self/fd, so nothing written there may become a frame.
+type attachStdout struct {
+	r       io.Reader
+	unused  atomic.Bool
+	ignored atomic.Int64 // bytes dropped by Read once unused
+}
+
+func (a *attachStdout) Read(p []byte) (int, error) {
+	if a.unused.Load() {
+		return 0, io.EOF
+	}
+	n, err := a.r.Read(p)
+	if a.unused.Load() {
+		a.ignored.Add(int64(n))
+		return 0, io.EOF
+	}
+	return n, err
+}
+
 // drainStdout reads the attach stream's stdout for the container's life
-// once frames travel over the socket: nothing in the sandbox writes to it
-// then (the runtime keeps its descriptor, unused, so that its end does not
-// race the socket's accept), but an unread stdout would hold up the stderr
-// that shares the stream.
-func drainStdout(fr *frameReader, answer <-chan error, log *slog.Logger) {
-	<-answer // the pending read ends with the stream
-	n, _ := io.Copy(io.Discard, fr.r)
-	if n > 0 {
+// once frames travel over the socket, decoding nothing: nothing in the
+// sandbox writes to it then (the runtime keeps its descriptor, unused, so
+// that its end does not race the socket's accept), but an unread stdout
+// would hold up the stderr that shares the stream. At the end it logs once
+// how much was written there.
+func drainStdout(so *attachStdout, fr *frameReader, answer <-chan error, log *slog.Logger) {
+	<-answer // the pending read ends with the stream, or with what comes next
+	n := int64(fr.r.Buffered()) + so.ignored.Load()
+	m, _ := io.Copy(io.Discard, so.r)
+	if n += m; n > 0 {
 		log.Warn("the sandbox wrote to its stdout, which the direct channel does not use; ignored", "bytes", n)
 	}
 }

@@ -191,3 +191,59 @@ func TestDirectChannelBreakEndsTheContainer(t *testing.T) {
 		t.Fatalf("status %s, state kept %v", res.Status, res.StateKept)
 	}
 }
+
+// failingEngine is directEngine whose Start fails after it saw the
+// channel's directory, as a create the bridge gave up on.
+type failingEngine struct {
+	directEngine
+	channel *string
+}
+
+func (e failingEngine) Start(_ context.Context, spec ContainerSpec) (Container, error) {
+	*e.channel = spec.Channel
+	return nil, errors.New("the engine did not answer in time")
+}
+
+// TestFailedStartLeavesNoRemadeDir: after a failed start the channel's
+// directories stay, empty and private, until the bridge closes, so that an
+// engine still working on the create (Podman's compat API makes a missing
+// bind-mount source, as root, mode 0755) finds them instead of making a
+// directory of its own that nothing removes; closing removes them. Before,
+// they were removed at once and the engine's stayed.
+func TestFailedStartLeavesNoRemadeDir(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "cb") // short: a socket's path has a limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
+	var channel string
+	m := &Manager{log: slog.Default(), connect: func(context.Context) (Engine, error) {
+		return failingEngine{channel: &channel}, nil
+	}}
+	s := m.NewSession(Config{}, &testHost{})
+	res, err := s.Run(context.Background(), Request{Code: "print(1)", Timeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "did not answer in time") {
+		t.Fatalf("the start did not fail as the engine did: %+v, %v", res, err)
+	}
+	_ = s.Close()
+	if channel == "" {
+		t.Fatal("no channel directory was offered to the engine")
+	}
+	root := filepath.Dir(channel)
+	if err := os.MkdirAll(channel, 0o755); err != nil { // the engine's late create
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the channel's directory after the engine's late create (%v): not the bridge's own (0700)", err)
+	}
+	if _, err := os.Lstat(filepath.Join(channel, channelSocket)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the socket is still there (%v)", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the channel's directory outlived the bridge's close (%v)", err)
+	}
+}

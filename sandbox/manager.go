@@ -84,7 +84,9 @@ func (m *Manager) Warm() {
 }
 
 // Close releases the engine connection (and stops a Podman service the
-// engine started). Close the sessions first.
+// engine started). Close the sessions first: then it also removes the
+// channel directories an engine made again after a failed start
+// ([sweepRemade]), since no sandbox of this bridge is left.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,5 +95,8 @@ func (m *Manager) Close() error {
 	}
 	err := m.eng.Close()
 	m.eng = nil
+	if n := sweepRemade(currentOwner()); n > 0 {
+		m.log.Info("removed directories an engine made again in place of this bridge's own", "count", n, "in", os.TempDir())
+	}
 	return err
 }

@@ -261,6 +261,11 @@ type live struct {
 	python  string
 	gone    sync.Once
 
+	// logs logs the runtime's log frames, within the budget a container's
+	// stderr has (per container, lines cut, then how much was dropped):
+	// any code in the sandbox can send such frames, by any route.
+	logs *logWriter
+
 	direct  net.Conn // the direct channel's socket, or nil on the attach stream
 	channel string   // channelDirect or channelAttach
 	why     string   // why not direct, on the attach stream
@@ -298,12 +303,13 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	}
 	if err != nil {
 		if l != nil {
-			l.close()
+			l.keepDirs() // the engine may still make the mount's source: it finds ours
 		}
 		return nil, err
 	}
 	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
-		channel: channelAttach, why: why}
+		channel: channelAttach, why: why,
+		logs: &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: s.log.With("container", short(ctr.ID()))}}
 	if err := c.greet(ctx, l, inside, s.log, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
@@ -351,7 +357,7 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 		return fmt.Errorf("loading the runtime: %w", err)
 	}
 	if l == nil {
-		go c.read(log, newFrameReader(c.ctr.Stdout()))
+		go c.read(newFrameReader(c.ctr.Stdout()))
 	} else if err := c.openDirect(ctx, l, inside, log); err != nil {
 		return err
 	}
@@ -385,10 +391,11 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 }
 
 // read forwards the runtime's frames from fr to c.frames until the stream
-// ends.
-func (c *live) read(log *slog.Logger, fr *frameReader) {
+// ends; then it logs how much of the runtime's log frames it dropped.
+func (c *live) read(fr *frameReader) {
 	defer close(c.dead)
 	defer close(c.frames)
+	defer c.logs.close()
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -397,7 +404,7 @@ func (c *live) read(log *slog.Logger, fr *frameReader) {
 		}
 		switch f := f.(type) {
 		case protocol.Log:
-			log.Info("sandbox runtime: "+clipText(f.Msg, 2000), "level", clipText(f.Level, 20))
+			c.logs.frame(f.Level, f.Msg)
 			continue
 		case protocol.Stored:
 			c.puts.answer(f.ID, f)

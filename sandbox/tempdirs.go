@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,10 +29,35 @@ func makeTempDir(kind string) (string, error) {
 
 // sweepTempDirs removes the private directories of bridges on this host
 // that no longer run, and returns how many it removed. It removes only
-// what such a bridge could have made: a real directory (not a link), of
-// this user, mode 0700, whose name parses. Another user's directory of
-// that name, or a name of an older codebridge, is left alone.
+// what such a bridge could have made, or an engine made again in its
+// place: a real directory (not a link) of this user whose name parses,
+// either private (mode 0700) with whatever the bridge left in it, or of
+// any mode holding nothing but empty directories. The second is what
+// Podman's Docker-compatible API leaves when a create it was still working
+// on after the bridge gave up and removed the channel's directory makes
+// the missing bind-mount source again (mode 0755, as the engine's user);
+// it is removed a directory at a time (rmdir), so nothing in it is
+// followed or lost. Another user's directory of that name, or a name of an
+// older codebridge, is left alone.
 func sweepTempDirs(o owner) int {
+	return sweepTempDirsOf(o.isStale, true)
+}
+
+// sweepRemade removes the empty directories of this bridge's own that an
+// engine made again after the bridge removed them (see [sweepTempDirs]),
+// once its sandboxes are gone; it returns how many it removed.
+func sweepRemade(o owner) int {
+	pid := strconv.Itoa(o.pid)
+	return sweepTempDirsOf(func(labels map[string]string) bool {
+		return labels[LabelPID] == pid && labels[LabelStart] == o.start
+	}, false)
+}
+
+// sweepTempDirsOf removes the directories in the system's temporary
+// directory whose owner (read from the name) is gone by gone: those that
+// hold only empty directories, and, with private, those of mode 0700 with
+// anything in them.
+func sweepTempDirsOf(gone func(labels map[string]string) bool, private bool) int {
 	root := os.TempDir()
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -40,14 +66,42 @@ func sweepTempDirs(o owner) int {
 	n := 0
 	for _, e := range entries {
 		labels, ok := tempDirOwner(e.Name())
-		if !ok || !o.isStale(labels) || !ownPrivateDir(filepath.Join(root, e.Name())) {
+		if !ok || !gone(labels) {
 			continue
 		}
-		if os.RemoveAll(filepath.Join(root, e.Name())) == nil {
+		path := filepath.Join(root, e.Name())
+		switch {
+		case !ownDir(path): // another user's, or a link: left alone
+		case private && ownPrivateDir(path):
+			if os.RemoveAll(path) == nil {
+				n++
+			}
+		case removeEmptyTree(path, 2) == nil:
 			n++
 		}
 	}
 	return n
+}
+
+// removeEmptyTree removes dir when it holds nothing but empty directories,
+// at most depth levels deep, a directory at a time: a file, a link or
+// anything else in it (also one that appears meanwhile) leaves it, and
+// links are never followed. dir itself must not be a link (Lstat first).
+func removeEmptyTree(dir string, depth int) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if depth <= 1 || e.Type() != fs.ModeDir { // from Lstat: a link is not a directory
+			return fmt.Errorf("%s holds %s", dir, e.Name())
+		}
+		if err := removeEmptyTree(sub, depth-1); err != nil {
+			return err
+		}
+	}
+	return os.Remove(dir) // rmdir: fails if anything came in meanwhile
 }
 
 // tempDirOwner reads the owner from a name [makeTempDir] made, as the

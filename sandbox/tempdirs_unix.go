@@ -11,9 +11,17 @@ import (
 // process's user, that only that user may enter.
 func ownPrivateDir(path string) bool {
 	fi, err := os.Lstat(path)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		return false
-	}
+	return err == nil && ownedDir(fi) && fi.Mode().Perm() == 0o700
+}
+
+// ownDir reports whether path is a directory, not a link, of this
+// process's user.
+func ownDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && ownedDir(fi)
+}
+
+func ownedDir(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
+	return fi.IsDir() && ok && int(st.Uid) == os.Geteuid()
 }

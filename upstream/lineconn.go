@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +41,10 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		r:        t.r,
 		incoming: make(chan lineOrErr),
 		closed:   make(chan struct{}),
+		prefix:   newIDPrefix(),
 		pending:  map[string]*rawSlot{},
+		sdk:      map[string]jsonrpc.ID{},
+		wireOf:   map[string]string{},
 	}
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxMessage)
 	t.conn = c
@@ -87,6 +92,14 @@ type lineOrErr struct {
 }
 
 // lineConn is one connection of a lineTransport.
+//
+// Every request the server sees carries an id of this connection's own: a
+// random prefix and a number ([lineConn.newID]), for the go-sdk's requests
+// too, whose ids Write replaces and decode puts back. An answer whose id
+// names no request in flight on this connection is dropped, so a server
+// (shared by several principals) that answers with an id it guessed, or
+// one it saw before, reaches no caller; and no server can count, from the
+// ids, the requests the bridge sends to others.
 type lineConn struct {
 	r        io.Closer
 	w        io.WriteCloser
@@ -94,9 +107,25 @@ type lineConn struct {
 	incoming chan lineOrErr
 	closed   chan struct{}
 	once     sync.Once
+	prefix   string       // random, this connection's: the start of every request id
+	ids      atomic.Int64 // numbers this connection's requests
 
 	mu      sync.Mutex
-	pending map[string]*rawSlot // JSON id of an unanswered tools/call -> its slot
+	pending map[string]*rawSlot   // JSON id of an unanswered tools/call -> its slot
+	sdk     map[string]jsonrpc.ID // JSON id of a go-sdk request in flight -> the go-sdk's own id
+	wireOf  map[string]string     // the go-sdk's id (JSON) -> the id the server saw (JSON)
+}
+
+// newIDPrefix is a connection's random id prefix: 64 bits, as hex.
+func newIDPrefix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "cb-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// newID is the next request id of the connection, as JSON (a string).
+func (c *lineConn) newID() string {
+	return `"` + c.prefix + strconv.FormatInt(c.ids.Add(1), 10) + `"`
 }
 
 // Read returns the next message from the server.
@@ -111,30 +140,105 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// Write sends msg to the server. A tools/call request made with a rawSlot
-// in its context is remembered, so that its result goes to the slot.
+// Write sends msg to the server. A request of the go-sdk's goes out under
+// an id of the connection's own (see [lineConn]); a tools/call request
+// made with a rawSlot in its context is remembered, so that its result
+// goes to the slot.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if req.IsCall() {
+			return c.writeRequest(ctx, req)
+		}
+		if req.Method == "notifications/cancelled" {
+			if msg, ok = c.cancelledNotice(req); !ok {
+				return nil // its request was answered: nothing to cancel
+			}
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && rawMethods[req.Method] && req.IsCall() {
-		if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
-			id, err := json.Marshal(req.ID.Raw())
-			if err != nil {
-				return err
-			}
+	return c.writeLine(append(data, '\n'))
+}
+
+// writeRequest sends a request of the go-sdk's under a new id of the
+// connection's, and remembers the go-sdk's id for the answer.
+func (c *lineConn) writeRequest(ctx context.Context, req *jsonrpc.Request) error {
+	own, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		return err
+	}
+	wire := c.newID()
+	out := *req
+	if out.ID, err = jsonrpc.MakeID(wire[1 : len(wire)-1]); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(&out)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.sdk[wire] = req.ID
+	c.wireOf[string(own)] = wire
+	if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok && rawMethods[req.Method] {
+		c.pending[wire] = slot
+		slot.release = func() {
 			c.mu.Lock()
-			c.pending[string(id)] = slot
+			delete(c.pending, wire)
 			c.mu.Unlock()
-			slot.release = func() {
-				c.mu.Lock()
-				delete(c.pending, string(id))
-				c.mu.Unlock()
-			}
 		}
 	}
-	return c.writeLine(append(data, '\n'))
+	c.mu.Unlock()
+	if err := c.writeLine(append(data, '\n')); err != nil {
+		c.mu.Lock()
+		c.answered(wire)
+		delete(c.pending, wire)
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// answered forgets the go-sdk's request that went out as wire and returns
+// its id, or false when no such request is in flight. The caller holds
+// c.mu.
+func (c *lineConn) answered(wire string) (jsonrpc.ID, bool) {
+	id, ok := c.sdk[wire]
+	if ok {
+		delete(c.sdk, wire)
+		if own, err := json.Marshal(id.Raw()); err == nil {
+			delete(c.wireOf, string(own))
+		}
+	}
+	return id, ok
+}
+
+// cancelledNotice is the go-sdk's notifications/cancelled with the id the
+// server saw in place of the go-sdk's; false when that request is no
+// longer in flight (answered, or never sent).
+func (c *lineConn) cancelledNotice(req *jsonrpc.Request) (*jsonrpc.Request, bool) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(req.Params, &params); err != nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	wire, ok := c.wireOf[string(params["requestId"])]
+	if ok {
+		c.answered(wire)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	params["requestId"] = json.RawMessage(wire)
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, false
+	}
+	out := *req
+	out.Params = p
+	return &out, true
 }
 
 // writeLine writes one message, a line, to the server's stdin.
@@ -237,10 +341,11 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 
 // decode turns one line into its messages. The result of a tools/call
 // request that has a rawSlot goes to the slot, unparsed, and the message
-// carries the placeholder instead.
+// carries the placeholder instead. An answer to no request in flight on
+// the connection is dropped.
 func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	if line[0] == '[' {
-		return decodeBatch(line)
+		return c.decodeBatch(line)
 	}
 	if !json.Valid(line) {
 		return nil, errors.New("the server sent a line that is not JSON")
@@ -249,37 +354,44 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	if string(f.Method) == `"notifications/message"` {
 		line = c.tieLog(line)
 	}
-	if f.Method == nil && f.ID != nil {
-		c.mu.Lock()
-		slot := c.pending[string(f.ID)]
-		own := slot != nil && slot.done != nil
-		if own || f.Result != nil {
-			delete(c.pending, string(f.ID))
+	if f.Method != nil || f.ID == nil {
+		msg, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			return nil, err
 		}
-		c.mu.Unlock()
-		if own { // the bridge's own request: nothing for the go-sdk
-			slot.settle(f)
-			return nil, nil
-		}
-		if slot != nil && f.Result != nil {
-			slot.raw = f.Result
-			if msg, ok := placeholderResponse(f); ok {
-				return []jsonrpc.Message{msg}, nil
-			}
-			line = []byte(`{"jsonrpc":"2.0","id":` + string(f.ID) + `,"result":` + string(placeholderResult) + `}`)
-		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	c.mu.Lock()
+	slot := c.pending[string(f.ID)]
+	own := slot != nil && slot.done != nil
+	if own || f.Result != nil {
+		delete(c.pending, string(f.ID))
+	}
+	id, ok := c.answered(string(f.ID))
+	c.mu.Unlock()
+	switch {
+	case own: // the bridge's own request: nothing for the go-sdk
+		slot.settle(f)
+		return nil, nil
+	case !ok: // a guessed id, or an answer already given
+		return nil, nil
+	case slot != nil && f.Result != nil:
+		// Made without decoding the placeholder: the go-sdk's decoder
+		// allocates a 32 KiB buffer for every message, however small.
+		slot.raw = f.Result
+		return []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: placeholderResult}}, nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		return nil, err
 	}
-	return []jsonrpc.Message{msg}, nil
+	resp, isResp := msg.(*jsonrpc.Response)
+	if !isResp {
+		return nil, errors.New("the server sent a message with an id and no method that is not a response")
+	}
+	resp.ID = id
+	return []jsonrpc.Message{resp}, nil
 }
-
-// ownIDs numbers the bridge's own requests ([lineConn.call]). Their ids
-// are strings ("codebridge-N"); the go-sdk numbers its requests with
-// integers, so the two never meet.
-var ownIDs atomic.Int64
 
 // call sends a tools/call request with params itself, not through the
 // go-sdk, and returns the result as the server sent it, undecoded. The
@@ -299,7 +411,7 @@ func (c *lineConn) call(ctx context.Context, params *mcp.CallToolParams, slot *r
 	if err != nil {
 		return nil, err
 	}
-	id := `"codebridge-` + strconv.FormatInt(ownIDs.Add(1), 10) + `"`
+	id := c.newID()
 	slot.done = make(chan struct{})
 	c.mu.Lock()
 	c.pending[id] = slot
@@ -398,28 +510,6 @@ func (slot *rawSlot) settle(f envelope.Fields) {
 	slot.raw = f.Result
 }
 
-// placeholderResponse is the go-sdk's message for a response whose result
-// went to a rawSlot, made without decoding the placeholder line: the
-// go-sdk's decoder allocates a 32 KiB buffer for every message, however
-// small. It is what jsonrpc.DecodeMessage makes of that line (an integer
-// id, as the go-sdk numbers its requests, goes through float64 there too);
-// false for anything else (a string id, a version tag other than 2.0), which
-// takes the decoder's path and its checks.
-func placeholderResponse(f envelope.Fields) (*jsonrpc.Response, bool) {
-	if string(f.Version) != `"2.0"` {
-		return nil, false
-	}
-	n, err := strconv.ParseInt(string(f.ID), 10, 64)
-	if err != nil {
-		return nil, false
-	}
-	id, err := jsonrpc.MakeID(float64(n))
-	if err != nil || !id.IsValid() {
-		return nil, false
-	}
-	return &jsonrpc.Response{ID: id, Result: placeholderResult}, true
-}
-
 // tieLog ties a log message to the tool call it came with. stdio has one
 // stream and no field that relates a notification to a request; but a
 // server that logs while it handles a call writes the message before its
@@ -439,19 +529,33 @@ func (c *lineConn) tieLog(line []byte) []byte {
 }
 
 // decodeBatch decodes a JSON array of messages; they are all small, or
-// rare enough to take the go-sdk's decoding path.
-func decodeBatch(line []byte) ([]jsonrpc.Message, error) {
+// rare enough to take the go-sdk's decoding path. A response takes the
+// go-sdk's id back, or is dropped as decode drops it.
+func (c *lineConn) decodeBatch(line []byte) ([]jsonrpc.Message, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
 		return nil, fmt.Errorf("the server sent an invalid or empty batch (%v)", err)
 	}
-	msgs := make([]jsonrpc.Message, len(raws))
-	for i, raw := range raws {
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for _, raw := range raws {
 		m, err := jsonrpc.DecodeMessage(raw)
 		if err != nil {
 			return nil, err
 		}
-		msgs[i] = m
+		if resp, ok := m.(*jsonrpc.Response); ok {
+			wire, err := json.Marshal(resp.ID.Raw())
+			if err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			id, ok := c.answered(string(wire))
+			c.mu.Unlock()
+			if !ok {
+				continue
+			}
+			resp.ID = id
+		}
+		msgs = append(msgs, m)
 	}
 	return msgs, nil
 }

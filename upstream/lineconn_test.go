@@ -2,10 +2,13 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -181,3 +184,186 @@ func TestOwnCall(t *testing.T) {
 		t.Fatalf("%d requests still pending", len(c.pending))
 	}
 }
+
+// lineServer is the server's end of a lineTransport's connection, for
+// tests: next reads the request the connection wrote, answer writes a
+// response with a text result (in order, never holding the test up).
+type lineServer struct {
+	t     *testing.T
+	c     *lineConn
+	lines chan []byte
+	out   chan string
+}
+
+func newLineServer(t *testing.T) *lineServer {
+	inR, inW := io.Pipe()   // the server's stdin
+	outR, outW := io.Pipe() // the server's stdout
+	tr := &lineTransport{r: outR, w: inW, maxMessage: 1 << 20}
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := &lineServer{t: t, c: tr.conn, lines: make(chan []byte, 16), out: make(chan string, 64)}
+	go func() { // what the server reads, read at once: writes to a pipe wait for it
+		requests := bufio.NewReader(inR)
+		for {
+			line, err := requests.ReadBytes('\n')
+			if err != nil {
+				close(s.lines)
+				return
+			}
+			s.lines <- line
+		}
+	}()
+	go func() {
+		for a := range s.out {
+			if _, err := io.WriteString(outW, a); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(s.out)
+		s.c.Close()
+	})
+	return s
+}
+
+func (s *lineServer) next() map[string]any {
+	s.t.Helper()
+	line, ok := <-s.lines
+	if !ok {
+		s.t.Fatal("the server's stdin closed")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		s.t.Fatalf("%s: %v", line, err)
+	}
+	return m
+}
+
+func (s *lineServer) answer(id any, text string) {
+	idText, _ := json.Marshal(id)
+	s.out <- `{"jsonrpc":"2.0","id":` + string(idText) + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}` + "\n"
+}
+
+// guess answers with the ids a server could guess from seen, the id it
+// was sent: the counters the bridge numbered its requests with before
+// ("codebridge-N" for its own calls, 1, 2, ... for the go-sdk's), seen's
+// form with a number not in flight, and null.
+func (s *lineServer) guess(seen string) {
+	form := seen[:strings.LastIndex(seen, "-")+1]
+	for _, g := range []any{"codebridge-1", "codebridge-2", 1, 2, 0, form + "0", form + "99", nil} {
+		s.answer(g, "forged")
+	}
+}
+
+// sdkRequest writes a request of the go-sdk's, with its id n.
+func sdkRequest(t *testing.T, c mcp.Connection, n float64) jsonrpc.ID {
+	t.Helper()
+	id, _ := jsonrpc.MakeID(n)
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/list", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// resultOf is the result a message carries, if it is a response.
+func resultOf(msg jsonrpc.Message) json.RawMessage {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		return resp.Result
+	}
+	return nil
+}
+
+// randomID is the random part of a request id: 64 bits, in hex.
+var randomID = regexp.MustCompile(`[0-9a-f]{16}`)
+
+// TestGuessedIDsReachNoOwnCall: a server (shared by several principals)
+// that answers the bridge's own call with an id it guessed gets no answer
+// delivered; the answer to the id it was sent is (before: the guessed
+// "codebridge-1" answered the call).
+func TestGuessedIDsReachNoOwnCall(t *testing.T) {
+	s := newLineServer(t)
+	got := make(chan string, 1)
+	go func() {
+		raw, err := s.c.call(context.Background(), &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
+		got <- string(raw) + fmt.Sprint(err)
+	}()
+	seen, _ := s.next()["id"].(string)
+	s.guess(seen)
+	s.answer(seen, "real")
+	if r := <-got; !strings.Contains(r, "real") || strings.Contains(r, "forged") {
+		t.Fatalf("the own call (sent as %q) got %s", seen, r)
+	}
+	if !randomID.MatchString(seen) {
+		t.Fatalf("the own call went out as %q; want an id under a random prefix", seen)
+	}
+}
+
+// TestGuessedIDsReachNoSDKRequest: the go-sdk's requests go out under the
+// connection's ids, and an answer under a guessed id never reaches it
+// (before: its id 1 went out as it was, and a guessed 1 answered it); the
+// answer to the id the server saw comes back under the go-sdk's own; its
+// cancel notice names the id the server saw, and a late answer after it
+// is dropped.
+func TestGuessedIDsReachNoSDKRequest(t *testing.T) {
+	s := newLineServer(t)
+	first := sdkRequest(t, s.c, 1)
+	seen, _ := s.next()["id"].(string)
+	s.guess(seen)
+	s.answer(seen, "real")
+	msg, err := s.c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID != first || !strings.Contains(string(resp.Result), "real") {
+		t.Fatalf("the go-sdk read %T %s first (its request went out as %q); want the answer to its request, under its id", msg, resultOf(msg), seen)
+	}
+	if !randomID.MatchString(seen) {
+		t.Fatalf("the go-sdk's request went out as %q; want an id under a random prefix", seen)
+	}
+
+	sdkRequest(t, s.c, 2)
+	seen, _ = s.next()["id"].(string)
+	if err := s.c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":2,"reason":"gone"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.next(); n["params"].(map[string]any)["requestId"] != seen {
+		t.Fatalf("the cancel notice said %v; want the id the server saw, %q", n, seen)
+	}
+	s.answer(seen, "late")
+	s.answer(2, "forged")
+	third := sdkRequest(t, s.c, 3)
+	s.answer(s.next()["id"], "third")
+	if msg, err := s.c.Read(context.Background()); err != nil || msg.(*jsonrpc.Response).ID != third {
+		t.Fatalf("after the cancel the go-sdk read %#v, %v; want the answer to its third request", msg, err)
+	}
+}
+
+// TestConnectionsShareNoIDs: two connections' request ids have different
+// random prefixes, so no server learns from the ids how many requests the
+// bridge sent to others.
+func TestConnectionsShareNoIDs(t *testing.T) {
+	var ids []string
+	for range 2 {
+		var written bytes.Buffer
+		tr := &lineTransport{r: io.NopCloser(strings.NewReader("")), w: nopWriteCloser{&written}, maxMessage: 1 << 20}
+		c, err := tr.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdkRequest(t, c, 1)
+		var m struct{ ID string }
+		if err := json.Unmarshal(written.Bytes(), &m); err != nil || !randomID.MatchString(m.ID) {
+			t.Fatalf("request %s: %v; want an id under a random prefix", written.String(), err)
+		}
+		ids = append(ids, m.ID[:strings.LastIndex(m.ID, "-")])
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two connections share the id prefix %s", ids[0])
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

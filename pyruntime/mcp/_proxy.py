@@ -66,11 +66,13 @@ def _in_event_loop() -> bool:
 
 
 class ToolDenied(PermissionDenied):
-    """Code named a tool the policy denies (``mcp_x.delete_all``): the
-    message is the host's, the one a ``call_tool`` of it fails with, and
-    names the rule and its file. It is not an AttributeError, on purpose:
-    ``from mcp.servers.x import delete_all`` would turn one into "cannot
-    import name" and lose the message (``hasattr`` raises it too)."""
+    """Code called a tool the policy denies (``await mcp_x.delete_all()``),
+    or asked for its docs: the message is the host's, the one a
+    ``call_tool`` of it fails with, and names the rule and its file. A call
+    goes to the host like any other, whose gate denies it and audits the
+    attempt; the function itself is there (``from mcp.servers.x import
+    delete_all`` works), so that the attempt is a call the host sees, never
+    an AttributeError raised in the sandbox."""
 
 
 class Server:
@@ -88,7 +90,7 @@ class Server:
         self.names: dict[str, str] = {}                # original tool name -> python name
         self._by_python: dict[str, dict] = {}          # python name -> tool dict
         self._functions: dict[str, Callable] = {}      # python name -> function
-        self.denied: dict[str, str] = {}               # original or python name of a denied tool -> why
+        self.denied: dict[str, tuple[str, str]] = {}   # original or python name of a denied tool -> (original, why)
         self._fetching = None                          # the task fetching the list for waiting calls
 
     # ---- tool list -----------------------------------------------------
@@ -107,8 +109,8 @@ class Server:
         for t in entries:
             why = t.get("denied")
             if isinstance(why, str):
-                self.denied[t["name"]] = why
-                self.denied.setdefault(assign([t["name"]])[t["name"]], why)
+                self.denied[t["name"]] = (t["name"], why)
+                self.denied.setdefault(assign([t["name"]])[t["name"]], (t["name"], why))
 
     def forget(self) -> None:
         """Drop the cached tool list and every function built from it (also
@@ -209,7 +211,7 @@ class Server:
             return self.list_tools
         if name == "list_tools_sync":
             return self.list_tools_sync
-        fn = self.helper(name)
+        fn = self.helper(name) or self.denied_function(name)
         if fn is not None:
             return fn
         raise self.missing(name)
@@ -221,15 +223,27 @@ class Server:
         from mcp._resources import server_helper
         return server_helper(self, name)
 
+    def denied_function(self, name: str) -> Callable | None:
+        """The function of a tool the policy denies, named by its original or
+        Python name (``<name>_sync``: its blocking twin), or None. Calling
+        it asks the host, as any tool call does: the host's gate denies the
+        call and audits it, and it raises :class:`ToolDenied`."""
+        denied = self.denied.get(name)
+        if denied is None:
+            if name.endswith("_sync") and name[:-5] in self.denied:
+                return self.denied_function(name[:-5]).sync
+            return None
+        return _denied_function(self, name, *denied)
+
     def missing(self, name: str) -> Exception:
         """The error for a name that is not a tool: :class:`ToolDenied` for a
         tool the policy denies (also as ``<tool>_sync``), else an
         AttributeError that lists the tools."""
-        why = self.denied.get(name)
-        if why is None and name.endswith("_sync"):
-            why = self.denied.get(name[:-5])
-        if why is not None:
-            return ToolDenied(why)
+        denied = self.denied.get(name)
+        if denied is None and name.endswith("_sync"):
+            denied = self.denied.get(name[:-5])
+        if denied is not None:
+            return ToolDenied(denied[1])
         names = list(self._by_python)
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -237,6 +251,35 @@ class Server:
         return AttributeError(f"MCP server {self.name!r} ({self.python}) has no tool {name!r}{hint} "
                               f"Tools: {listing or 'none'}. Original names work with "
                               f"call_tool({self.name!r}, 'tool name', {{...}}).")
+
+
+def _denied_function(server: Server, pyname: str, tool_name: str, why: str) -> Callable:
+    """The async function (and ``.sync`` twin) of a tool the policy denies:
+    a call sends the arguments as given to the host, like any tool call,
+    and raises the host's denial as :class:`ToolDenied` (its docs are the
+    denial: the host sends no schema of a denied tool)."""
+    server_name = server.name
+
+    def call(**kwargs) -> Plan:
+        try:
+            result = yield ("call_tool", {"server": server_name, "tool": tool_name, "arguments": kwargs})
+        except PermissionDenied as exc:
+            if exc.kind != "denied":
+                raise
+            err = ToolDenied(str(exc))
+            err.type = getattr(exc, "type", None)
+            raise err from None
+        return convert(result, server_name, tool_name)
+
+    fn = twin(call)
+    for f, qual in ((fn, f"{server.python}.{pyname}"), (fn.sync, f"{server.python}.{pyname}.sync")):
+        f.__name__ = pyname
+        f.__qualname__ = qual
+        f.__module__ = server.module
+        f.__doc__ = f"Denied: {why}"
+        f.server = server_name
+        f.tool_name = tool_name
+    return fn
 
 
 def _make_function(server: Server, tool: dict, pyname: str) -> Callable:
@@ -320,7 +363,8 @@ class PendingTool:
         return await self._resolve()(**kwargs)
 
     def _resolve(self) -> Callable:
-        fn = self._server.function(self.__name__) or self._server.helper(self.__name__)
+        fn = (self._server.function(self.__name__) or self._server.helper(self.__name__)
+              or self._server.denied_function(self.__name__))
         if fn is None:
             raise self._server.missing(self.__name__)
         return fn

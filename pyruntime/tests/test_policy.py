@@ -1,6 +1,7 @@
 """Tools the host's policy denies: the list_tools answer names them with the
-error a call gets (PROTOCOL.md); no listing shows them, and naming one by
-attribute raises that error, not "has no tool" with suggestions."""
+error a call gets (PROTOCOL.md); no listing shows them, and a call by
+attribute goes to the host like any call (whose gate denies and audits it)
+and raises its error, not "has no tool" with suggestions."""
 
 import unittest
 
@@ -19,6 +20,10 @@ class DenyingUpstream(FakeUpstream):
             return True, TOOLS["everything"] + [
                 {"name": "delete_all", "denied": DENIED},
                 {"name": "fs/delete", "denied": DENIED.replace("delete_all", "fs/delete")}]
+        if method == "call_tool" and params["tool"] in ("delete_all", "fs/delete"):
+            self.calls.append(params)  # the host's gate denies it (and audits it)
+            return False, {"type": "denied", "kind": "denied",
+                           "message": DENIED.replace("delete_all", params["tool"])}
         return super().handle(method, params)
 
 
@@ -38,8 +43,9 @@ class DeniedToolTest(unittest.TestCase):
 
     def test_attribute_says_denied_by_policy(self):
         for expr in ["await mcp_everything.delete_all()", "mcp_everything.delete_all_sync()",
-                     "mcp_everything.fs_delete.sync()", "from mcp.servers.everything import delete_all",
-                     "hasattr(mcp_everything, 'delete_all')", "runtime.query_tool_docs_sync('everything', 'delete_all')"]:
+                     "mcp_everything.fs_delete.sync()",
+                     "from mcp.servers.everything import delete_all\n    await delete_all()",
+                     "runtime.query_tool_docs_sync('everything', 'delete_all')"]:
             with self.subTest(expr=expr):
                 cell = self.rt.run(f"try:\n    {expr}\nexcept BridgeError as e:\n"
                                    "    print(type(e).__name__, '-', e)")
@@ -48,6 +54,23 @@ class DeniedToolTest(unittest.TestCase):
                 self.assertIn("was denied: the policy does not allow it", cell.stdout)
                 self.assertIn('(rule tools.deny "delete_*" of server "everything" in /home/u/MCPs/a.json)', cell.stdout)
                 self.assertNotIn("has no tool", cell.stdout)
+
+    def test_call_by_attribute_asks_the_host(self):
+        """The host's gate decides and audits a call by attribute, as it does
+        a call_tool of the same tool: the runtime sends it with its
+        arguments, before the tool list is cached (in a loop) and after."""
+        self.rt.upstream.calls.clear()
+        forget = "from mcp import _proxy\n_proxy.find_server('everything').forget()\n"
+        for code in [forget + "await mcp_everything.delete_all(where='all')", "mcp_everything.fs_delete_sync(path='/')",
+                     "await call_tool('everything', 'delete_all', {'where': 'all'})"]:
+            with self.subTest(code=code):
+                body = code.replace("\n", "\n    ")
+                cell = self.rt.run(f"try:\n    {body}\nexcept PermissionDenied as e:\n    print('refused')")
+                self.assertEqual(cell.status, "ok", cell)
+                self.assertIn("refused", cell.stdout)
+        self.assertEqual([(c["tool"], c["arguments"]) for c in self.rt.upstream.calls],
+                         [("delete_all", {"where": "all"}), ("fs/delete", {"path": "/"}),
+                          ("delete_all", {"where": "all"})])
 
     def test_denied_tools_are_listed_nowhere(self):
         got = self.value("names = [t['name'] for t in await runtime.list_tools('everything')]\n"
