@@ -104,6 +104,9 @@ type Bridge struct {
 	closeOnce sync.Once
 	closing   sync.WaitGroup // sessions that ended and are being removed (endSession)
 	ending    int            // how many of them
+	// runNotes begin the next run_python answer of a session
+	// (NoteNextRun).
+	runNotes map[*mcp.ServerSession]string
 }
 
 // New returns a bridge whose code runs in sessions made by sandboxes
@@ -123,7 +126,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	reg := opts.Clients
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log,
 		srv: reg.srv, reg: reg, clients: reg.all, down: reg.down, trips: &reg.trips,
-		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout)}
+		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout), runNotes: map[*mcp.ServerSession]string{}}
 	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
 	b.srv.AddReceivingMiddleware(b.passRootsChanged)
@@ -178,14 +181,15 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
+	note := b.takeRunNote(req.Session)
 	if req.Session != nil && multiRoundTrip(req.Session) {
-		return b.runDetached(ctx, req, sess, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
+		return b.runDetached(ctx, req, sess, note, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
 			return sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers)
 		})
 	}
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return sess.run(ctx, &call{client: req.Session, output: onOutput}, a.Code, timeout, a.Servers), nil
+	return withNote(sess.run(ctx, &call{client: req.Session, output: onOutput}, a.Code, timeout, a.Servers), note), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,
@@ -200,6 +204,8 @@ func (b *Bridge) RunPython(ctx context.Context, code string, timeout time.Durati
 // (runTimeouts).
 func (sess *session) run(ctx context.Context, c *call, code string, timeout time.Duration, servers []string) (out *mcp.CallToolResult) {
 	b := sess.b
+	sess.cells.Add(1)
+	defer sess.cells.Add(-1)
 	c.sandboxHost, c.sbx = sess.host, sess.sbx
 	ctx, run, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	c.cell = run

@@ -289,13 +289,14 @@ func (t *roundTrips) endSession(ss *mcp.ServerSession) {
 }
 
 // runDetached starts the cell of a client on the newer protocol apart
-// from its call, then waits as a call does.
-func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, start func(context.Context, *detachedRun) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+// from its call, then waits as a call does. Its result begins with note.
+func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, note string, start func(context.Context, *detachedRun) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	declined := b.trips.declineAbandoned(req.Session)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := b.trips.add(req.Session, cancel)
+	r.note = note
 	if declined > 0 {
-		r.note = fmt.Sprintf(abandonedNote, declined)
+		r.note += fmt.Sprintf(abandonedNote, declined)
 	}
 	go func() {
 		defer cancel()

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/sandbox"
@@ -23,6 +24,9 @@ type session struct {
 	// notes are the upstream warnings for its cells' stderr: those of its
 	// own (per_session) servers, and those tied to its calls.
 	notes *cellNotes
+	// cells counts the cells that run now ([session.run]): the HTTP
+	// front ends no session whose cell runs ([Bridge.RunsCell]).
+	cells atomic.Int32
 }
 
 // newSession makes a session of principal p over upstreams. No
@@ -122,6 +126,47 @@ func (b *Bridge) endSession(ss *mcp.ServerSession) {
 		b.opts.Metrics.Sandboxes(-1)
 		b.log.Debug("session sandbox removed", "session", ss.ID())
 	}
+}
+
+// RunsCell reports whether a cell of ss's sandbox runs now: within a
+// run_python call, or, for a client on the newer protocol, apart from
+// its calls (waiting for the client's answers, say). A session that ran
+// no code runs none.
+func (b *Bridge) RunsCell(ss *mcp.ServerSession) bool {
+	s := b.reg.session(ss)
+	return s != nil && s.cells.Load() > 0
+}
+
+// NoteNextRun makes note the beginning of ss's next run_python answer:
+// what opening ss did that its user should hear of (the HTTP front ended
+// an idle session of the same user to make room). Notes of sessions that
+// ended before their next call are dropped here.
+func (b *Bridge) NoteNextRun(ss *mcp.ServerSession, note string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The open sessions are read under the lock, so that a note added
+	// since (of a session opened since) is never taken for one of a
+	// session that ended.
+	open := map[*mcp.ServerSession]bool{}
+	for o := range b.srv.Sessions() {
+		open[o] = true
+	}
+	for o := range b.runNotes {
+		if !open[o] {
+			delete(b.runNotes, o)
+		}
+	}
+	b.runNotes[ss] += note
+}
+
+// takeRunNote returns, and forgets, the note ss's next run_python answer
+// begins with, or "".
+func (b *Bridge) takeRunNote(ss *mcp.ServerSession) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	note := b.runNotes[ss]
+	delete(b.runNotes, ss)
+	return note
 }
 
 // beginNotes starts collecting the upstream warnings for a cell's stderr:

@@ -25,6 +25,7 @@ var teamTokens = map[string]string{
 	"alice": "alice-token-0123456789abcdef",
 	"bob":   "bob-token-0123456789abcdef00",
 	"carol": "carol-token-0123456789abcdef",
+	"dave":  "dave-token-0123456789abcdef00",
 }
 
 // teamTokenFile writes teamTokens as a --token-file.
@@ -168,18 +169,40 @@ func TestHTTPStalledBodyBlocksNoOne(t *testing.T) {
 	}
 }
 
-// TestHTTPSessionCapPerUser: one user who opens sessions up to the cap
-// per user is refused the next one (503 naming --max-sessions-per-user),
-// while another user still opens one and runs a cell; when the server is
-// full, the 503 names --max-sessions.
+// holdStream opens the standalone stream (a GET) of session cs as the
+// holder of who's token and returns once the server answered its header:
+// from then on the session has an open stream. It ends with the test.
+func (b *httpBridge) holdStream(t *testing.T, who string, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Authorization", "Bearer "+teamTokens[who])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s's stream: %d", who, resp.StatusCode)
+	}
+}
+
+// TestHTTPSessionCapPerUser: one user who has sessions up to the cap per
+// user, each busy (an open stream), is refused the next one (503 naming
+// --max-sessions-per-user), while another user still opens one and runs
+// a cell; when the server is full, the 503 names --max-sessions, and the
+// other user's idle session is not ended to make room.
 func TestHTTPSessionCapPerUser(t *testing.T) {
 	needEnv(t)
 	// The cap is given through the environment, so that a codebridge
 	// without it starts too (and shows the defect).
 	b := startHTTP(t, home(t, nil), []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER=2"},
 		"--token-file", teamTokenFile(t), "--max-sessions", "3", "--warm", "0")
-	b.connectAs(t, "alice")
-	b.connectAs(t, "alice")
+	b.holdStream(t, "alice", b.connectAs(t, "alice"))
+	b.holdStream(t, "alice", b.connectAs(t, "alice"))
 	code, header, body := b.initialize(t, teamTokens["alice"])
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, `"id":7`) {
 		t.Fatalf("alice's third session: %d %s", code, body)
@@ -198,29 +221,41 @@ func TestHTTPSessionCapPerUser(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "--max-sessions)") || strings.Contains(body, "per-user") {
 		t.Fatalf("carol's session on a full server: %d %s", code, body)
 	}
+	if r, err := runPython(bob, "print('bob is still served')"); err != nil || r.isError || r.text != "bob is still served\n" {
+		t.Fatalf("bob's session after carol was refused: %v %q", err, r.text)
+	}
 }
 
 // TestHTTPSessionCapPerUserDefault: on a server of 4 sessions with no
 // cap per user set, the attacker (one token holder) opening session
-// after session gets one place, not all four: the next is refused (503
-// naming --max-sessions-per-user), by a raw request and by the go-sdk's
-// client; another user still opens a session and runs a cell.
+// after session keeps one place, not all four: each new one ends their
+// previous, idle one, so three other users still get a place each (with
+// a second place of the attacker's, the last would be refused); with
+// the attacker's one session busy, the next is refused (503 naming
+// --max-sessions-per-user), by a raw request and by the go-sdk's client.
 func TestHTTPSessionCapPerUserDefault(t *testing.T) {
 	needEnv(t)
 	b := startHTTP(t, home(t, nil), nil, "--token-file", teamTokenFile(t), "--max-sessions", "4", "--warm", "0")
 	b.connectAs(t, "alice")
 	for i := range 3 {
-		code, _, body := b.initialize(t, teamTokens["alice"])
-		if code != http.StatusServiceUnavailable || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, "at most 1 sessions") {
-			t.Fatalf("alice's session %d of a server of 4: %d %s", i+2, code, body)
+		if code, _, body := b.initialize(t, teamTokens["alice"]); code != http.StatusOK {
+			t.Fatalf("alice's session %d of a server of 4, in place of her idle one: %d %s", i+2, code, body)
 		}
+	}
+	// Three other places are left: one each for bob, carol and dave.
+	bob := b.connectAs(t, "bob")
+	b.connectAs(t, "carol")
+	b.connectAs(t, "dave")
+	if r, err := runPython(bob, "print('bob is served')"); err != nil || r.isError || r.text != "bob is served\n" {
+		t.Fatalf("bob's cell: %v %q", err, r.text)
+	}
+	b.holdStream(t, "alice", b.connectAs(t, "alice"))
+	code, _, body := b.initialize(t, teamTokens["alice"])
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, "at most 1 sessions") {
+		t.Fatalf("alice's second session, her first busy: %d %s", code, body)
 	}
 	if _, err := b.tryConnect("alice", time.Minute); err == nil {
 		t.Fatal("alice's go-sdk client opened a second session")
-	}
-	bob := b.connectAs(t, "bob")
-	if r, err := runPython(bob, "print('bob is served')"); err != nil || r.isError || r.text != "bob is served\n" {
-		t.Fatalf("bob's cell: %v %q", err, r.text)
 	}
 }
 

@@ -3,7 +3,9 @@
 // it on the session's first run_python and removes it when the session
 // ends or stays idle too long), at most a set number of sessions are open
 // at once, and at most a smaller number of one user's (the name of a
-// token, or an OAuth principal). Every request passes, in order: the
+// token, or an OAuth principal); a user's new session at a limit ends
+// that user's least recently used idle session, and is refused only when
+// there is none. Every request passes, in order: the
 // body's deadline, the Host and Origin checks (DNS rebinding, browsers),
 // the bearer token (a static token, or with OAuth an access token that
 // package oauth validates; then the go-sdk's auth middleware, behind a

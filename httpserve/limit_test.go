@@ -5,11 +5,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // initialize POSTs an initialize request as the holder of tok.
@@ -30,10 +36,53 @@ func initialize(t *testing.T, url, tok string) (int, http.Header, string) {
 	return resp.StatusCode, resp.Header, string(body)
 }
 
-// TestSessionCapPerUser: a user at the cap is refused, naming the cap;
-// another user is served; a full server names the total; back-to-back
-// sessions of one client (each with the go-sdk's discovery probe first)
-// are counted once each.
+// hold opens the standalone stream (a GET) of session id as the holder
+// of tok, and returns once the server answered its header: from then on
+// the server serves it. The stream ends with the test.
+func hold(t *testing.T, url, tok, id string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(sessionIDHeader, id)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("the stream of session %s: %d", id, resp.StatusCode)
+	}
+}
+
+// logBuffer is a log the server writes while a test reads it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// TestSessionCapPerUser: a user at the cap whose every session is busy
+// (an open stream each) is refused, naming the cap and why; another user
+// is served; a full server names the total, and ends none of another
+// user's sessions (bob's idle one stays) to make room for carol.
 func TestSessionCapPerUser(t *testing.T) {
 	alice, bob, carol := token, strings.Repeat("b", 20), strings.Repeat("c", 20)
 	tokens, _ := ParseTokens("alice " + alice + "\nbob " + bob + "\ncarol " + carol)
@@ -45,48 +94,122 @@ func TestSessionCapPerUser(t *testing.T) {
 			t.Fatalf("alice's session %d: %v", i+1, err)
 		}
 		defer cs.Close()
+		hold(t, url, alice, cs.ID())
 	}
-	if code, _, body := initialize(t, url, alice); code != 503 || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, `alice\" has 2 open`) {
+	if code, _, body := initialize(t, url, alice); code != 503 || !strings.Contains(body, "--max-sessions-per-user") || !strings.Contains(body, `alice\" has 2 open`) ||
+		!strings.Contains(body, "open stream") {
 		t.Fatalf("alice's third session: %d %s", code, body)
 	}
-	cs, err := connect(ctx, url, bob, nil)
+	bs, err := connect(ctx, url, bob, nil)
 	if err != nil {
 		t.Fatalf("bob: %v", err)
 	}
-	defer cs.Close()
+	defer bs.Close()
 	if code, _, body := initialize(t, url, carol); code != 503 || !strings.Contains(body, "--max-sessions)") {
 		t.Fatalf("carol on a full server: %d %s", code, body)
+	}
+	if _, err := bs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("bob's idle session was ended for carol: %v", err)
+	}
+}
+
+// TestSessionCapEndsLeastRecentlyUsedIdle: a user at the cap (one-shot
+// clients that never end their sessions) gets a new session: the
+// least recently used of their idle sessions is ended for it, and the log
+// says so, naming the user; their busy session (an open stream), though
+// older, and their more recently used one stay. Another user's idle
+// session is never ended for them.
+func TestSessionCapEndsLeastRecentlyUsedIdle(t *testing.T) {
+	alice, bob := token, strings.Repeat("b", 20)
+	tokens, _ := ParseTokens("alice " + alice + "\nbob " + bob)
+	var log logBuffer
+	url := serve(t, Options{Tokens: tokens, MaxSessions: 5, MaxSessionsPerUser: 3, Log: log.logger()})
+	ctx := context.Background()
+	var cs [3]*mcp.ClientSession
+	for i := range cs {
+		c, err := connect(ctx, url, alice, nil)
+		if err != nil {
+			t.Fatalf("alice's session %d: %v", i+1, err)
+		}
+		defer c.Close()
+		cs[i] = c
+	}
+	hold(t, url, alice, cs[0].ID())                      // the oldest, busy
+	if _, err := cs[1].ListTools(ctx, nil); err != nil { // used after cs[2]: cs[2] is the least recently used idle one
+		t.Fatal(err)
+	}
+	bs, err := connect(ctx, url, bob, nil)
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	defer bs.Close()
+	if code, _, body := initialize(t, url, alice); code != 200 {
+		t.Fatalf("alice's fourth session: %d %s", code, body)
+	}
+	if _, err := cs[2].ListTools(ctx, nil); err == nil {
+		t.Fatal("alice's least recently used idle session still answers")
+	}
+	for _, c := range []*mcp.ClientSession{cs[0], cs[1], bs} {
+		if _, err := c.ListTools(ctx, nil); err != nil {
+			t.Fatalf("a session that was not the least recently used idle one of alice's was ended: %v", err)
+		}
+	}
+	if got := log.String(); !strings.Contains(got, "level=INFO msg=\"ended a user's least recently used idle session") || !strings.Contains(got, "user=alice") {
+		t.Fatalf("the log does not say it:\n%s", got)
+	}
+	// The total is full now (alice 3, bob 1, and one more of bob's): alice
+	// makes room of her own idle one, never of bob's.
+	b2, err := connect(ctx, url, bob, nil)
+	if err != nil {
+		t.Fatalf("bob's second: %v", err)
+	}
+	defer b2.Close()
+	if code, _, body := initialize(t, url, alice); code != 200 {
+		t.Fatalf("alice on a full server with an idle session of her own: %d %s", code, body)
+	}
+	for _, c := range []*mcp.ClientSession{bs, b2} {
+		if _, err := c.ListTools(ctx, nil); err != nil {
+			t.Fatalf("bob's session was ended for alice: %v", err)
+		}
 	}
 }
 
 // TestSessionCapPerUserDerived: with a small total and no cap per user
 // set, the attacker (one token holder) gets one place of four, not all
-// of them; another user still opens a session. The default is a quarter
-// of the total, at least one.
+// of them: each new session of theirs ends their previous, idle one, and
+// with that one busy the next is refused; other users still open
+// sessions. The default is a quarter of the total, at least one.
 func TestSessionCapPerUserDerived(t *testing.T) {
 	for total, want := range map[int]int{1: 1, 3: 1, 4: 1, 8: 2, 32: 8, 100: 25} {
 		if got := DefaultMaxSessionsPerUser(total); got != want {
 			t.Errorf("the default per user of %d sessions: %d, want %d", total, got, want)
 		}
 	}
-	mallory, bob := token, strings.Repeat("b", 20)
-	tokens, _ := ParseTokens("mallory " + mallory + "\nbob " + bob)
+	mallory, bob, carol, dave := token, strings.Repeat("b", 20), strings.Repeat("c", 20), strings.Repeat("d", 20)
+	tokens, _ := ParseTokens("mallory " + mallory + "\nbob " + bob + "\ncarol " + carol + "\ndave " + dave)
 	url := serve(t, Options{Tokens: tokens, MaxSessions: 4})
-	cs, err := connect(context.Background(), url, mallory, nil)
-	if err != nil {
-		t.Fatalf("mallory's first session: %v", err)
-	}
-	defer cs.Close()
 	for i := range 3 {
-		if code, _, body := initialize(t, url, mallory); code != 503 || !strings.Contains(body, "--max-sessions-per-user") {
-			t.Fatalf("mallory's session %d of a server of 4: %d %s", i+2, code, body)
+		if code, _, body := initialize(t, url, mallory); code != 200 {
+			t.Fatalf("mallory's session %d of a server of 4: %d %s", i+1, code, body)
 		}
 	}
-	cs, err = connect(context.Background(), url, bob, nil)
-	if err != nil {
-		t.Fatalf("bob: %v", err)
+	ctx := context.Background()
+	for _, tok := range []string{bob, carol, dave} {
+		cs, err := connect(ctx, url, tok, nil)
+		if err != nil {
+			t.Fatalf("another user, after mallory opened 3 sessions: %v", err)
+		}
+		defer cs.Close()
 	}
-	defer cs.Close()
+	ms, err := connect(ctx, url, mallory, nil)
+	if err != nil {
+		t.Fatalf("mallory, in place of her idle session: %v", err)
+	}
+	defer ms.Close()
+	hold(t, url, mallory, ms.ID())
+	if code, _, body := initialize(t, url, mallory); code != 503 || !strings.Contains(body, "--max-sessions") {
+		t.Fatalf("mallory with her one session busy: %d %s", code, body)
+	}
 }
 
 // TestSessionCapNeedsTokens: without tokens no user can be told from
@@ -174,6 +297,90 @@ func TestUnauthorizedChallenge(t *testing.T) {
 		if code != 401 || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer ") || !strings.Contains(h.Get("WWW-Authenticate"), want) ||
 			!strings.Contains(body, "Authorization: Bearer TOKEN") {
 			t.Errorf("token %q: %d %q %s", tok, code, h.Get("WWW-Authenticate"), body)
+		}
+	}
+}
+
+// fakeSessions are the open sessions as a test sets them: whether a cell
+// of each runs.
+type fakeSessions map[string]bool
+
+func (f fakeSessions) open() iter.Seq2[string, bool] { return maps.All(f) }
+
+// opened reserves a place for principal and opens session id in it.
+func opened(t *testing.T, l *sessionLimit, f fakeSessions, principal, id string) admission {
+	t.Helper()
+	a := l.reserve(principal)
+	if a.place == nil {
+		t.Fatalf("%s's session %s was refused (%v)", principal, id, a.hit)
+	}
+	if a.ended != nil {
+		delete(f, a.ended.id)
+	}
+	f[id] = false
+	a.place.open(id)
+	return a
+}
+
+// TestLimitEndsTheLeastRecentlyUsedIdleSession: at a limit, the
+// principal's least recently used session that runs no cell and serves
+// no request is ended; a session whose cell runs, or with a request in
+// flight, never is; with none idle, the limit refuses. A request of the
+// principal for a session being ended is refused.
+func TestLimitEndsTheLeastRecentlyUsedIdleSession(t *testing.T) {
+	f := fakeSessions{}
+	l := newSessionLimit(4, 2, f.open)
+	opened(t, l, f, "alice", "a1")
+	opened(t, l, f, "alice", "a2")
+	f["a1"] = true // a cell of a1 runs
+	if a := opened(t, l, f, "alice", "a3"); a.ended == nil || a.ended.id != "a2" || a.hit != limitPrincipal {
+		t.Fatalf("alice's third session ended %+v, want a2 (a1 runs a cell)", a.ended)
+	}
+	done, ok := l.use("alice", "a3") // a request in flight
+	if !ok {
+		t.Fatal("a request for a3 was refused")
+	}
+	if a := l.reserve("alice"); a.place != nil || a.hit != limitPrincipal || a.n != 2 {
+		t.Fatalf("alice with every session busy: %+v", a)
+	}
+	done()
+	f["a1"] = false
+	// a1 and a3 idle now; a3 was used last.
+	a := l.reserve("alice")
+	if a.place == nil || a.ended == nil || a.ended.id != "a1" {
+		t.Fatalf("alice's least recently used idle session is a1: %+v", a)
+	}
+	if _, ok := l.use("alice", "a1"); ok {
+		t.Fatal("a request for a session being ended was served")
+	}
+	if _, ok := l.use("bob", "a1"); !ok {
+		t.Fatal("another user's request for a session being ended was told so (the go-sdk refuses it as not theirs)")
+	}
+}
+
+// TestLimitNeverEndsAnotherPrincipalsSession: on a full server, a
+// principal with no idle session of their own is refused, however many
+// idle sessions others have; one with an idle session ends that one.
+func TestLimitNeverEndsAnotherPrincipalsSession(t *testing.T) {
+	f := fakeSessions{}
+	l := newSessionLimit(4, 2, f.open)
+	opened(t, l, f, "alice", "a1")
+	f["a1"] = true // a cell of a1 runs
+	opened(t, l, f, "bob", "b1")
+	opened(t, l, f, "bob", "b2")
+	opened(t, l, f, "carol", "c1")
+	if a := l.reserve("dave"); a.place != nil || a.hit != limitTotal || a.n != 4 {
+		t.Fatalf("dave, with no session of his own, on a full server: %+v", a)
+	}
+	if a := l.reserve("alice"); a.place != nil || a.hit != limitTotal {
+		t.Fatalf("alice, whose one session runs a cell, on a full server: %+v", a)
+	}
+	if a := opened(t, l, f, "carol", "c2"); a.ended == nil || a.ended.id != "c1" || a.hit != limitTotal {
+		t.Fatalf("carol on a full server ended %+v, want her own c1", a.ended)
+	}
+	for _, id := range []string{"a1", "b1", "b2"} {
+		if l.owned[id] == nil || l.owned[id].ending {
+			t.Fatalf("%s was ended for another user", id)
 		}
 	}
 }

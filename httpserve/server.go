@@ -130,7 +130,7 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	if !opts.authenticates() {
 		perUser = 0
 	}
-	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.sessionIDs)
+	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.openSessions)
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
 	s.http = &http.Server{ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
 		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
@@ -254,15 +254,29 @@ func (s *Server) sessions() int {
 	return n
 }
 
-// sessionIDs yields the ids of the open MCP sessions.
-func (s *Server) sessionIDs() iter.Seq[string] {
-	return func(yield func(string) bool) {
+// openSessions yields the id of each open MCP session, and whether a
+// cell of it runs now.
+func (s *Server) openSessions() iter.Seq2[string, bool] {
+	return func(yield func(string, bool) bool) {
 		for ss := range s.mcp.Sessions() {
-			if !yield(ss.ID()) {
+			if !yield(ss.ID(), s.b.RunsCell(ss)) {
 				return
 			}
 		}
 	}
+}
+
+// session is the open MCP session with id, or nil.
+func (s *Server) session(id string) *mcp.ServerSession {
+	if id == "" {
+		return nil
+	}
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }
 
 // refuse answers a JSON-RPC request with an error, so that MCP clients

@@ -198,8 +198,10 @@ func TestHostAndOrigin(t *testing.T) {
 	}
 }
 
-// TestMaxSessions: a session beyond the limit is refused with a JSON-RPC
-// error that says why; when one ends, a new one is served.
+// TestMaxSessions: a session beyond the limit, while the one open is
+// busy (its stream open), is refused with a JSON-RPC error that says why;
+// when that one ends, a new one is served; and without tokens, where
+// every client is the same user, an idle one is ended to make room.
 func TestMaxSessions(t *testing.T) {
 	url := serve(t, Options{MaxSessions: 1})
 	ctx := context.Background()
@@ -207,6 +209,7 @@ func TestMaxSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold(t, url, "", first.ID())
 	if _, err := connect(ctx, url, "", nil); err == nil {
 		t.Fatal("a second session was served")
 	}
@@ -227,7 +230,15 @@ func TestMaxSessions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the first session ended: %v", err)
 	}
-	_ = second.Close()
+	defer second.Close()
+	third, err := connect(ctx, url, "", nil)
+	if err != nil {
+		t.Fatalf("with the one session idle: %v", err)
+	}
+	_ = third.Close()
+	if _, err := second.ListTools(ctx, nil); err == nil {
+		t.Fatal("the idle session ended to make room still answers")
+	}
 }
 
 // TestTLS: with a certificate and key the server speaks HTTPS.
