@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -21,7 +20,7 @@ import (
 // the engine, the sandbox session and the bridge over them. serve, exec,
 // doctor and the listing commands all start from one.
 type app struct {
-	settings  *settings
+	sandbox   sandboxFlags // the sandbox's settings, for doctor's checks and the image's choice
 	log       *slog.Logger
 	specs     []discovery.Server
 	problems  []discovery.Problem
@@ -38,65 +37,41 @@ type app struct {
 // user of a command that runs the model's code (serve, exec), which gets
 // the gate; nil for the others, whose sandbox (doctor's probe) is
 // ephemeral, unmounted and ungated.
-func newApp(s *settings, stderr io.Writer, plan *runPlan) *app {
-	opts := s.bridgeOptions()
+func newApp(s *appSettings, stderr io.Writer, plan *runPlan) *app {
+	opts := bridgeOptions(s.Run, s.Upstream, s.HTTP)
 	// The MCP sessions the bridge will serve come first: the log (its
 	// warnings reach the client's log too), the pool (what the upstreams
 	// ask of their client) and the bridge are made from them.
 	opts.Clients = bridge.NewClients(opts)
-	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s).Handler(), bridge.NewClientLog(opts.Clients)))
+	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s.Log).Handler(), bridge.NewClientLog(opts.Clients)))
 	slog.SetDefault(log)
 	self, _ := os.Executable()
 	// The one reading of the config files: servers, redaction patterns
 	// and package settings, and their problems, all from it.
-	cfg := discovery.Read(discovery.Options{Home: s.home, Files: s.configs, Self: self})
-	a := &app{settings: s, log: log, specs: cfg.Servers, problems: cfg.Problems}
-	a.sandboxes = sandbox.NewManager(s.engineOptions(log))
-	poolOpts := s.upstreamOptions(log)
+	cfg := discovery.Read(discovery.Options{Home: s.Upstream.home, Files: s.Upstream.Configs, Self: self})
+	a := &app{sandbox: s.Sandbox, log: log, specs: cfg.Servers, problems: cfg.Problems}
+	a.sandboxes = sandbox.NewManager(s.Sandbox.engineOptions(log, s.Workspace.persistent()))
+	poolOpts := s.Upstream.upstreamOptions(log)
 	poolOpts.Downstream = opts.Clients.Downstream()
-	poolOpts.Catalogue = upstream.OpenCatalogue(s.dir(), log)
+	poolOpts.Catalogue = upstream.OpenCatalogue(s.State.dir(), log)
 	a.pool = upstream.NewPool(cfg.Servers, poolOpts)
 	if plan != nil {
-		a.gate, a.gateClose, a.gateErr = newGate(s, cfg, log)
+		a.gate, a.gateClose, a.gateErr = newGate(s.Gate, s.State, cfg, log)
 	}
-	if s.httpAddr != "" {
+	if s.HTTP.Addr != "" {
 		a.metrics = metrics.New()
 	}
-	sandboxCfg := s.sandboxConfig(plan, a.chooseImage)
-	sandboxCfg.Log = log
+	sandboxCfg := sandboxConfig(s.Sandbox, s.Run, plan)
+	sandboxCfg.ChooseImage, sandboxCfg.Log = a.chooseImage, log
 	opts.Log, opts.Gate, opts.Metrics = log, a.gate, a.metrics
 	if plan != nil {
 		opts.WorkspaceOf = plan.workspaceOf
 	}
-	opts.Packages = a.packagesFor(s, cfg.Packages)
-	opts.Skills = skills.Open(s.dir())
-	opts.Shapes = shapes.Open(s.dir(), log)
+	opts.Packages = a.packagesFor(s.State, s.Sandbox.Pip, cfg.Packages)
+	opts.Skills = skills.Open(s.State.dir())
+	opts.Shapes = shapes.Open(s.State.dir(), log)
 	a.bridge = bridge.New(a.sandboxes, sandboxCfg, a.pool, opts)
 	return a
-}
-
-// sandboxConfig is the sandbox's configuration: the sandbox and run
-// settings, and the plan's workspace, mounts and user when there is one.
-func (s *settings) sandboxConfig(plan *runPlan, choose func(context.Context, sandbox.Engine) (string, error)) sandbox.Config {
-	cfg := sandbox.Config{Image: s.image, ChooseImage: choose, User: s.user, Limits: s.limits, Channel: s.channel, OutputLimit: s.outputLimit}
-	if plan != nil {
-		cfg.User, cfg.Workspace, cfg.Mounts = plan.user, plan.workspace, plan.mounts
-	}
-	return cfg
-}
-
-// bridgeOptions are the bridge's options the settings make; newApp adds
-// what it builds (log, gate, packages, skills, metrics).
-func (s *settings) bridgeOptions() bridge.Options {
-	return bridge.Options{
-		DefaultTimeout: s.timeout,
-		MaxTimeout:     s.maxTimeout,
-		Output:         s.output,
-		Version:        version(),
-		Roots:          s.roots,
-		PerSession:     s.httpAddr != "",
-		Warm:           s.warm,
-	}
 }
 
 // logProblems reports configuration problems on the log.

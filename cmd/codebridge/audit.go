@@ -30,17 +30,23 @@ the bridge stopped before it ended.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	cmd.Flags().StringVar(&since, "since", "", "only entries newer than this: a duration back from now (90m, 24h, 7d) or a date (2026-01-31, RFC 3339)")
-	return c.settingsCommand(cmd, slices.Concat([]string{"audit"}, stateNames, logNames), commandLogLevel, func(s *settings, _ []string) error {
+	var s struct {
+		Gate  gateFlags
+		State stateFlags
+		Log   logFlags
+	}
+	flags := slices.Concat([]string{"audit"}, flagsOf[stateFlags](), flagsOf[logFlags]())
+	return c.settingsCommand(cmd, &s, flags, commandLogLevel, func([]string) error {
 		from, err := parseSince(since, time.Now())
 		if err != nil {
 			return inputError{fmt.Errorf("--since: %w", err)}
 		}
-		return c.audit(s, from, asJSON)
+		return c.audit(s.Gate, s.State, from, asJSON)
 	})
 }
 
-func (c *cli) audit(s *settings, since time.Time, asJSON bool) error {
-	path, err := auditPath(s)
+func (c *cli) audit(g gateFlags, st stateFlags, since time.Time, asJSON bool) error {
+	path, err := auditPath(g, st)
 	if err == nil && path == "" {
 		err = errors.New("the audit log is off (--audit off); there is nothing to read")
 	}

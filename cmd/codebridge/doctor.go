@@ -41,13 +41,14 @@ code is 1 when something is broken.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	names := slices.Concat(upstreamNames, sandboxNames, logNames)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, _ []string) error { return c.doctor(s, asJSON) })
+	var s appSettings
+	flags := slices.Concat(flagsOf[upstreamFlags](), flagsOf[sandboxFlags](), flagsOf[logFlags]())
+	return c.settingsCommand(cmd, &s, flags, commandLogLevel, func([]string) error { return c.doctor(&s, asJSON) })
 }
 
 // doctor checks everything codebridge depends on and says what to do
 // about each problem. It returns 1 when something is broken.
-func (c *cli) doctor(s *settings, asJSON bool) error {
+func (c *cli) doctor(s *appSettings, asJSON bool) error {
 	a := newApp(s, c.stderr, nil)
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -71,7 +72,7 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	eng, err := a.sandboxes.Engine(ctx)
 	if err != nil {
 		fix := "install Podman (apt install podman) or Docker, start its service, or set DOCKER_HOST/CONTAINER_HOST"
-		if s.engine == sandbox.EngineKubernetes {
+		if s.Sandbox.Engine == sandbox.EngineKubernetes {
 			// The engine's error names each permission it lacks (it asks
 			// the API server with SelfSubjectAccessReviews).
 			fix = "set KUBECONFIG to a reachable cluster, and bind the bridge's account to the Role in deploy/kubernetes/rbac.yaml"
@@ -79,13 +80,13 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 		add(check{Name: "engine", Detail: err.Error(), Fix: fix}, start)
 	} else {
 		detail := eng.Name()
-		if s.engine == sandbox.EngineKubernetes {
+		if s.Sandbox.Engine == sandbox.EngineKubernetes {
 			detail += "; the bridge may create, get, list, watch and delete pods, attach to them and list events"
 		}
 		add(check{Name: "engine", OK: true, Detail: detail}, start)
 		sc := sandboxChecks(ctx, a, eng)
-		if s.engine == sandbox.EngineKubernetes {
-			sc = kubeChecks(sc, s.seccompLocalhost != "")
+		if s.Sandbox.Engine == sandbox.EngineKubernetes {
+			sc = kubeChecks(sc, s.Sandbox.SeccompLocalhost != "")
 		}
 		checks = append(checks, sc...)
 	}
@@ -184,7 +185,7 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	out = append(out, check{Name: "sandbox", OK: true, TookMS: took,
 		Detail: fmt.Sprintf("python runs as uid %d; first cell took %dms (container start included)", probe.UID, took)})
 
-	out = append(out, channelCheck(a.bridge.Session().Channel(), a.settings.channel))
+	out = append(out, channelCheck(a.bridge.Session().Channel(), a.sandbox.Channel))
 
 	rootless := !strings.HasPrefix(strings.Join(strings.Fields(probe.UIDMap), " "), "0 0 4294967295")
 	mode := "rootful"
@@ -201,7 +202,7 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 		out = append(out, check{Name: "seccomp", OK: true, Detail: detail, TookMS: time.Since(start).Milliseconds()})
 	}
 
-	limits := a.settings.limits
+	limits := a.sandbox.limits()
 	out = append(out, limitCheck("memory", probe.Memory, limits.Memory, "rootless Podman on cgroup v1 cannot set memory limits; use cgroup v2 (systemd.unified_cgroup_hierarchy=1) or rootful Podman"))
 	pids := limits.Pids
 	if pids == 0 {

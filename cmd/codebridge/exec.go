@@ -33,20 +33,22 @@ feeds and tabs shown escaped (\x1b). The exit code is 1 when the code failed.`,
 	}
 	cmd.Flags().StringSliceVar(&f.servers, "servers", nil, "comma-separated servers to start before the code runs")
 	cmd.Flags().StringVar(&f.outDir, "out", "", "copy the files the code shares (runtime.share) into this directory")
-	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
-		plan, err := s.planRun(c.getenv)
+	var s appSettings
+	flags := slices.Concat(flagsOf[upstreamFlags](), flagsOf[sandboxFlags](), flagsOf[workspaceFlags](), flagsOf[runFlags](),
+		flagsOf[stateFlags](), flagsOf[logFlags](), flagsOf[gateFlags]())
+	return c.settingsCommand(cmd, &s, flags, commandLogLevel, func(args []string) error {
+		plan, err := planRun(s.Workspace, s.Sandbox, s.Upstream, s.State, c.getenv)
 		if err != nil {
 			return inputError{err}
 		}
-		return c.exec(s, plan, args[0], f)
+		return c.exec(&s, plan, args[0], f)
 	})
 }
 
 // exec runs the Python in file (or stdin, for "-") through the same sandbox
 // run_python uses and prints what the model would read: text to stdout,
 // images as a note. The code's failure is errReported: its output says it.
-func (c *cli) exec(s *settings, plan *runPlan, file string, f execFlags) error {
+func (c *cli) exec(s *appSettings, plan *runPlan, file string, f execFlags) error {
 	var src []byte
 	var err error
 	if file == "-" {
@@ -72,7 +74,7 @@ func (c *cli) exec(s *settings, plan *runPlan, file string, f execFlags) error {
 			names = append(names, n)
 		}
 	}
-	res := a.bridge.RunPython(ctx, string(src), s.timeout, names)
+	res := a.bridge.RunPython(ctx, string(src), s.Run.Timeout, names)
 	// What the code printed, and the names it chose, are the sandbox's:
 	// lines stay lines, and every other control character is escaped.
 	for _, content := range res.Content {

@@ -5,11 +5,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/httpserve"
+	"github.com/codebridge/codebridge/httpserve/oauth"
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/sandbox"
@@ -19,176 +23,175 @@ import (
 // This file holds the groups of settings of the upstream servers, the
 // sandbox, a run, the state directory and the logs; the workspace's,
 // the gate's and HTTP's are beside what they configure (workspace.go,
-// gate.go, http.go). Each group is one table: flag, variables, default,
-// help; each resolves to its package's own configuration type.
+// gate.go, http.go). Each resolves to its package's own configuration
+// type. settings.go says how a group's tags read.
+
+// tagText are the words the settings' tags refer to as {name}: the
+// defaults and names other packages state, each written once there.
+var tagText = map[string]string{
+	"pathsep":                             string(os.PathListSeparator),
+	"upstream.DefaultCallTimeout":         secondsText(upstream.DefaultCallTimeout),
+	"sandbox.DefaultWorkspaceSize":        strconv.Itoa(sandbox.DefaultWorkspaceSize>>30) + "g",
+	"sandbox.DefaultMemory":               strconv.Itoa(sandbox.DefaultMemory>>20) + "m",
+	"sandbox.DefaultPids":                 strconv.Itoa(sandbox.DefaultPids),
+	"sandbox.DefaultCPUs":                 strconv.Itoa(sandbox.DefaultCPUs),
+	"sandbox.DefaultTmpSize":              strconv.Itoa(sandbox.DefaultTmpSize>>20) + "m",
+	"sandbox.DefaultUser":                 sandbox.DefaultUser,
+	"sandbox.DefaultChannel":              string(sandbox.DefaultChannel),
+	"sandbox.DefaultOutputLimit":          strconv.Itoa(sandbox.DefaultOutputLimit),
+	"sandbox.DefaultImage":                sandbox.DefaultImage,
+	"imagebuild.DefaultTag":               imagebuild.DefaultTag,
+	"bridge.DefaultTimeout":               secondsText(bridge.DefaultTimeout),
+	"bridge.DefaultMaxTimeout":            secondsText(bridge.DefaultMaxTimeout),
+	"bridge.OutputText":                   bridge.OutputText,
+	"bridge.DefaultWarm":                  strconv.Itoa(bridge.DefaultWarm),
+	"DefaultWorkspace":                    DefaultWorkspace,
+	"gate.Open":                           string(gate.Open),
+	"gate.DefaultApprovalTimeout":         secondsText(gate.DefaultApprovalTimeout),
+	"httpserve.DefaultIdleTimeout":        secondsText(httpserve.DefaultIdleTimeout),
+	"httpserve.DefaultMaxSessions":        strconv.Itoa(httpserve.DefaultMaxSessions),
+	"httpserve.DefaultMaxSessionsPerUser": strconv.Itoa(httpserve.DefaultMaxSessionsPerUser(httpserve.DefaultMaxSessions)),
+	"httpserve.DefaultUserShare":          strconv.Itoa(httpserve.DefaultUserShare),
+	"httpserve.DefaultBodyTimeout":        secondsText(httpserve.DefaultBodyTimeout),
+	"oauth.DefaultPrincipalClaim":         oauth.DefaultPrincipalClaim,
+	"oauth.DefaultGroupsClaim":            oauth.DefaultGroupsClaim,
+	"oauth.DefaultMinRefresh":             secondsText(oauth.DefaultMinRefresh),
+}
 
 // upstreamFlags say which servers there are and how they are called.
 type upstreamFlags struct {
-	configs     []string
-	callTimeout time.Duration
-	// roots are directories given to upstreams as roots when the client
-	// has none (--root).
-	roots []string
+	Configs     []string      `flag:"config,repeatable" env:"CODEBRIDGE_CONFIG,MCP_SERVERS_CONFIG" type:"file" parse:"configs" usage:"extra mcpServers config files (repeatable; the variables take a {pathsep}-separated list), read after ~/MCPs/*.json"`
+	CallTimeout time.Duration `flag:"call-timeout" env:"CODEBRIDGE_CALL_TIMEOUT" default:"{upstream.DefaultCallTimeout}" type:"seconds" usage:"time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)"`
+	// Roots are directories given to upstreams as roots when the client
+	// has none.
+	Roots []string `flag:"root,repeatable" env:"CODEBRIDGE_ROOTS" type:"dir" parse:"dirs" usage:"a directory upstream servers get as a root when the MCP client gives none (repeatable; the variable takes a {pathsep}-separated list)" doc:"It replaces the directories a server such as the filesystem server was given in its args."`
+	// home is the home directory ($HOME), whose ~/MCPs holds the servers.
+	home string
 }
 
-var upstreamKnobs = []knob[upstreamFlags]{
-	{flag: "config", envs: []string{"CODEBRIDGE_CONFIG", "MCP_SERVERS_CONFIG"}, typ: "file", repeat: true,
-		usage: "extra mcpServers config files (repeatable; the variables take a " + string(os.PathListSeparator) + "-separated list), read after ~/MCPs/*.json",
-		set: func(g *upstreamFlags, v string) error {
-			g.configs = append(g.configs, pathList(v)...)
-			return nil
-		},
-		checkFlag: configFileExists},
-	{flag: "call-timeout", envs: []string{"CODEBRIDGE_CALL_TIMEOUT"}, def: secondsText(upstream.DefaultCallTimeout), typ: "seconds",
-		usage: "time limit of one upstream tool call, in seconds (a server's \"timeout\" overrides it)",
-		set:   func(g *upstreamFlags, v string) (err error) { g.callTimeout, err = seconds(v); return }},
-	{flag: "root", envs: []string{"CODEBRIDGE_ROOTS"}, typ: "dir", repeat: true,
-		usage: "a directory upstream servers get as a root when the MCP client gives none (repeatable; the variable takes a " + string(os.PathListSeparator) + "-separated list)",
-		set: func(g *upstreamFlags, v string) error {
-			for _, d := range pathList(v) {
-				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-					return fmt.Errorf("%q is not a directory; give an existing directory", d)
-				}
-				g.roots = append(g.roots, d)
-			}
-			return nil
-		}},
+// complete takes the home directory from the environment.
+func (g *upstreamFlags) complete(getenv func(string) string) error {
+	g.home = getenv("HOME")
+	return nil
 }
 
-// options are the upstream pool's options.
+// upstreamOptions are the upstream pool's options.
 func (g upstreamFlags) upstreamOptions(log *slog.Logger) upstream.Options {
-	return upstream.Options{CallTimeout: g.callTimeout, Version: version(), Log: log}
+	return upstream.Options{CallTimeout: g.CallTimeout, Version: version(), Log: log}
 }
 
-// pathList splits a list of paths joined by the system's separator,
-// dropping empty items.
-func pathList(v string) []string {
-	var out []string
-	for _, f := range filepath.SplitList(v) {
-		if f != "" {
-			out = append(out, f)
+// dirList reads a list of existing directories.
+func dirList(v string) ([]string, error) {
+	out := pathList(v)
+	for _, d := range out {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%q is not a directory; give an existing directory", d)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // sandboxFlags say which engine and image the sandbox uses and how it is
 // bounded.
 type sandboxFlags struct {
-	engine string
-	// namespace and seccompLocalhost are the kubernetes engine's (see
-	// sandbox.EngineOptions).
-	namespace        string
-	seccompLocalhost string
-	storageClass     string // empty: the cluster's default
-	workspaceSize    int64
-	image            string // empty: the built image when the engine has it, else the registry image
-	limits           sandbox.Limits
-	channel          sandbox.ChannelMode
-	user             string
-	pip              []string // the command that runs pip on the host (on-demand packages)
+	Engine string `flag:"engine" env:"CODEBRIDGE_ENGINE,MCP_BRIDGE_RUNTIME" default:"auto" type:"name" parse:"engine" usage:"container engine: auto, podman, docker or kubernetes (sandboxes as Pods; KUBECONFIG, or in-cluster in a Pod)" doc:"DOCKER_HOST and CONTAINER_HOST are honoured; see the README's Kubernetes section."`
+	// Namespace, SeccompLocalhost, StorageClass and WorkspaceSize are the
+	// kubernetes engine's (see sandbox.EngineOptions).
+	Namespace        string `flag:"namespace" env:"CODEBRIDGE_NAMESPACE" type:"name" usage:"Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default"`
+	SeccompLocalhost string `flag:"seccomp-localhost" env:"CODEBRIDGE_SECCOMP_LOCALHOST" type:"profile" parse:"seccomp" usage:"seccomp profile installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (e.g. codebridge.json; see docs/scale-out.md); empty means RuntimeDefault"`
+	StorageClass     string `flag:"storage-class" env:"CODEBRIDGE_STORAGE_CLASS" type:"name" parse:"storage" usage:"StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class" doc:"With none named and no default class, the bridge stops at start and says to name one or give --workspace ephemeral."`
+	WorkspaceSize    int64  `flag:"workspace-size" env:"CODEBRIDGE_WORKSPACE_SIZE" default:"{sandbox.DefaultWorkspaceSize}" type:"size" parse:"size" usage:"size of a persistent workspace's PersistentVolumeClaim (--engine kubernetes), e.g. 1g or 20g"`
+	// Image is empty for the built image when the engine has it, else the
+	// registry image.
+	Image   string              `flag:"image" env:"CODEBRIDGE_IMAGE,MCP_BRIDGE_IMAGE" type:"image" usage:"sandbox image (must have python3); by default {imagebuild.DefaultTag} (what codebridge image build makes) when the engine has it, else {sandbox.DefaultImage}"`
+	Memory  int64               `flag:"memory" env:"CODEBRIDGE_MEMORY,MCP_BRIDGE_MEMORY" default:"{sandbox.DefaultMemory}" type:"size" parse:"size" usage:"sandbox memory limit, e.g. 512m or 2g"`
+	Pids    int64               `flag:"pids" env:"CODEBRIDGE_PIDS,MCP_BRIDGE_PIDS" default:"{sandbox.DefaultPids}" type:"n" parse:"positive" usage:"sandbox process limit"`
+	CPUs    float64             `flag:"cpus" env:"CODEBRIDGE_CPUS,MCP_BRIDGE_CPUS" default:"{sandbox.DefaultCPUs}" type:"n" parse:"cpus" usage:"sandbox CPU limit"`
+	TmpSize int64               `flag:"tmp-size" env:"CODEBRIDGE_TMP_SIZE" default:"{sandbox.DefaultTmpSize}" type:"size" parse:"size" usage:"size of the sandbox's /tmp, and of /workspace when it is ephemeral, e.g. 256m or 1g" doc:"It is memory, counted in the memory limit."`
+	User    string              `flag:"user" env:"CODEBRIDGE_USER,MCP_BRIDGE_CONTAINER_USER" default:"{sandbox.DefaultUser}" type:"uid:gid" parse:"user" usage:"user the sandbox code runs as (never root: uid 0 and gid 0 are refused)"`
+	Runtime string              `flag:"oci-runtime" env:"CODEBRIDGE_OCI_RUNTIME" type:"name" parse:"runtime" usage:"OCI runtime for the sandbox, such as runsc (gVisor) or kata; empty means the engine's default"`
+	Channel sandbox.ChannelMode `flag:"channel" env:"CODEBRIDGE_CHANNEL" default:"{sandbox.DefaultChannel}" type:"mode" parse:"channel" usage:"how the sandbox's frames travel: auto (a Unix socket the bridge owns, mounted into that sandbox alone, where the engine runs on this machine; else the engine's attach stream) or attach (always the attach stream)" doc:"The socket is mounted read-only at /run/codebridge and removed once the runtime connected; where the attach stream is used instead, the log says why. codebridge doctor shows which one a sandbox uses."`
+	// Pip is the command that runs pip on the host (packages on demand).
+	Pip []string `flag:"pip" env:"CODEBRIDGE_PIP" default:"python3 -m pip" type:"command" parse:"command" usage:"the command that runs pip on the host, for runtime.install (packages on demand)"`
 }
 
-var sandboxKnobs = []knob[sandboxFlags]{
-	{flag: "engine", envs: []string{"CODEBRIDGE_ENGINE", "MCP_BRIDGE_RUNTIME"}, def: "auto", typ: "name", usage: "container engine: auto, podman, docker or kubernetes (sandboxes as Pods; KUBECONFIG, or in-cluster in a Pod)",
-		set: func(g *sandboxFlags, v string) error {
-			v = strings.ToLower(v)
-			if v != "auto" && v != "podman" && v != "docker" && v != sandbox.EngineKubernetes {
-				return fmt.Errorf("%q is not an engine: use auto, podman, docker or kubernetes", v)
-			}
-			if v == sandbox.EngineKubernetes && !sandbox.KubernetesBuilt {
-				return sandbox.ErrKubernetesNotBuilt
-			}
-			g.engine = v
-			return nil
-		}},
-	{flag: "namespace", envs: []string{"CODEBRIDGE_NAMESPACE"}, typ: "name",
-		usage: "Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default",
-		set:   func(g *sandboxFlags, v string) error { g.namespace = v; return nil }},
-	{flag: "seccomp-localhost", envs: []string{"CODEBRIDGE_SECCOMP_LOCALHOST"}, typ: "profile",
-		usage: "seccomp profile installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (e.g. codebridge.json; see docs/scale-out.md); empty means RuntimeDefault",
-		set: func(g *sandboxFlags, v string) error {
-			if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
-				return fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as codebridge.json", v)
-			}
-			g.seccompLocalhost = v
-			return nil
-		}},
-	{flag: "storage-class", envs: []string{"CODEBRIDGE_STORAGE_CLASS"}, typ: "name",
-		usage: "StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class",
-		set: func(g *sandboxFlags, v string) error {
-			if !storageClassName(v) {
-				return fmt.Errorf("%q is not a StorageClass name (lower-case letters, digits, '-' and '.')", v)
-			}
-			g.storageClass = v
-			return nil
-		}},
-	{flag: "workspace-size", envs: []string{"CODEBRIDGE_WORKSPACE_SIZE"}, def: strconv.Itoa(sandbox.DefaultWorkspaceSize>>30) + "g", typ: "size",
-		usage: "size of a persistent workspace's PersistentVolumeClaim (--engine kubernetes), e.g. 1g or 20g",
-		set:   func(g *sandboxFlags, v string) (err error) { g.workspaceSize, err = parseBytes(v); return }},
-	{flag: "image", envs: []string{"CODEBRIDGE_IMAGE", "MCP_BRIDGE_IMAGE"}, typ: "image",
-		usage: "sandbox image (must have python3); by default " + imagebuild.DefaultTag + " (what codebridge image build makes) when the engine has it, else " + sandbox.DefaultImage,
-		set:   func(g *sandboxFlags, v string) error { g.image = v; return nil }},
-	{flag: "memory", envs: []string{"CODEBRIDGE_MEMORY", "MCP_BRIDGE_MEMORY"}, def: strconv.Itoa(sandbox.DefaultMemory>>20) + "m", typ: "size",
-		usage: "sandbox memory limit, e.g. 512m or 2g",
-		set:   func(g *sandboxFlags, v string) (err error) { g.limits.Memory, err = parseBytes(v); return }},
-	{flag: "pids", envs: []string{"CODEBRIDGE_PIDS", "MCP_BRIDGE_PIDS"}, def: strconv.Itoa(sandbox.DefaultPids), typ: "n", usage: "sandbox process limit",
-		set: func(g *sandboxFlags, v string) (err error) { g.limits.Pids, err = positiveInt(v); return }},
-	{flag: "cpus", envs: []string{"CODEBRIDGE_CPUS", "MCP_BRIDGE_CPUS"}, def: strconv.Itoa(sandbox.DefaultCPUs), typ: "n", usage: "sandbox CPU limit",
-		set: func(g *sandboxFlags, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 {
-				return fmt.Errorf("%q is not a positive number of CPUs", v)
-			}
-			g.limits.CPUs = f
-			return nil
-		}},
-	{flag: "tmp-size", envs: []string{"CODEBRIDGE_TMP_SIZE"}, def: strconv.Itoa(sandbox.DefaultTmpSize>>20) + "m", typ: "size",
-		usage: "size of the sandbox's /tmp, and of /workspace when it is ephemeral, e.g. 256m or 1g",
-		set:   func(g *sandboxFlags, v string) (err error) { g.limits.TmpSize, err = parseBytes(v); return }},
-	{flag: "user", envs: []string{"CODEBRIDGE_USER", "MCP_BRIDGE_CONTAINER_USER"}, def: sandbox.DefaultUser, typ: "uid:gid",
-		usage: "user the sandbox code runs as (never root: uid 0 and gid 0 are refused)",
-		set: func(g *sandboxFlags, v string) error {
-			if err := sandbox.CheckUser(v); err != nil {
-				return err
-			}
-			g.user = v
-			return nil
-		}},
-	{flag: "oci-runtime", envs: []string{"CODEBRIDGE_OCI_RUNTIME"}, typ: "name",
-		usage: "OCI runtime for the sandbox, such as runsc (gVisor) or kata; empty means the engine's default",
-		set: func(g *sandboxFlags, v string) error {
-			if err := sandbox.CheckRuntime(v); err != nil {
-				return err
-			}
-			g.limits.Runtime = v
-			return nil
-		}},
-	{flag: "channel", envs: []string{"CODEBRIDGE_CHANNEL"}, def: string(sandbox.DefaultChannel), typ: "mode",
-		usage: "how the sandbox's frames travel: auto (a Unix socket the bridge owns, mounted into that sandbox alone, where the engine runs on this machine; else the engine's attach stream) or attach (always the attach stream)",
-		set: func(g *sandboxFlags, v string) (err error) {
-			g.channel, err = sandbox.ParseChannelMode(strings.ToLower(v))
-			return
-		}},
-	{flag: "pip", envs: []string{"CODEBRIDGE_PIP"}, def: "python3 -m pip", typ: "command",
-		usage: "the command that runs pip on the host, for runtime.install (packages on demand)",
-		set: func(g *sandboxFlags, v string) error {
-			g.pip = strings.Fields(v)
-			if len(g.pip) == 0 {
-				return fmt.Errorf("%q is not a command: give one such as \"python3 -m pip\"", v)
-			}
-			return nil
-		}},
+// complete checks the sandbox's settings with the sandbox's own words.
+func (g *sandboxFlags) complete(func(string) string) error {
+	return sandbox.Config{User: g.User, Limits: g.limits()}.Validate()
+}
+
+// limits are the sandbox's limits.
+func (g sandboxFlags) limits() sandbox.Limits {
+	return sandbox.Limits{Memory: g.Memory, Pids: g.Pids, CPUs: g.CPUs, TmpSize: g.TmpSize, Runtime: g.Runtime}
 }
 
 // engineOptions are the engine's options; with the kubernetes engine and
 // a persistent workspace, the engine checks at once that it can make the
 // workspaces' claims.
-func (s *settings) engineOptions(log *slog.Logger) sandbox.EngineOptions {
-	w := s.workspace
-	return sandbox.EngineOptions{Kind: s.engine, Log: log, Namespace: s.namespace, SeccompLocalhost: s.seccompLocalhost,
-		StorageClass: s.storageClass, WorkspaceSize: s.workspaceSize,
-		Workspaces: s.engine == sandbox.EngineKubernetes && (w.project || w.volume != "")}
+func (g sandboxFlags) engineOptions(log *slog.Logger, persistent bool) sandbox.EngineOptions {
+	return sandbox.EngineOptions{Kind: g.Engine, Log: log, Namespace: g.Namespace, SeccompLocalhost: g.SeccompLocalhost,
+		StorageClass: g.StorageClass, WorkspaceSize: g.WorkspaceSize,
+		Workspaces: g.Engine == sandbox.EngineKubernetes && persistent}
+}
+
+// sandboxConfig is the sandbox's configuration: the sandbox and run
+// settings, and the plan's workspace, mounts and user when there is one.
+func sandboxConfig(g sandboxFlags, run runFlags, plan *runPlan) sandbox.Config {
+	cfg := sandbox.Config{Image: g.Image, User: g.User, Limits: g.limits(), Channel: g.Channel, OutputLimit: run.OutputLimit}
+	if plan != nil {
+		cfg.User, cfg.Workspace, cfg.Mounts = plan.user, plan.workspace, plan.mounts
+	}
+	return cfg
+}
+
+func parseEngine(v string) (string, error) {
+	v = strings.ToLower(v)
+	if v != "auto" && v != "podman" && v != "docker" && v != sandbox.EngineKubernetes {
+		return "", fmt.Errorf("%q is not an engine: use auto, podman, docker or kubernetes", v)
+	}
+	if v == sandbox.EngineKubernetes && !sandbox.KubernetesBuilt {
+		return "", sandbox.ErrKubernetesNotBuilt
+	}
+	return v, nil
+}
+
+func parseSeccompProfile(v string) (string, error) {
+	if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+		return "", fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as codebridge.json", v)
+	}
+	return v, nil
+}
+
+func parseStorageClass(v string) (string, error) {
+	if !storageClassName(v) {
+		return "", fmt.Errorf("%q is not a StorageClass name (lower-case letters, digits, '-' and '.')", v)
+	}
+	return v, nil
+}
+
+func parseCPUs(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q is not a positive number of CPUs", v)
+	}
+	return f, nil
+}
+
+func parseUser(v string) (string, error) { return v, sandbox.CheckUser(v) }
+
+func parseRuntime(v string) (string, error) { return v, sandbox.CheckRuntime(v) }
+
+func parseChannel(v string) (sandbox.ChannelMode, error) {
+	return sandbox.ParseChannelMode(strings.ToLower(v))
+}
+
+// parseCommand reads a command line of words.
+func parseCommand(v string) ([]string, error) {
+	words := strings.Fields(v)
+	if len(words) == 0 {
+		return nil, fmt.Errorf("%q is not a command: give one such as \"python3 -m pip\"", v)
+	}
+	return words, nil
 }
 
 // storageClassName reports whether v can name a StorageClass (a DNS
@@ -207,50 +210,71 @@ func storageClassName(v string) bool {
 
 // runFlags bound one run_python call and shape its result.
 type runFlags struct {
-	timeout     time.Duration
-	maxTimeout  time.Duration
-	output      string
-	outputLimit int
+	Timeout     time.Duration `flag:"timeout" short:"t" env:"CODEBRIDGE_TIMEOUT,MCP_BRIDGE_TIMEOUT" default:"{bridge.DefaultTimeout}" type:"seconds" usage:"default run_python timeout in seconds"`
+	MaxTimeout  time.Duration `flag:"max-timeout" env:"CODEBRIDGE_MAX_TIMEOUT,MCP_BRIDGE_MAX_TIMEOUT" default:"{bridge.DefaultMaxTimeout}" type:"seconds" usage:"largest timeout a call may ask for, in seconds"`
+	Output      string        `flag:"output" env:"CODEBRIDGE_OUTPUT,MCP_BRIDGE_OUTPUT_MODE" default:"{bridge.OutputText}" type:"mode" parse:"output" usage:"how results are rendered: text, or toon (structured values as TOON)" doc:"toon shows a final value that is JSON data (lists of records, a tool's structured result) as TOON."`
+	OutputLimit int           `flag:"output-limit" env:"CODEBRIDGE_OUTPUT_LIMIT" default:"{sandbox.DefaultOutputLimit}" type:"chars" parse:"count" usage:"characters of stdout and of stderr a result keeps (head and tail)" doc:"A longer stream is saved whole in /workspace/.codebridge/output/, and the answer names the file."`
 }
 
-var runKnobs = []knob[runFlags]{
-	{flag: "timeout", envs: []string{"CODEBRIDGE_TIMEOUT", "MCP_BRIDGE_TIMEOUT"}, def: secondsText(bridge.DefaultTimeout), typ: "seconds",
-		usage: "default run_python timeout in seconds",
-		set:   func(g *runFlags, v string) (err error) { g.timeout, err = seconds(v); return }},
-	{flag: "max-timeout", envs: []string{"CODEBRIDGE_MAX_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT"}, def: secondsText(bridge.DefaultMaxTimeout), typ: "seconds",
-		usage: "largest timeout a call may ask for, in seconds",
-		set:   func(g *runFlags, v string) (err error) { g.maxTimeout, err = seconds(v); return }},
-	{flag: "output", envs: []string{"CODEBRIDGE_OUTPUT", "MCP_BRIDGE_OUTPUT_MODE"}, def: bridge.OutputText, typ: "mode",
-		usage: "how results are rendered: text, or toon (structured values as TOON)",
-		set: func(g *runFlags, v string) error {
-			switch v = strings.ToLower(v); v {
-			case bridge.OutputText, bridge.OutputTOON:
-				g.output = v
-			case "compact": // the Python bridge's name for plain text
-				g.output = bridge.OutputText
-			default:
-				return fmt.Errorf("%q is not an output mode: use text or toon", v)
-			}
-			return nil
-		}},
-	{flag: "output-limit", envs: []string{"CODEBRIDGE_OUTPUT_LIMIT"}, def: strconv.Itoa(sandbox.DefaultOutputLimit), typ: "chars",
-		usage: "characters of stdout and of stderr a result keeps (head and tail)",
-		set:   func(g *runFlags, v string) (err error) { g.outputLimit, err = positiveCount(v); return }},
+// complete caps the default timeout (a default above the cap is the cap)
+// and checks the run's settings with the bridge's and the sandbox's words.
+func (g *runFlags) complete(func(string) string) error {
+	g.Timeout = min(g.Timeout, g.MaxTimeout)
+	if err := (bridge.Options{DefaultTimeout: g.Timeout, MaxTimeout: g.MaxTimeout, Output: g.Output}).Validate(); err != nil {
+		return err
+	}
+	return sandbox.Config{OutputLimit: g.OutputLimit}.Validate()
+}
+
+// bridgeOptions are the bridge's options the settings make; newApp adds
+// what it builds (log, gate, packages, skills, metrics).
+func bridgeOptions(run runFlags, up upstreamFlags, h httpFlags) bridge.Options {
+	return bridge.Options{
+		DefaultTimeout: run.Timeout,
+		MaxTimeout:     run.MaxTimeout,
+		Output:         run.Output,
+		Version:        version(),
+		Roots:          up.Roots,
+		PerSession:     h.Addr != "",
+		Warm:           h.Warm,
+	}
+}
+
+func parseOutput(v string) (string, error) {
+	switch v = strings.ToLower(v); v {
+	case bridge.OutputText, bridge.OutputTOON:
+		return v, nil
+	case "compact": // the Python bridge's name for plain text
+		return bridge.OutputText, nil
+	}
+	return "", fmt.Errorf("%q is not an output mode: use text or toon", v)
 }
 
 // stateFlags say where codebridge keeps its state on the host.
 type stateFlags struct {
-	stateDir string // the root of codebridge's state; resolved by stateDir
+	// StateDir is the root of codebridge's state; complete resolves it.
+	StateDir string `flag:"state-dir" env:"CODEBRIDGE_STATE_DIR,MCP_BRIDGE_STATE_DIR" type:"dir" usage:"root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages, the audit log" doc:"Skills are in skills/ (made on the first save), the wheel cache in packages/, what each server lists (for search without starting it) in catalogue/."`
 }
 
-var stateKnobs = []knob[stateFlags]{
-	{flag: "state-dir", envs: []string{"CODEBRIDGE_STATE_DIR", "MCP_BRIDGE_STATE_DIR"}, typ: "dir",
-		usage: "root of codebridge's state on the host (default $XDG_STATE_HOME/codebridge, or ~/.local/state/codebridge): saved skills, the wheel cache of on-demand packages, the audit log",
-		set:   func(g *stateFlags, v string) error { g.stateDir = v; return nil }},
+// complete resolves the state directory: the setting with a leading ~
+// expanded, else $XDG_STATE_HOME/codebridge, else
+// ~/.local/state/codebridge.
+func (g *stateFlags) complete(getenv func(string) string) error {
+	home := getenv("HOME")
+	switch set := g.StateDir; {
+	case set == "~" || strings.HasPrefix(set, "~/"):
+		g.StateDir = filepath.Join(home, set[1:])
+	case set != "":
+	case getenv("XDG_STATE_HOME") != "":
+		g.StateDir = filepath.Join(getenv("XDG_STATE_HOME"), "codebridge")
+	default:
+		g.StateDir = filepath.Join(home, ".local", "state", "codebridge")
+	}
+	return nil
 }
 
 // dir is the state directory.
-func (g stateFlags) dir() statedir.Dir { return statedir.Dir(g.stateDir) }
+func (g stateFlags) dir() statedir.Dir { return statedir.Dir(g.StateDir) }
 
 // Log levels by default: the server logs what it does; the other commands
 // print their results and only warnings and errors besides.
@@ -261,38 +285,31 @@ const (
 
 // logFlags say what is logged, and how.
 type logFlags struct {
-	logLevel slog.Level
-	logJSON  bool
-	// ignored lists the Python bridge's settings that were given and have
-	// no meaning here, for a debug log line each.
-	ignored []string
-}
-
-var logKnobs = []knob[logFlags]{
-	{flag: "log-level", envs: []string{"CODEBRIDGE_LOG_LEVEL", "MCP_BRIDGE_LOG_LEVEL"}, typ: "level", // the default is the command's
-		usage: "debug, info, warn or error (logs go to stderr)",
-		set:   (*logFlags).setLevel},
-	{flag: "log-format", envs: []string{"CODEBRIDGE_LOG_FORMAT"}, def: "text", typ: "format", usage: "text or json",
-		set: func(g *logFlags, v string) error {
-			switch strings.ToLower(v) {
-			case "text":
-				g.logJSON = false
-			case "json":
-				g.logJSON = true
-			default:
-				return fmt.Errorf("%q is not a log format: use text or json", v)
-			}
-			return nil
-		}},
+	Level slog.Level `flag:"log-level" env:"CODEBRIDGE_LOG_LEVEL,MCP_BRIDGE_LOG_LEVEL" type:"level" parse:"level" usage:"debug, info, warn or error (logs go to stderr)"` // the default is the command's
+	JSON  bool       `flag:"log-format" env:"CODEBRIDGE_LOG_FORMAT" default:"text" type:"format" parse:"logformat" usage:"text or json"`
 	// The Python bridge's settings that mean nothing here: accepted, so
-	// that its documented values never stop codebridge from starting.
-	{envs: []string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"}, set: ignore("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT: codebridge does not manage a Podman machine")},
-	{envs: []string{"MCP_BRIDGE_ALLOW_SELF_SERVER"}, set: ignore("MCP_BRIDGE_ALLOW_SELF_SERVER: codebridge always skips entries that would launch itself")},
+	// that its documented values never stop codebridge from starting;
+	// each one given is a debug line.
+	RuntimeIdleTimeout string `env:"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT" usage:"accepted and ignored: codebridge does not manage a Podman machine"`
+	AllowSelfServer    string `env:"MCP_BRIDGE_ALLOW_SELF_SERVER" usage:"accepted and ignored: codebridge always skips entries that would launch itself"`
 }
 
-// setLevel reads a log level; the Python bridge's names of Python's
+// ignored are the Python bridge's settings given that mean nothing here,
+// each with why (its usage).
+func (g logFlags) ignored() []string {
+	v := reflect.ValueOf(g)
+	var out []string
+	for _, s := range settingsOf(v.Type()) {
+		if why, ok := strings.CutPrefix(s.usage, "accepted and ignored: "); ok && v.FieldByIndex(s.index).String() != "" {
+			out = append(out, s.envs[0]+": "+why)
+		}
+	}
+	return out
+}
+
+// parseLevel reads a log level; the Python bridge's names of Python's
 // levels are taken too.
-func (g *logFlags) setLevel(v string) error {
+func parseLevel(v string) (slog.Level, error) {
 	v = strings.ToLower(v)
 	switch v {
 	case "warning":
@@ -300,29 +317,20 @@ func (g *logFlags) setLevel(v string) error {
 	case "critical", "fatal":
 		v = "error"
 	}
-	if err := g.logLevel.UnmarshalText([]byte(v)); err != nil {
-		return fmt.Errorf("%q is not a log level: use debug, info, warn or error", v)
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return l, fmt.Errorf("%q is not a log level: use debug, info, warn or error", v)
 	}
-	return nil
+	return l, nil
 }
 
-// ignore notes a setting accepted for compatibility that does nothing.
-func ignore(why string) func(*logFlags, string) error {
-	return func(g *logFlags, _ string) error {
-		g.ignored = append(g.ignored, why)
-		return nil
+// parseLogFormat reads a log format: whether logs are JSON.
+func parseLogFormat(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "text":
+		return false, nil
+	case "json":
+		return true, nil
 	}
+	return false, fmt.Errorf("%q is not a log format: use text or json", v)
 }
-
-// The flags of each group, for the commands that take a whole group.
-var (
-	upstreamNames  = flagNames(upstreamKnobs)
-	sandboxNames   = flagNames(sandboxKnobs)
-	runNames       = flagNames(runKnobs)
-	stateNames     = flagNames(stateKnobs)
-	logNames       = flagNames(logKnobs)
-	workspaceNames = flagNames(workspaceKnobs)
-	gateNames      = flagNames(gateKnobs)
-	httpNames      = flagNames(httpKnobs)
-	oauthNames     = flagNames(oauthKnobs)
-)

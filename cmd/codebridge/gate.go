@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -17,36 +16,25 @@ import (
 // gateFlags are the settings of the gate (policy, approval, audit,
 // redaction); serve and exec take them.
 type gateFlags struct {
-	policy          gate.Mode
-	audit           string // a file, "off", or "" for the state directory's
-	auditArgs       bool
-	redact          []string
-	approvalTimeout time.Duration
+	Policy gate.Mode `flag:"policy" env:"CODEBRIDGE_POLICY" default:"{gate.Open}" type:"mode" parse:"policy" usage:"what sandbox code may call by default, from the tools' annotations: open (everything), ask-destructive (ask the user before tools not marked read-only or non-destructive), read-only (only tools marked read-only); a server's \"tools\" rules come first"`
+	// Audit is a file, "off", or "" for the state directory's.
+	Audit           string        `flag:"audit" env:"CODEBRIDGE_AUDIT" type:"file" usage:"the audit log (JSON Lines) of every tool call and run_python; default audit.jsonl in the state directory; off turns it off"`
+	AuditArgs       bool          `flag:"audit-args" env:"CODEBRIDGE_AUDIT_ARGS" default:"false" type:"bool" usage:"keep tool arguments in the audit log (as the sandbox wrote them, tokens and all), not only their size and SHA-256"`
+	Redact          []string      `flag:"redact" env:"CODEBRIDGE_REDACT" type:"kinds" parse:"redact" usage:"personal data the model sees only as tokens (<email_1>): comma-separated email, phone, card, ssn, ip, iban, or all; custom patterns go in the config's \"redact\""`
+	ApprovalTimeout time.Duration `flag:"approval-timeout" env:"CODEBRIDGE_APPROVAL_TIMEOUT" default:"{gate.DefaultApprovalTimeout}" type:"seconds" usage:"how long a call that needs the user's approval waits for the answer (then it is denied)"`
 }
 
-var gateKnobs = []knob[gateFlags]{
-	{flag: "policy", envs: []string{"CODEBRIDGE_POLICY"}, def: string(gate.Open), typ: "mode",
-		usage: "what sandbox code may call by default, from the tools' annotations: open (everything), ask-destructive (ask the user before tools not marked read-only or non-destructive), read-only (only tools marked read-only); a server's \"tools\" rules come first",
-		set:   func(g *gateFlags, v string) (err error) { g.policy, err = gate.ParseMode(v); return }},
-	{flag: "audit", envs: []string{"CODEBRIDGE_AUDIT"}, typ: "file",
-		usage: "the audit log (JSON Lines) of every tool call and run_python; default audit.jsonl in the state directory; off turns it off",
-		set:   func(g *gateFlags, v string) error { g.audit = v; return nil }},
-	{flag: "audit-args", envs: []string{"CODEBRIDGE_AUDIT_ARGS"}, def: "false", typ: "bool",
-		usage: "keep tool arguments in the audit log (as the sandbox wrote them, tokens and all), not only their size and SHA-256",
-		set:   func(g *gateFlags, v string) (err error) { g.auditArgs, err = parseBool(v); return }},
-	{flag: "redact", envs: []string{"CODEBRIDGE_REDACT"}, typ: "kinds",
-		usage: "personal data the model sees only as tokens (<email_1>): comma-separated email, phone, card, ssn, ip, iban, or all; custom patterns go in the config's \"redact\"",
-		set:   func(g *gateFlags, v string) (err error) { g.redact, err = parseRedact(v); return }},
-	{flag: "approval-timeout", envs: []string{"CODEBRIDGE_APPROVAL_TIMEOUT"}, def: secondsText(gate.DefaultApprovalTimeout), typ: "seconds",
-		usage: "how long a call that needs the user's approval waits for the answer (then it is denied)",
-		set:   func(g *gateFlags, v string) (err error) { g.approvalTimeout, err = seconds(v); return }},
-}
+// complete checks the gate's settings with the gate's own words.
+func (g *gateFlags) complete(func(string) string) error { return g.config().Validate() }
 
 // config is the gate's configuration these settings make; newGate adds
 // what the config files say.
 func (g gateFlags) config() gate.Config {
-	return gate.Config{Policy: gate.Policy{Mode: g.policy}, ApprovalTimeout: g.approvalTimeout}
+	return gate.Config{Policy: gate.Policy{Mode: g.Policy}, ApprovalTimeout: g.ApprovalTimeout}
 }
+
+// parsePolicy reads --policy.
+func parsePolicy(v string) (gate.Mode, error) { return gate.ParseMode(v) }
 
 // auditOff is the --audit value that turns the audit log off.
 const auditOff = "off"
@@ -58,13 +46,13 @@ const auditOff = "off"
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
 // A file's "redact" patterns that cannot be used are an error: running
 // code without them would show the model what they were to hide.
-func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate, closeFn func(), err error) {
+func newGate(g gateFlags, st stateFlags, cfg discovery.Config, log *slog.Logger) (_ *gate.Gate, closeFn func(), err error) {
 	for _, p := range cfg.Problems {
 		if errors.Is(p, discovery.ErrRedactPatterns) {
 			return nil, nil, p
 		}
 	}
-	gcfg := s.gate.config()
+	gcfg := g.config()
 	gcfg.Policy.Servers = map[string]gate.Rules{}
 	var secrets []gate.Secret
 	keep := map[string]bool{}
@@ -80,7 +68,7 @@ func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate,
 			secrets = append(secrets, gate.Secret{Name: sp.Name + ".headers." + k, Value: v})
 		}
 	}
-	redactor, err := gate.NewRedactor(s.gate.redact, cfg.Patterns, secrets)
+	redactor, err := gate.NewRedactor(g.Redact, cfg.Patterns, secrets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +76,7 @@ func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate,
 	if err := gcfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if gcfg.Audit, err = openAudit(s); err != nil {
+	if gcfg.Audit, err = openAudit(g, st); err != nil {
 		return nil, nil, err
 	}
 	if gcfg.Tracing, err = gate.NewTracing(context.Background(), os.Getenv, version()); err != nil {
@@ -107,22 +95,22 @@ func newGate(s *settings, cfg discovery.Config, log *slog.Logger) (g *gate.Gate,
 }
 
 // auditPath is the audit log's file ("" when it is off).
-func auditPath(s *settings) (string, error) {
-	switch s.gate.audit {
+func auditPath(g gateFlags, st stateFlags) (string, error) {
+	switch g.Audit {
 	case auditOff:
 		return "", nil
 	case "":
-		return s.dir().EnsureParent(statedir.Audit)
+		return st.dir().EnsureParent(statedir.Audit)
 	}
-	return s.gate.audit, nil
+	return g.Audit, nil
 }
 
-func openAudit(s *settings) (*gate.AuditLog, error) {
-	path, err := auditPath(s)
+func openAudit(g gateFlags, st stateFlags) (*gate.AuditLog, error) {
+	path, err := auditPath(g, st)
 	if path == "" || err != nil {
 		return nil, err
 	}
-	return gate.OpenAudit(path, s.gate.auditArgs)
+	return gate.OpenAudit(path, g.AuditArgs)
 }
 
 // parseRedact reads --redact: kinds separated by commas.
@@ -132,14 +120,4 @@ func parseRedact(v string) ([]string, error) {
 		return nil, err
 	}
 	return kinds, nil
-}
-
-func parseBool(v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "1", "true", "yes", "on":
-		return true, nil
-	case "0", "false", "no", "off", "":
-		return false, nil
-	}
-	return false, fmt.Errorf("%q is not true or false", v)
 }

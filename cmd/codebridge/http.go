@@ -1,90 +1,54 @@
 package main
 
 import (
-	"log/slog"
-	"strconv"
-	"time"
-
 	"context"
 	"fmt"
-	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/metrics"
+	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/codebridge/codebridge/httpserve"
 	"github.com/codebridge/codebridge/httpserve/oauth"
+	"github.com/codebridge/codebridge/metrics"
 )
 
 // httpFlags are the settings of serving MCP over HTTP (serve --http).
 type httpFlags struct {
-	httpAddr       string
-	tokenFile      string
-	token          string // CODEBRIDGE_TOKEN
-	tlsCert        string
-	tlsKey         string
-	idleTimeout    time.Duration
-	maxSessions    int
-	maxPerUser     int
-	bodyTimeout    time.Duration
-	warm           int
-	allowedHosts   []string
-	allowedOrigins []string
+	Addr        string        `flag:"http" env:"CODEBRIDGE_HTTP" type:"addr" usage:"serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session" doc:"The endpoint is /mcp; see the README's section on serving a team over HTTP."`
+	TokenFile   string        `flag:"token-file" env:"CODEBRIDGE_TOKEN_FILE" type:"file" usage:"bearer tokens HTTP clients must send, one a line (or: name token); CODEBRIDGE_TOKEN adds one"`
+	Token       string        `env:"CODEBRIDGE_TOKEN" usage:"a bearer token HTTP clients may send, besides those of --token-file"`
+	TLSCert     string        `flag:"tls-cert" env:"CODEBRIDGE_TLS_CERT" type:"file" usage:"TLS certificate (PEM) for HTTP; with --tls-key"`
+	TLSKey      string        `flag:"tls-key" env:"CODEBRIDGE_TLS_KEY" type:"file" usage:"TLS private key (PEM) for HTTP; with --tls-cert"`
+	IdleTimeout time.Duration `flag:"idle-timeout" env:"CODEBRIDGE_IDLE_TIMEOUT" default:"{httpserve.DefaultIdleTimeout}" type:"seconds" usage:"end an HTTP session, and remove its sandbox, after this many seconds without a request"`
+	MaxSessions int           `flag:"max-sessions" env:"CODEBRIDGE_MAX_SESSIONS" default:"{httpserve.DefaultMaxSessions}" type:"n" parse:"count" usage:"most HTTP sessions open at once; more are refused" doc:"At the limit a user's new session ends that user's least recently used idle one, else it is refused with a 503 that names this limit."`
+	// MaxPerUser has no default of its own: unset (0), httpserve derives
+	// it from MaxSessions.
+	MaxPerUser     int           `flag:"max-sessions-per-user" env:"CODEBRIDGE_MAX_SESSIONS_PER_USER" derived:"--max-sessions/{httpserve.DefaultUserShare}, at least 1 ({httpserve.DefaultMaxSessionsPerUser} of {httpserve.DefaultMaxSessions})" type:"n" parse:"count" usage:"most HTTP sessions one user (a token's name in --token-file, or an OAuth principal) has open at once; more are refused (default: --max-sessions/{httpserve.DefaultUserShare}, at least 1)" doc:"At the limit a new one ends the user's least recently used idle session, else it is refused with a 503 that names this limit."`
+	BodyTimeout    time.Duration `flag:"body-timeout" env:"CODEBRIDGE_BODY_TIMEOUT" default:"{httpserve.DefaultBodyTimeout}" type:"seconds" usage:"time an HTTP request's body may take to arrive; a later one is refused and its connection closed" doc:"The refusal is a 408."`
+	Warm           int           `flag:"warm" env:"CODEBRIDGE_WARM" default:"{bridge.DefaultWarm}" type:"n" parse:"sandboxes" usage:"sandboxes kept started for new HTTP sessions (0: none)"`
+	AllowedHosts   []string      `flag:"allowed-hosts" env:"CODEBRIDGE_ALLOWED_HOSTS" type:"names" parse:"commas" usage:"comma-separated host names HTTP requests may address, besides loopback and the address listened on"`
+	AllowedOrigins []string      `flag:"allowed-origins" env:"CODEBRIDGE_ALLOWED_ORIGINS" type:"origins" parse:"commas" usage:"comma-separated browser origins (https://app.example.com) whose requests are served; others are refused"`
 }
 
-var httpKnobs = []knob[httpFlags]{
-	{flag: "http", envs: []string{"CODEBRIDGE_HTTP"}, typ: "addr",
-		usage: "serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session",
-		set:   func(g *httpFlags, v string) error { g.httpAddr = v; return nil }},
-	{flag: "token-file", envs: []string{"CODEBRIDGE_TOKEN_FILE"}, typ: "file",
-		usage: "bearer tokens HTTP clients must send, one a line (or: name token); CODEBRIDGE_TOKEN adds one",
-		set:   func(g *httpFlags, v string) error { g.tokenFile = v; return nil }},
-	{envs: []string{"CODEBRIDGE_TOKEN"}, set: func(g *httpFlags, v string) error { g.token = v; return nil }},
-	{flag: "tls-cert", envs: []string{"CODEBRIDGE_TLS_CERT"}, typ: "file", usage: "TLS certificate (PEM) for HTTP; with --tls-key",
-		set: func(g *httpFlags, v string) error { g.tlsCert = v; return nil }},
-	{flag: "tls-key", envs: []string{"CODEBRIDGE_TLS_KEY"}, typ: "file", usage: "TLS private key (PEM) for HTTP; with --tls-cert",
-		set: func(g *httpFlags, v string) error { g.tlsKey = v; return nil }},
-	{flag: "idle-timeout", envs: []string{"CODEBRIDGE_IDLE_TIMEOUT"}, def: secondsText(httpserve.DefaultIdleTimeout), typ: "seconds",
-		usage: "end an HTTP session, and remove its sandbox, after this many seconds without a request",
-		set:   func(g *httpFlags, v string) (err error) { g.idleTimeout, err = seconds(v); return }},
-	{flag: "max-sessions", envs: []string{"CODEBRIDGE_MAX_SESSIONS"}, def: strconv.Itoa(httpserve.DefaultMaxSessions), typ: "n",
-		usage: "most HTTP sessions open at once; more are refused",
-		set:   func(g *httpFlags, v string) (err error) { g.maxSessions, err = positiveCount(v); return }},
-	// No default value: unset, httpserve derives it from --max-sessions.
-	{flag: "max-sessions-per-user", envs: []string{"CODEBRIDGE_MAX_SESSIONS_PER_USER"}, typ: "n",
-		usage: fmt.Sprintf("most HTTP sessions one user (a token's name in --token-file, or an OAuth principal) has open at once; more are refused "+
-			"(default: --max-sessions/%d, at least 1)", httpserve.DefaultUserShare),
-		set: func(g *httpFlags, v string) (err error) { g.maxPerUser, err = positiveCount(v); return }},
-	{flag: "body-timeout", envs: []string{"CODEBRIDGE_BODY_TIMEOUT"}, def: secondsText(httpserve.DefaultBodyTimeout), typ: "seconds",
-		usage: "time an HTTP request's body may take to arrive; a later one is refused and its connection closed",
-		set:   func(g *httpFlags, v string) (err error) { g.bodyTimeout, err = seconds(v); return }},
-	{flag: "warm", envs: []string{"CODEBRIDGE_WARM"}, def: strconv.Itoa(bridge.DefaultWarm), typ: "n",
-		usage: "sandboxes kept started for new HTTP sessions (0: none)",
-		set: func(g *httpFlags, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return fmt.Errorf("%q is not a number of sandboxes (0 or more)", v)
-			}
-			g.warm = n
-			return nil
-		}},
-	{flag: "allowed-hosts", envs: []string{"CODEBRIDGE_ALLOWED_HOSTS"}, typ: "names",
-		usage: "comma-separated host names HTTP requests may address, besides loopback and the address listened on",
-		set:   func(g *httpFlags, v string) error { g.allowedHosts = commaList(v); return nil }},
-	{flag: "allowed-origins", envs: []string{"CODEBRIDGE_ALLOWED_ORIGINS"}, typ: "origins",
-		usage: "comma-separated browser origins (https://app.example.com) whose requests are served; others are refused",
-		set:   func(g *httpFlags, v string) error { g.allowedOrigins = commaList(v); return nil }},
+// sandboxCount reads a number of sandboxes: 0 or more.
+func sandboxCount(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a number of sandboxes (0 or more)", v)
+	}
+	return n, nil
 }
 
 // options are the HTTP server's options these settings make, with the
 // tokens read from the token file and the variable, and OAuth's settings.
 func (g httpFlags) httpOptions(tokens *httpserve.Tokens, oauth *oauth.Config, m *metrics.Metrics, log *slog.Logger) httpserve.Options {
 	return httpserve.Options{
-		Addr: g.httpAddr, Tokens: tokens, OAuth: oauth, TLSCert: g.tlsCert, TLSKey: g.tlsKey,
-		IdleTimeout: g.idleTimeout, MaxSessions: g.maxSessions, MaxSessionsPerUser: g.maxPerUser, BodyTimeout: g.bodyTimeout,
-		AllowedHosts: g.allowedHosts, AllowedOrigins: g.allowedOrigins,
+		Addr: g.Addr, Tokens: tokens, OAuth: oauth, TLSCert: g.TLSCert, TLSKey: g.TLSKey,
+		IdleTimeout: g.IdleTimeout, MaxSessions: g.MaxSessions, MaxSessionsPerUser: g.MaxPerUser, BodyTimeout: g.BodyTimeout,
+		AllowedHosts: g.AllowedHosts, AllowedOrigins: g.AllowedOrigins,
 		Metrics: m, Log: log,
 	}
 }
@@ -93,26 +57,26 @@ func (g httpFlags) httpOptions(tokens *httpserve.Tokens, oauth *oauth.Config, m 
 // arrives; then it ends every session, removes every sandbox and stops
 // the upstreams, at once, even under running cells.
 func (c *cli) serveHTTP(s *settings) error {
-	tokens, err := loadTokens(s)
+	tokens, err := s.HTTP.loadTokens()
 	if err != nil {
 		return inputError{err}
 	}
-	if err := s.httpOptions(tokens, s.oauth.config(), nil, nil).Validate(); err != nil {
+	if err := s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
 	// Each session's workspace is its own, and ephemeral; on Kubernetes,
 	// its principal's claim.
-	workspaceOf, err := s.httpWorkspaces()
+	workspaceOf, err := s.Workspace.httpWorkspaces(s.Sandbox.Engine, s.Upstream.Roots)
 	if err != nil {
 		return inputError{err}
 	}
-	a := newApp(s, c.stderr, &runPlan{user: s.user, workspaceOf: workspaceOf})
+	a := newApp(&s.appSettings, c.stderr, &runPlan{user: s.Sandbox.User, workspaceOf: workspaceOf})
 	if a.gateErr != nil {
 		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
 		a.close()
 		return errReported
 	}
-	srv, err := httpserve.New(a.bridge, s.httpOptions(tokens, s.oauth.config(), a.metrics, a.log))
+	srv, err := httpserve.New(a.bridge, s.HTTP.httpOptions(tokens, s.OAuth.config(), a.metrics, a.log))
 	if err != nil {
 		a.close()
 		return inputError{err}
@@ -136,27 +100,16 @@ func (c *cli) serveHTTP(s *settings) error {
 
 // loadTokens reads the token file and CODEBRIDGE_TOKEN; nil when neither
 // is given.
-func loadTokens(s *settings) (*httpserve.Tokens, error) {
+func (g httpFlags) loadTokens() (*httpserve.Tokens, error) {
 	var tokens *httpserve.Tokens
-	if s.tokenFile != "" {
-		b, err := os.ReadFile(s.tokenFile)
+	if g.TokenFile != "" {
+		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("--token-file: %v", err)
 		}
 		if tokens, err = httpserve.ParseTokens(string(b)); err != nil {
-			return nil, fmt.Errorf("--token-file %s: %w", s.tokenFile, err)
+			return nil, fmt.Errorf("--token-file %s: %w", g.TokenFile, err)
 		}
 	}
-	return httpserve.Merge(tokens, s.token)
-}
-
-// commaList splits a comma-separated setting, dropping empty items.
-func commaList(v string) []string {
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
+	return httpserve.Merge(tokens, g.Token)
 }

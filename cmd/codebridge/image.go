@@ -39,8 +39,9 @@ The default tag is the image codebridge uses by default when present.`,
 	build.Flags().StringSliceVar(&packages, "packages", nil, "comma-separated Python packages to add, e.g. numpy,pandas,matplotlib")
 	build.Flags().StringVar(&tag, "tag", imagebuild.DefaultTag, "name of the image to build")
 	build.Flags().BoolVar(&debian, "debian", false, "skip the registry and build from Debian packages")
-	image.AddCommand(c.settingsCommand(build, []string{"engine"}, commandLogLevel, func(s *settings, _ []string) error {
-		return c.buildImage(s, tag, packages, debian)
+	var sb sandboxFlags
+	image.AddCommand(c.settingsCommand(build, &sb, []string{"engine"}, commandLogLevel, func([]string) error {
+		return c.buildImage(sb.Engine, tag, packages, debian)
 	}))
 	image.AddCommand(&cobra.Command{
 		Use:   "seccomp",
@@ -75,14 +76,13 @@ func rootStorageHint(euid int, sudoUser, engine, tag string) string {
 }
 
 // buildImage builds the sandbox image and says how codebridge picks it up.
-func (c *cli) buildImage(s *settings, tag string, packages []string, debian bool) error {
+func (c *cli) buildImage(engine, tag string, packages []string, debian bool) error {
 	var pkgs []string
 	for _, p := range packages {
 		if p = strings.TrimSpace(p); p != "" {
 			pkgs = append(pkgs, p)
 		}
 	}
-	engine := s.engine
 	if engine == "auto" {
 		engine = ""
 	}

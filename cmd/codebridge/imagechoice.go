@@ -51,7 +51,7 @@ func (c imageChoice) fix() string {
 
 // image resolves the sandbox image on eng.
 func (a *app) image(ctx context.Context, eng sandbox.Engine) (imageChoice, error) {
-	return chooseImage(ctx, a.settings.image, eng.HasImage)
+	return chooseImage(ctx, a.sandbox.Image, eng.HasImage)
 }
 
 // chooseImage is the sandbox's image when none is configured: resolved

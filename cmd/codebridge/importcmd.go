@@ -59,8 +59,12 @@ SSE servers and Claude Code's project-scoped servers (unless --projects).`,
 	fs.StringVar(&o.dir, "dir", "", "where to write (default: HOME/MCPs)")
 	fs.StringArrayVar(&o.from, "from", nil, "read this client config `file` too (repeatable); its format is detected")
 	fs.BoolVar(&o.projects, "projects", false, "also import Claude Code's project-scoped servers (as global ones)")
-	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logNames), commandLogLevel, func(s *settings, _ []string) error {
-		return c.runImport(s, o)
+	var s struct {
+		Upstream upstreamFlags
+		Log      logFlags
+	}
+	return c.settingsCommand(cmd, &s, slices.Concat([]string{"config"}, flagsOf[logFlags]()), commandLogLevel, func([]string) error {
+		return c.runImport(s.Upstream.Configs, o)
 	})
 }
 
@@ -91,7 +95,8 @@ type candidate struct {
 // runImport copies MCP server definitions from other clients into ~/MCPs,
 // one file per client, and says per server what it did. Without --write it
 // only shows what it would write.
-func (c *cli) runImport(s *settings, o importOptions) error {
+// configs are the --config files, whose servers are the user's too.
+func (c *cli) runImport(configs []string, o importOptions) error {
 	if o.home == "" {
 		o.home, _ = os.UserHomeDir()
 	}
@@ -123,7 +128,7 @@ func (c *cli) runImport(s *settings, o importOptions) error {
 		fmt.Fprintln(c.stdout, "found no MCP servers in Claude Desktop, Claude Code, Cursor or VS Code configs under", o.home)
 		return nil
 	}
-	judge(cands, o, existingServers(s, o.dir, o.home))
+	judge(cands, o, existingServers(configs, o.dir, o.home))
 	report(c.stdout, cands, o.write)
 	return writeImports(c, cands, o)
 }
@@ -164,8 +169,8 @@ func judge(cands []*candidate, o importOptions, existing map[string]string) {
 
 // existingServers maps the names the user's configuration defines (except
 // in files import writes) to the file that defines them.
-func existingServers(s *settings, dir, home string) map[string]string {
-	files := slices.Clone(s.configs)
+func existingServers(configs []string, dir, home string) map[string]string {
+	files := slices.Clone(configs)
 	if matches, err := filepath.Glob(filepath.Join(dir, "*.json")); err == nil {
 		files = append(files, matches...)
 	}

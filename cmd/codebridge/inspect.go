@@ -31,13 +31,14 @@ configuration are warnings on stderr.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c.settingsCommand(cmd, slices.Concat([]string{"config"}, logNames), commandLogLevel, func(s *settings, _ []string) error {
-		return c.servers(s, asJSON)
+	var s appSettings
+	return c.settingsCommand(cmd, &s, slices.Concat([]string{"config"}, flagsOf[logFlags]()), commandLogLevel, func([]string) error {
+		return c.servers(&s, asJSON)
 	})
 }
 
 // servers lists the configured servers without starting them.
-func (c *cli) servers(s *settings, asJSON bool) error {
+func (c *cli) servers(s *appSettings, asJSON bool) error {
 	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()
@@ -135,13 +136,14 @@ The exit code is 1 when a server is unknown or does not start.`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with schemas)")
-	return c.settingsCommand(cmd, slices.Concat(upstreamNames, logNames), commandLogLevel, func(s *settings, args []string) error {
-		return c.tools(s, args, asJSON)
+	var s appSettings
+	return c.settingsCommand(cmd, &s, slices.Concat(flagsOf[upstreamFlags](), flagsOf[logFlags]()), commandLogLevel, func(args []string) error {
+		return c.tools(&s, args, asJSON)
 	})
 }
 
 // tools starts servers and lists their tools.
-func (c *cli) tools(s *settings, rest []string, asJSON bool) error {
+func (c *cli) tools(s *appSettings, rest []string, asJSON bool) error {
 	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()
@@ -218,13 +220,14 @@ func (c *cli) searchCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 10, "how many results")
-	return c.settingsCommand(cmd, slices.Concat(upstreamNames, logNames), commandLogLevel, func(s *settings, args []string) error {
-		return c.search(s, args, asJSON, limit)
+	var s appSettings
+	return c.settingsCommand(cmd, &s, slices.Concat(flagsOf[upstreamFlags](), flagsOf[logFlags]()), commandLogLevel, func(args []string) error {
+		return c.search(&s, args, asJSON, limit)
 	})
 }
 
 // search ranks the tools of every server for a query.
-func (c *cli) search(s *settings, rest []string, asJSON bool, limit int) error {
+func (c *cli) search(s *appSettings, rest []string, asJSON bool, limit int) error {
 	a := newApp(s, c.stderr, nil)
 	a.logProblems()
 	defer a.close()

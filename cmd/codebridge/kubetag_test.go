@@ -22,7 +22,7 @@ func TestKubernetesEngineOptIn(t *testing.T) {
 	} {
 		s, err := parseFlags(c.argv, c.env)
 		if sandbox.KubernetesBuilt {
-			if err != nil || s.engine != sandbox.EngineKubernetes {
+			if err != nil || s.Sandbox.Engine != sandbox.EngineKubernetes {
 				t.Errorf("%s: the kubernetes build refused the engine: %v", name, err)
 			}
 			continue

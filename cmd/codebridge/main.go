@@ -176,17 +176,19 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 	return root
 }
 
-// settingsCommand makes a command that takes the named settings as flags.
-// Its run function gets the resolved settings; an error it returns that
-// is none of the kinds above is a failure (exit code 1).
-func (c *cli) settingsCommand(cmd *cobra.Command, names []string, logLevel string, runFn func(s *settings, args []string) error) *cobra.Command {
-	sf := addSettingFlags(cmd.Flags(), names, logLevel)
+// settingsCommand makes a command that takes settings: groups points to
+// the groups it uses (a struct of groups, or one group), which are
+// resolved from the environment and the flags before run runs; flags are
+// the flags of theirs it shows (the rest are read from the environment
+// only); logLevel is its default log level. An error run returns that is
+// none of the kinds above is a failure (exit code 1).
+func (c *cli) settingsCommand(cmd *cobra.Command, groups any, flags []string, logLevel string, run func(args []string) error) *cobra.Command {
+	b := bindSettings(cmd.Flags(), groups, flags, map[string]string{"log-level": logLevel})
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
-		s, err := sf.resolve(c.getenv)
-		if err != nil {
+		if err := b.resolve(c.getenv); err != nil {
 			return inputError{err}
 		}
-		return failed(runFn(s, args))
+		return failed(run(args))
 	}
 	return cmd
 }

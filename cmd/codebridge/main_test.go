@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -14,31 +13,18 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/spf13/pflag"
 )
 
 // parseFlags parses argv with every setting's flag, then resolves the
 // settings against env, as a command does.
 func parseFlags(argv []string, env map[string]string) (*settings, error) {
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var names []string
-	for _, k := range entries {
-		if k.flag != "" {
-			names = append(names, k.flag)
-		}
-	}
-	sf := addSettingFlags(fs, names, serveLogLevel)
-	if err := fs.Parse(argv); err != nil {
-		return nil, err
-	}
-	return sf.resolve(func(k string) string { return env[k] })
+	return parseSettings[settings](argv, func(k string) string { return env[k] }, map[string]string{"log-level": serveLogLevel})
 }
 
 func isDefault(s *settings) bool {
-	return s.engine == "auto" && s.timeout == 30*time.Second && s.maxTimeout == 120*time.Second &&
-		s.limits.Memory == 512<<20 && s.limits.Pids == 128 && s.output == "text" && s.user == "65534:65534" &&
-		s.image == "" && s.limits.Runtime == "" && s.stateDir == "/h/.local/state/codebridge" && s.logLevel == slog.LevelInfo
+	return s.Sandbox.Engine == "auto" && s.Run.Timeout == 30*time.Second && s.Run.MaxTimeout == 120*time.Second &&
+		s.Sandbox.Memory == 512<<20 && s.Sandbox.Pids == 128 && s.Run.Output == "text" && s.Sandbox.User == "65534:65534" &&
+		s.Sandbox.Image == "" && s.Sandbox.Runtime == "" && s.State.StateDir == "/h/.local/state/codebridge" && s.Log.Level == slog.LevelInfo
 }
 
 func TestSettings(t *testing.T) {
@@ -51,30 +37,30 @@ func TestSettings(t *testing.T) {
 	}{
 		{name: "defaults", env: map[string]string{"HOME": "/h"}, check: isDefault},
 		{name: "codebridge env", env: map[string]string{"CODEBRIDGE_MEMORY": "2g", "CODEBRIDGE_ENGINE": "docker"},
-			check: func(s *settings) bool { return s.limits.Memory == 2<<30 && s.engine == "docker" }},
+			check: func(s *settings) bool { return s.Sandbox.Memory == 2<<30 && s.Sandbox.Engine == "docker" }},
 		{name: "python bridge env", env: map[string]string{"MCP_BRIDGE_RUNTIME": "podman", "MCP_BRIDGE_TIMEOUT": "10", "MCP_BRIDGE_MAX_TIMEOUT": "60",
 			"MCP_BRIDGE_PIDS": "64", "MCP_BRIDGE_CPUS": "0.5", "MCP_BRIDGE_OUTPUT_MODE": "toon", "MCP_BRIDGE_IMAGE": "img", "MCP_BRIDGE_CONTAINER_USER": "1000:1000",
 			"MCP_BRIDGE_STATE_DIR": "/var/x", "MCP_BRIDGE_LOG_LEVEL": "debug", "MCP_BRIDGE_MEMORY": "256m", "MCP_SERVERS_CONFIG": "/a.json"},
 			check: func(s *settings) bool {
-				return s.engine == "podman" && s.timeout == 10*time.Second && s.maxTimeout == time.Minute && s.limits.Pids == 64 &&
-					s.limits.CPUs == 0.5 && s.output == "toon" && s.image == "img" && s.user == "1000:1000" && s.stateDir == "/var/x" &&
-					s.logLevel.String() == "DEBUG" && s.limits.Memory == 256<<20 && len(s.configs) == 1 && s.configs[0] == "/a.json"
+				return s.Sandbox.Engine == "podman" && s.Run.Timeout == 10*time.Second && s.Run.MaxTimeout == time.Minute && s.Sandbox.Pids == 64 &&
+					s.Sandbox.CPUs == 0.5 && s.Run.Output == "toon" && s.Sandbox.Image == "img" && s.Sandbox.User == "1000:1000" && s.State.StateDir == "/var/x" &&
+					s.Log.Level.String() == "DEBUG" && s.Sandbox.Memory == 256<<20 && len(s.Upstream.Configs) == 1 && s.Upstream.Configs[0] == "/a.json"
 			}},
 		{name: "codebridge wins over compat", env: map[string]string{"CODEBRIDGE_IMAGE": "a", "MCP_BRIDGE_IMAGE": "b"},
-			check: func(s *settings) bool { return s.image == "a" }},
+			check: func(s *settings) bool { return s.Sandbox.Image == "a" }},
 		{name: "flag wins over env", env: map[string]string{"CODEBRIDGE_TIMEOUT": "10"}, argv: []string{"--timeout", "5"},
-			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
+			check: func(s *settings) bool { return s.Run.Timeout == 5*time.Second }},
 		{name: "flag wins over a bad env", env: map[string]string{"CODEBRIDGE_TIMEOUT": "soon"}, argv: []string{"-t", "5"},
-			check: func(s *settings) bool { return s.timeout == 5*time.Second }},
+			check: func(s *settings) bool { return s.Run.Timeout == 5*time.Second }},
 		{name: "configs add up", env: map[string]string{"CODEBRIDGE_CONFIG": "/a.json" + string(os.PathListSeparator) + "/b.json"}, argv: []string{"--config", os.DevNull},
-			check: func(s *settings) bool { return strings.Join(s.configs, ",") == "/a.json,/b.json,"+os.DevNull }},
+			check: func(s *settings) bool { return strings.Join(s.Upstream.Configs, ",") == "/a.json,/b.json,"+os.DevNull }},
 		{name: "default timeout capped", argv: []string{"--timeout", "500"},
-			check: func(s *settings) bool { return s.timeout == 120*time.Second }},
-		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.limits.Runtime == "runsc" }},
-		{name: "oci runtime env", env: map[string]string{"CODEBRIDGE_OCI_RUNTIME": "kata-runtime"}, check: func(s *settings) bool { return s.limits.Runtime == "kata-runtime" }},
+			check: func(s *settings) bool { return s.Run.Timeout == 120*time.Second }},
+		{name: "oci runtime flag", argv: []string{"--oci-runtime", "runsc"}, check: func(s *settings) bool { return s.Sandbox.Runtime == "runsc" }},
+		{name: "oci runtime env", env: map[string]string{"CODEBRIDGE_OCI_RUNTIME": "kata-runtime"}, check: func(s *settings) bool { return s.Sandbox.Runtime == "kata-runtime" }},
 		{name: "bad oci runtime", argv: []string{"--oci-runtime", "runsc --debug"}, wantErr: "not a runtime name"},
-		{name: "state dir from XDG", env: map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/x"}, check: func(s *settings) bool { return s.stateDir == "/x/codebridge" }},
-		{name: "state dir with ~", env: map[string]string{"HOME": "/h", "MCP_BRIDGE_STATE_DIR": "~/MCPs"}, check: func(s *settings) bool { return s.stateDir == "/h/MCPs" }},
+		{name: "state dir from XDG", env: map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/x"}, check: func(s *settings) bool { return s.State.StateDir == "/x/codebridge" }},
+		{name: "state dir with ~", env: map[string]string{"HOME": "/h", "MCP_BRIDGE_STATE_DIR": "~/MCPs"}, check: func(s *settings) bool { return s.State.StateDir == "/h/MCPs" }},
 		{name: "bad env names it", env: map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, wantErr: `MCP_BRIDGE_MEMORY: "lots" is not a size`},
 		{name: "bad engine", argv: []string{"--engine", "lxc"}, wantErr: `"lxc" is not an engine`},
 		{name: "negative timeout", argv: []string{"--timeout", "-1"}, wantErr: "not a positive number of seconds"},
@@ -107,12 +93,12 @@ func TestUserNeverRoot(t *testing.T) {
 			env  map[string]string
 		}{{argv: []string{"--user", bad}}, {env: map[string]string{"CODEBRIDGE_USER": bad}}, {env: map[string]string{"MCP_BRIDGE_CONTAINER_USER": bad}}} {
 			if s, err := parseFlags(how.argv, how.env); err == nil {
-				t.Errorf("user %q accepted (%v %v): %q", bad, how.argv, how.env, s.user)
+				t.Errorf("user %q accepted (%v %v): %q", bad, how.argv, how.env, s.Sandbox.User)
 			}
 		}
 	}
 	for _, good := range []string{"65534:65534", "1000", "1000:1000", "nobody", "nobody:nogroup", "10:10"} {
-		if s, err := parseFlags([]string{"--user", good}, nil); err != nil || s.user != good {
+		if s, err := parseFlags([]string{"--user", good}, nil); err != nil || s.Sandbox.User != good {
 			t.Errorf("user %q: %v", good, err)
 		}
 	}
@@ -126,34 +112,34 @@ func TestPythonBridgeDocumentedValues(t *testing.T) {
 		env, value string
 		check      func(*settings) bool
 	}{
-		{"MCP_BRIDGE_RUNTIME", "auto", func(s *settings) bool { return s.engine == "auto" }},
-		{"MCP_BRIDGE_RUNTIME", "podman", func(s *settings) bool { return s.engine == "podman" }},
-		{"MCP_BRIDGE_RUNTIME", "docker", func(s *settings) bool { return s.engine == "docker" }},
-		{"MCP_BRIDGE_IMAGE", "python:3.14-slim", func(s *settings) bool { return s.image == "python:3.14-slim" }},
-		{"MCP_BRIDGE_IMAGE", "python:3.11-slim", func(s *settings) bool { return s.image == "python:3.11-slim" }},
-		{"MCP_BRIDGE_TIMEOUT", "30", func(s *settings) bool { return s.timeout == 30*time.Second }},
-		{"MCP_BRIDGE_TIMEOUT", "30s", func(s *settings) bool { return s.timeout == 30*time.Second }},
-		{"MCP_BRIDGE_MAX_TIMEOUT", "120", func(s *settings) bool { return s.maxTimeout == 120*time.Second }},
-		{"MCP_BRIDGE_MAX_TIMEOUT", "120s", func(s *settings) bool { return s.maxTimeout == 120*time.Second }},
-		{"MCP_BRIDGE_MEMORY", "512m", func(s *settings) bool { return s.limits.Memory == 512<<20 }},
-		{"MCP_BRIDGE_MEMORY", "1g", func(s *settings) bool { return s.limits.Memory == 1<<30 }},
-		{"MCP_BRIDGE_PIDS", "128", func(s *settings) bool { return s.limits.Pids == 128 }},
-		{"MCP_BRIDGE_CPUS", "2.0", func(s *settings) bool { return s.limits.CPUs == 2 }},
-		{"MCP_BRIDGE_CONTAINER_USER", "65534:65534", func(s *settings) bool { return s.user == "65534:65534" }},
-		{"MCP_BRIDGE_CONTAINER_USER", "1000:1000", func(s *settings) bool { return s.user == "1000:1000" }},
-		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300", func(s *settings) bool { return len(s.ignored) == 1 }},
-		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300s", func(s *settings) bool { return len(s.ignored) == 1 }},
-		{"MCP_BRIDGE_STATE_DIR", "~/MCPs", func(s *settings) bool { return s.stateDir == "/h/MCPs" }},
-		{"MCP_BRIDGE_OUTPUT_MODE", "compact", func(s *settings) bool { return s.output == "text" }},
-		{"MCP_BRIDGE_OUTPUT_MODE", "toon", func(s *settings) bool { return s.output == "toon" }},
-		{"MCP_BRIDGE_LOG_LEVEL", "INFO", func(s *settings) bool { return s.logLevel == slog.LevelInfo }},
-		{"MCP_BRIDGE_LOG_LEVEL", "DEBUG", func(s *settings) bool { return s.logLevel == slog.LevelDebug }},
-		{"MCP_BRIDGE_LOG_LEVEL", "WARNING", func(s *settings) bool { return s.logLevel == slog.LevelWarn }},
-		{"MCP_BRIDGE_LOG_LEVEL", "ERROR", func(s *settings) bool { return s.logLevel == slog.LevelError }},
-		{"MCP_BRIDGE_LOG_LEVEL", "CRITICAL", func(s *settings) bool { return s.logLevel == slog.LevelError }},
-		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "1", func(s *settings) bool { return len(s.ignored) == 1 }},
-		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "0", func(s *settings) bool { return len(s.ignored) == 1 }},
-		{"MCP_SERVERS_CONFIG", "/etc/mcp.json", func(s *settings) bool { return slices.Equal(s.configs, []string{"/etc/mcp.json"}) }},
+		{"MCP_BRIDGE_RUNTIME", "auto", func(s *settings) bool { return s.Sandbox.Engine == "auto" }},
+		{"MCP_BRIDGE_RUNTIME", "podman", func(s *settings) bool { return s.Sandbox.Engine == "podman" }},
+		{"MCP_BRIDGE_RUNTIME", "docker", func(s *settings) bool { return s.Sandbox.Engine == "docker" }},
+		{"MCP_BRIDGE_IMAGE", "python:3.14-slim", func(s *settings) bool { return s.Sandbox.Image == "python:3.14-slim" }},
+		{"MCP_BRIDGE_IMAGE", "python:3.11-slim", func(s *settings) bool { return s.Sandbox.Image == "python:3.11-slim" }},
+		{"MCP_BRIDGE_TIMEOUT", "30", func(s *settings) bool { return s.Run.Timeout == 30*time.Second }},
+		{"MCP_BRIDGE_TIMEOUT", "30s", func(s *settings) bool { return s.Run.Timeout == 30*time.Second }},
+		{"MCP_BRIDGE_MAX_TIMEOUT", "120", func(s *settings) bool { return s.Run.MaxTimeout == 120*time.Second }},
+		{"MCP_BRIDGE_MAX_TIMEOUT", "120s", func(s *settings) bool { return s.Run.MaxTimeout == 120*time.Second }},
+		{"MCP_BRIDGE_MEMORY", "512m", func(s *settings) bool { return s.Sandbox.Memory == 512<<20 }},
+		{"MCP_BRIDGE_MEMORY", "1g", func(s *settings) bool { return s.Sandbox.Memory == 1<<30 }},
+		{"MCP_BRIDGE_PIDS", "128", func(s *settings) bool { return s.Sandbox.Pids == 128 }},
+		{"MCP_BRIDGE_CPUS", "2.0", func(s *settings) bool { return s.Sandbox.CPUs == 2 }},
+		{"MCP_BRIDGE_CONTAINER_USER", "65534:65534", func(s *settings) bool { return s.Sandbox.User == "65534:65534" }},
+		{"MCP_BRIDGE_CONTAINER_USER", "1000:1000", func(s *settings) bool { return s.Sandbox.User == "1000:1000" }},
+		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300", func(s *settings) bool { return len(s.Log.ignored()) == 1 }},
+		{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "300s", func(s *settings) bool { return len(s.Log.ignored()) == 1 }},
+		{"MCP_BRIDGE_STATE_DIR", "~/MCPs", func(s *settings) bool { return s.State.StateDir == "/h/MCPs" }},
+		{"MCP_BRIDGE_OUTPUT_MODE", "compact", func(s *settings) bool { return s.Run.Output == "text" }},
+		{"MCP_BRIDGE_OUTPUT_MODE", "toon", func(s *settings) bool { return s.Run.Output == "toon" }},
+		{"MCP_BRIDGE_LOG_LEVEL", "INFO", func(s *settings) bool { return s.Log.Level == slog.LevelInfo }},
+		{"MCP_BRIDGE_LOG_LEVEL", "DEBUG", func(s *settings) bool { return s.Log.Level == slog.LevelDebug }},
+		{"MCP_BRIDGE_LOG_LEVEL", "WARNING", func(s *settings) bool { return s.Log.Level == slog.LevelWarn }},
+		{"MCP_BRIDGE_LOG_LEVEL", "ERROR", func(s *settings) bool { return s.Log.Level == slog.LevelError }},
+		{"MCP_BRIDGE_LOG_LEVEL", "CRITICAL", func(s *settings) bool { return s.Log.Level == slog.LevelError }},
+		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "1", func(s *settings) bool { return len(s.Log.ignored()) == 1 }},
+		{"MCP_BRIDGE_ALLOW_SELF_SERVER", "0", func(s *settings) bool { return len(s.Log.ignored()) == 1 }},
+		{"MCP_SERVERS_CONFIG", "/etc/mcp.json", func(s *settings) bool { return slices.Equal(s.Upstream.Configs, []string{"/etc/mcp.json"}) }},
 	}
 	for _, c := range cases {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
@@ -304,7 +290,7 @@ func importInto(t *testing.T, home string, o importOptions) (string, string, int
 	o.home = home
 	var out, errb bytes.Buffer
 	c := &cli{stdout: &out, stderr: &errb, getenv: func(k string) string { return map[string]string{"PATH": bin, "HOME": home}[k] }}
-	code := exitStatus(&errb, "codebridge import", c.runImport(&settings{}, o))
+	code := exitStatus(&errb, "codebridge import", c.runImport(nil, o))
 	return out.String(), errb.String(), code
 }
 

@@ -13,7 +13,7 @@ import (
 
 // packagesFor sets up on-demand installs from the config files' package
 // settings. The configured packages are always allowed.
-func (a *app) packagesFor(s *settings, cfg discovery.Packages) *bridge.Packages {
+func (a *app) packagesFor(st stateFlags, pip []string, cfg discovery.Packages) *bridge.Packages {
 	allow := cfg.Allow
 	if allow != nil {
 		for _, r := range cfg.Start {
@@ -22,7 +22,7 @@ func (a *app) packagesFor(s *settings, cfg discovery.Packages) *bridge.Packages 
 			}
 		}
 	}
-	in := packages.New(packages.Options{State: s.dir(), Allow: allow, Index: cfg.Index, Pip: s.pip, Log: a.log})
+	in := packages.New(packages.Options{State: st.dir(), Allow: allow, Index: cfg.Index, Pip: pip, Log: a.log})
 	return &bridge.Packages{Installer: in, Start: cfg.Start}
 }
 

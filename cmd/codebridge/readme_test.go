@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,26 +11,18 @@ import (
 	"github.com/codebridge/codebridge/httpserve"
 )
 
-// settingsTable reads README's Settings table: each row's flag names,
-// and the row's cells.
-func settingsTable(t *testing.T) (rows map[string][]string, section string) {
+// settingsTable reads the settings reference's tables (docs/settings.md):
+// each row's flag names, and the row's cells.
+func settingsTable(t *testing.T) (rows map[string][]string, doc string) {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(settingsDocFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(b)
-	start := strings.Index(doc, "\n## Settings\n")
-	if start < 0 {
-		t.Fatal("README has no Settings section")
-	}
-	section = doc[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
+	doc = string(b)
 	flagName := regexp.MustCompile("`--([a-z-]+)")
 	rows = map[string][]string{}
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		if !strings.HasPrefix(line, "| `--") {
 			continue
 		}
@@ -38,19 +31,20 @@ func settingsTable(t *testing.T) (rows map[string][]string, section string) {
 			rows[m[1]] = cells
 		}
 	}
-	return rows, section
+	return rows, doc
 }
 
-// README's Settings table is true: every setting's flag has a row, with
-// its variables and its default; every flag in the table is a setting;
-// every variable is named in the section.
-func TestReadmeSettingsTable(t *testing.T) {
-	rows, section := settingsTable(t)
+// The settings reference is true: every setting's flag has a row, with
+// its variables and its default; every flag in the tables is a setting;
+// every variable is named. README's Settings section sends the reader
+// there.
+func TestSettingsReferenceTable(t *testing.T) {
+	rows, doc := settingsTable(t)
 	flags := map[string]bool{}
-	for _, e := range entries {
+	for _, e := range settingsOf(reflect.TypeFor[settings]()) {
 		for _, env := range e.envs {
-			if !strings.Contains(section, "`"+env+"`") && !strings.Contains(section, env) {
-				t.Errorf("README's Settings section does not name %s", env)
+			if !strings.Contains(doc, "`"+env+"`") {
+				t.Errorf("docs/settings.md does not name %s", env)
 			}
 		}
 		if e.flag == "" {
@@ -59,7 +53,7 @@ func TestReadmeSettingsTable(t *testing.T) {
 		flags[e.flag] = true
 		cells, ok := rows[e.flag]
 		if !ok {
-			t.Errorf("README's Settings table has no row for --%s", e.flag)
+			t.Errorf("docs/settings.md has no row for --%s", e.flag)
 			continue
 		}
 		if len(cells) < 4 {
@@ -77,22 +71,45 @@ func TestReadmeSettingsTable(t *testing.T) {
 	}
 	for name := range rows {
 		if !flags[name] {
-			t.Errorf("README's Settings table has --%s, which is no setting", name)
+			t.Errorf("docs/settings.md has --%s, which is no setting", name)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Settings\n")
+	if section, _, _ = strings.Cut(section, "\n## "); !ok || !strings.Contains(section, "](docs/settings.md)") {
+		t.Error("README's Settings section does not link docs/settings.md")
+	}
+}
+
+// docs/settings.md is what go generate ./cmd/codebridge writes from the
+// settings' definitions.
+func TestSettingsReferenceIsGenerated(t *testing.T) {
+	b, err := os.ReadFile(settingsDocFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := strings.Split(string(b), "\n"), strings.Split(string(settingsDoc()), "\n")
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || got[i] != want[i] {
+			t.Fatalf("docs/settings.md is stale from line %d: run go generate ./cmd/codebridge", i+1)
 		}
 	}
 }
 
-// README's row of --max-sessions-per-user, whose default is derived
-// from --max-sessions rather than a value of its own, states the rule
-// and what it comes to with the default total.
-func TestReadmeDerivedSessionDefault(t *testing.T) {
+// The settings reference's row of --max-sessions-per-user, whose default
+// is derived from --max-sessions rather than a value of its own, states
+// the rule and what it comes to with the default total.
+func TestSettingsReferenceDerivedSessionDefault(t *testing.T) {
 	rows, _ := settingsTable(t)
 	cells := rows["max-sessions-per-user"]
 	if len(cells) < 4 {
-		t.Fatal("README's Settings table has no row for --max-sessions-per-user")
+		t.Fatal("docs/settings.md has no row for --max-sessions-per-user")
 	}
-	rule := fmt.Sprintf("`--max-sessions`/%d, at least 1", httpserve.DefaultUserShare)
-	example := fmt.Sprintf("`%d` of `%d`", httpserve.DefaultMaxSessionsPerUser(httpserve.DefaultMaxSessions), httpserve.DefaultMaxSessions)
+	rule := fmt.Sprintf("--max-sessions/%d, at least 1", httpserve.DefaultUserShare)
+	example := fmt.Sprintf("%d of %d", httpserve.DefaultMaxSessionsPerUser(httpserve.DefaultMaxSessions), httpserve.DefaultMaxSessions)
 	if !strings.Contains(cells[2], rule) || !strings.Contains(cells[2], example) {
 		t.Fatalf("--max-sessions-per-user: the row's default %q does not say %s (%s)", cells[2], rule, example)
 	}

@@ -20,7 +20,7 @@ func TestPlanRunLeavesSettingsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := *s
-	plan, err := s.planRun(func(string) string { return "" })
+	plan, err := planRun(s.Workspace, s.Sandbox, s.Upstream, s.State, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestPlanRunLeavesSettingsAlone(t *testing.T) {
 	if uid := os.Getuid(); uid != 0 {
 		want = strconv.Itoa(uid) + ":" + strconv.Itoa(os.Getgid())
 	}
-	if plan.user != want || s.user != sandbox.DefaultUser {
-		t.Errorf("plan user %q, settings user %q; want %q and %q", plan.user, s.user, want, sandbox.DefaultUser)
+	if plan.user != want || s.Sandbox.User != sandbox.DefaultUser {
+		t.Errorf("plan user %q, settings user %q; want %q and %q", plan.user, s.Sandbox.User, want, sandbox.DefaultUser)
 	}
 }

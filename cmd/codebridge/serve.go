@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"syscall"
 
@@ -27,24 +26,24 @@ With --http ADDR it serves streamable HTTP instead, to many clients at
 once, each MCP session with a sandbox of its own (see docs/scale-out.md).`,
 		Args: cobra.NoArgs,
 	}
-	names := slices.Concat(upstreamNames, sandboxNames, workspaceNames, runNames, stateNames, logNames, gateNames, httpNames, oauthNames)
-	return c.settingsCommand(cmd, names, serveLogLevel, func(s *settings, _ []string) error { return c.serve(s) })
+	var s settings
+	return c.settingsCommand(cmd, &s, flagsOf[settings](), serveLogLevel, func([]string) error { return c.serve(&s) })
 }
 
 // serve serves MCP over stdin/stdout until the client closes stdin or a
 // SIGINT or SIGTERM arrives; then it removes the container and stops the
 // upstreams.
 func (c *cli) serve(s *settings) error {
-	if s.httpAddr != "" {
+	if s.HTTP.Addr != "" {
 		return c.serveHTTP(s) // each HTTP session's workspace is its own (httpWorkspaces)
 	}
-	plan, err := s.planRun(c.getenv)
+	plan, err := planRun(s.Workspace, s.Sandbox, s.Upstream, s.State, c.getenv)
 	if err != nil {
 		return inputError{err}
 	}
-	a := newApp(s, c.stderr, plan)
+	a := newApp(&s.appSettings, c.stderr, plan)
 	a.logProblems()
-	a.log.Debug("state directory", "dir", s.stateDir)
+	a.log.Debug("state directory", "dir", s.State.StateDir)
 	if a.gateErr != nil {
 		a.log.Error("codebridge cannot start: " + a.gateErr.Error())
 		a.close()
@@ -67,7 +66,7 @@ func (c *cli) serve(s *settings) error {
 	go func() { <-ctx.Done(); endSandbox() }()
 	stdin := eofReader{r: c.stdin, eof: endSandbox}
 
-	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
+	a.log.Debug("serving", "servers", len(a.specs), "image", s.Sandbox.Image)
 	if isTerminal(c.stdin) {
 		fmt.Fprint(c.stderr, waitingForClient)
 	}

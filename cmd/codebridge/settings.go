@@ -8,7 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,136 +17,367 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// settings are everything codebridge can be told, in one typed group per
-// concern (flaggroups.go): the upstream servers, the sandbox, a run, the
-// workspace, the state directory, the logs, the gate and HTTP. Each
-// setting has a CODEBRIDGE_* environment variable and, on the commands
-// that use it, a flag; some also answer to the variable of the Python
-// code-execution bridge users may come from (MCP_BRIDGE_*), so that
-// switching is one line. A flag wins over the environment.
+// Settings are data. Everything codebridge can be told is a field of a
+// group, a struct per concern: the upstream servers, the sandbox, a run
+// (flaggroups.go), the workspace (workspace.go), the state directory and
+// the logs (flaggroups.go), the gate (gate.go), HTTP (http.go) and OAuth
+// (oauth.go). A field's tags say everything about it:
 //
-// They hold what the user set (and the defaults), nothing derived from
-// the file system: the workspace a command runs code in is a runPlan,
-// made from them (workspace.go).
+//	flag:"name"     its flag ("name,repeatable": the flag may be given many
+//	                times, its values adding to the variable's); none: it is
+//	                read from the environment only
+//	short:"t"       the flag's one-letter form
+//	env:"A,B"       the environment variables that set it (the first set wins)
+//	default:"512m"  its default, written as a user would write it
+//	derived:"..."   for the reference, the rule of a default derived from
+//	                other settings (one with no default of its own)
+//	type:"size"     the value's name in help
+//	usage:"..."     its help
+//	doc:"..."       more words for the settings reference (docs/settings.md)
+//	parse:"size"    how a value is read: an entry of parsers; a string is
+//	                taken as it is, a time.Duration as seconds, a bool as
+//	                true or false without one
+//
+// {name} in a default, a usage or a doc is tagText's entry: a default or a
+// name another package states, written once there.
+//
+// A group may have a method complete(getenv), which derives what the group
+// needs beyond its settings and checks it as a whole (the one place a
+// group is validated). A command declares the groups it uses as a struct
+// (or one group), gets exactly those, and shows the flags it names; a flag
+// wins over the environment, which wins over the default. Some settings also
+// answer to the variable of the Python code-execution bridge users may come
+// from (MCP_BRIDGE_*), so that switching is one line.
+//
+// To add a setting:
+//
+//  1. Add a field to its group with flag, env (CODEBRIDGE_*), default, type
+//     and usage tags, and parse unless it is a string, a duration or a bool
+//     (add a parser to parsers for a new kind of value; refer to another
+//     package's default as {pkg.Name}, added to tagText).
+//  2. Use it where the group becomes a package's options (bridgeOptions,
+//     engineOptions, httpOptions, ...), and add a case to TestSettingsConfigs.
+//  3. A command that takes the whole group shows the flag at once; to show
+//     it elsewhere, add its name to that command's flag list.
+//  4. Run go generate ./cmd/codebridge: it rewrites docs/settings.md.
+
+// settings are every group: what serve takes. The other commands take the
+// groups they use: appSettings when they start codebridge, a struct of a
+// few groups otherwise.
 type settings struct {
-	upstreamFlags
-	sandboxFlags
-	runFlags
-	workspaceFlags
-	stateFlags
-	logFlags
-	gate      gateFlags  // policy, approval, audit, redaction (gate.go)
-	httpFlags            // serving HTTP (http.go)
-	oauth     oauthFlags // OAuth over HTTP (oauth.go)
-	// home is the home directory ($HOME); empty means the user's.
-	home string
+	appSettings
+	OAuth oauthFlags `title:"OAuth over HTTP"`
 }
 
-// knob describes one setting of a group G: its flag (empty for a variable
-// that has none), the environment variables that set it (the first set
-// wins), its default, the value's name in help, its help, and how a value
-// is applied to the group. A repeatable flag may be given many times, and
-// its values add to the variable's; checkFlag, when set, is a further
-// check of a flag's value that the variable's does not get.
-type knob[G any] struct {
-	flag      string
-	envs      []string
-	def       string
-	typ       string
-	usage     string
-	repeat    bool
-	set       func(g *G, v string) error
-	checkFlag func(v string) error
+// appSettings are the groups newApp wires codebridge from.
+type appSettings struct {
+	Upstream  upstreamFlags  `title:"The upstream servers"`
+	Sandbox   sandboxFlags   `title:"The sandbox"`
+	Run       runFlags       `title:"A run"`
+	State     stateFlags     `title:"The state directory"`
+	Workspace workspaceFlags `title:"The workspace"`
+	Log       logFlags       `title:"Logs"`
+	Gate      gateFlags      `title:"The gate"`
+	HTTP      httpFlags      `title:"Serving HTTP"`
 }
 
-// entry is a knob bound to its group's place in the settings: what the
-// command line and the environment see.
-type entry struct {
-	flag, def, typ, usage string
-	envs                  []string
-	repeat                bool
-	apply                 func(s *settings, v string) error
-	check                 func(v string) error // a flag's value on its own, for the parser
+// setting is one field of a group, as its tags describe it.
+type setting struct {
+	flag, short, def, derived, typ, usage, doc string
+	envs                              []string
+	repeat                            bool
+	group                             string // the title of the group it belongs to
+	parse                             parser
+	index                             []int // the field, from the struct of groups
 }
 
-// bind binds the knobs of a group to the group's place in the settings.
-func bind[G any](place func(*settings) *G, table []knob[G]) []entry {
-	out := make([]entry, len(table))
-	for i, k := range table {
-		out[i] = entry{flag: k.flag, def: k.def, typ: k.typ, usage: k.usage, envs: k.envs, repeat: k.repeat,
-			apply: func(s *settings, v string) error { return k.set(place(s), v) },
-			check: func(v string) error {
-				var scratch G
-				if err := k.set(&scratch, v); err != nil {
-					return err
+// parser reads a setting's value into a value of the field's type (a slice
+// field's values add up). check, when set, is a further check of a flag's
+// value that a variable's does not get.
+type parser struct {
+	out   reflect.Type
+	read  func(v string) (reflect.Value, error)
+	check func(v string) error
+}
+
+// reads makes a parser of a function.
+func reads[T any](f func(string) (T, error)) parser {
+	return parser{out: reflect.TypeFor[T](), read: func(v string) (reflect.Value, error) {
+		x, err := f(v)
+		return reflect.ValueOf(&x).Elem(), err
+	}}
+}
+
+// withCheck adds a check of a flag's value to p.
+func withCheck(p parser, check func(string) error) parser {
+	p.check = check
+	return p
+}
+
+// parsers are how values are read, by the name a setting's parse tag gives.
+var parsers = map[string]parser{
+	"size":        reads(parseBytes),
+	"positive":    reads(positiveInt),
+	"count":       reads(positiveCount),
+	"sandboxes":   reads(sandboxCount),
+	"cpus":        reads(parseCPUs),
+	"configs":     withCheck(reads(func(v string) ([]string, error) { return pathList(v), nil }), configFileExists),
+	"dirs":        reads(dirList),
+	"commas":      reads(func(v string) ([]string, error) { return commaList(v), nil }),
+	"command":     reads(parseCommand),
+	"engine":      reads(parseEngine),
+	"seccomp":     reads(parseSeccompProfile),
+	"storage":     reads(parseStorageClass),
+	"user":        reads(parseUser),
+	"runtime":     reads(parseRuntime),
+	"channel":     reads(parseChannel),
+	"output":      reads(parseOutput),
+	"level":       reads(parseLevel),
+	"logformat":   reads(parseLogFormat),
+	"workspace":   reads(parseWorkspace),
+	"mounts":      reads(parseMounts),
+	"policy":      reads(parsePolicy),
+	"redact":      reads(parseRedact),
+	"claim":       reads(parseClaim),
+	"rules":       reads(parseRules),
+	"secret file": reads(readSecret),
+}
+
+// byType are the parsers of a field without a parse tag, by its type.
+var byType = map[reflect.Type]parser{
+	reflect.TypeFor[string]():        reads(func(v string) (string, error) { return v, nil }),
+	reflect.TypeFor[time.Duration](): reads(seconds),
+	reflect.TypeFor[bool]():          reads(parseBool),
+}
+
+// tagRef is a {name} in a tag.
+var tagRef = regexp.MustCompile(`\{[A-Za-z.]+\}`)
+
+// expand replaces each {name} in a tag's text with tagText's entry.
+func expand(field, text string) string {
+	return tagRef.ReplaceAllStringFunc(text, func(ref string) string {
+		v, ok := tagText[ref[1:len(ref)-1]]
+		if !ok {
+			panic("codebridge: setting " + field + " refers to " + ref + ", which tagText does not have")
+		}
+		return v
+	})
+}
+
+// settingsOf are the settings of t, a group or a struct of groups, in the
+// order of its fields. A field with a flag or env tag is a setting; a
+// struct field without one is a group (or a struct of groups), whose
+// settings are taken in turn. A tag that cannot work panics: every command
+// builds its flags at start, so that no such mistake outlives a test.
+func settingsOf(t reflect.Type) []setting {
+	var out []setting
+	var walk func(t reflect.Type, index []int, group string)
+	walk = func(t reflect.Type, index []int, group string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			at := append(index[:len(index):len(index)], i)
+			switch {
+			case isSetting(f):
+				out = append(out, newSetting(f, at, group))
+			case isGroup(f):
+				title := group
+				if tt := f.Tag.Get("title"); tt != "" {
+					title = tt
 				}
-				if k.checkFlag != nil {
-					return k.checkFlag(v)
-				}
-				return nil
-			}}
+				walk(f.Type, at, title)
+			}
+		}
 	}
+	walk(t, nil, "")
 	return out
 }
 
-// flagNames are the flags of a group's knobs, for the commands that take
-// the whole group.
-func flagNames[G any](table []knob[G]) []string {
+// isSetting reports whether f is a setting: it has a flag or a variable.
+func isSetting(f reflect.StructField) bool {
+	_, flag := f.Tag.Lookup("flag")
+	_, env := f.Tag.Lookup("env")
+	return flag || env
+}
+
+// isGroup reports whether f is a group, or a struct of groups: a struct
+// field, exported or embedded, that is no setting.
+func isGroup(f reflect.StructField) bool {
+	return (f.IsExported() || f.Anonymous) && f.Type.Kind() == reflect.Struct && !isSetting(f)
+}
+
+// newSetting reads the tags of a setting's field.
+func newSetting(f reflect.StructField, index []int, group string) setting {
+	name, opt, _ := strings.Cut(f.Tag.Get("flag"), ",")
+	s := setting{flag: name, short: f.Tag.Get("short"), typ: f.Tag.Get("type"), repeat: opt == "repeatable",
+		def: expand(f.Name, f.Tag.Get("default")), derived: expand(f.Name, f.Tag.Get("derived")), usage: expand(f.Name, f.Tag.Get("usage")), doc: expand(f.Name, f.Tag.Get("doc")),
+		group: group, index: index}
+	if env := f.Tag.Get("env"); env != "" {
+		s.envs = strings.Split(env, ",")
+	}
+	var ok bool
+	if p := f.Tag.Get("parse"); p != "" {
+		s.parse, ok = parsers[p]
+	} else {
+		s.parse, ok = byType[f.Type]
+	}
+	if !ok || !f.IsExported() || s.parse.out != f.Type || (opt != "" && opt != "repeatable") || (s.repeat && f.Type.Kind() != reflect.Slice) {
+		panic(fmt.Sprintf("codebridge: setting %s (%s): it is unexported, its parse tag %q does not read a %s, or its flag tag %q is not name[,repeatable] on a list",
+			f.Name, f.Tag.Get("flag"), f.Tag.Get("parse"), f.Type, f.Tag.Get("flag")))
+	}
+	return s
+}
+
+// flagsOf are the flags of G's settings, for the commands that show the
+// whole group.
+func flagsOf[G any]() []string {
 	var out []string
-	for _, k := range table {
-		if k.flag != "" {
-			out = append(out, k.flag)
+	for _, s := range settingsOf(reflect.TypeFor[G]()) {
+		if s.flag != "" {
+			out = append(out, s.flag)
 		}
 	}
 	return out
 }
 
-// entries are every setting, group by group, in the order they are
-// resolved.
-var entries = slices.Concat(
-	bind(func(s *settings) *upstreamFlags { return &s.upstreamFlags }, upstreamKnobs),
-	bind(func(s *settings) *sandboxFlags { return &s.sandboxFlags }, sandboxKnobs),
-	bind(func(s *settings) *runFlags { return &s.runFlags }, runKnobs),
-	bind(func(s *settings) *stateFlags { return &s.stateFlags }, stateKnobs),
-	bind(func(s *settings) *workspaceFlags { return &s.workspaceFlags }, workspaceKnobs),
-	bind(func(s *settings) *logFlags { return &s.logFlags }, logKnobs),
-	bind(func(s *settings) *gateFlags { return &s.gate }, gateKnobs),
-	bind(func(s *settings) *httpFlags { return &s.httpFlags }, httpKnobs),
-	bind(func(s *settings) *oauthFlags { return &s.oauth }, oauthKnobs),
-)
-
-// entryFor returns the setting with the given flag name.
-func entryFor(name string) *entry {
-	for i := range entries {
-		if entries[i].flag == name {
-			return &entries[i]
-		}
+// apply sets the setting's field of the groups v to the value text: a
+// list adds to what is there.
+func (s *setting) apply(v reflect.Value, text string) error {
+	x, err := s.parse.read(text)
+	if err != nil {
+		return err
 	}
-	panic("codebridge: no setting " + name)
+	f := v.FieldByIndex(s.index)
+	if f.Kind() == reflect.Slice {
+		x = reflect.AppendSlice(f, x)
+	}
+	f.Set(x)
+	return nil
 }
-
-// shorthands are the one-letter forms of setting flags.
-var shorthands = map[string]string{"timeout": "t"}
 
 // flagValue records a setting's flag so that it can be applied after the
 // environment; Set checks the value at once, so a bad flag is reported by
 // the parser.
 type flagValue struct {
-	e    *entry
-	def  string // shown in help
+	s    *setting
 	vals []string
 }
 
-func (f *flagValue) String() string { return f.def }
-func (f *flagValue) Type() string   { return f.e.typ }
+func (f *flagValue) String() string { return f.s.def }
+func (f *flagValue) Type() string   { return f.s.typ }
 func (f *flagValue) Set(v string) error {
-	if !f.e.repeat && len(f.vals) > 0 {
+	if !f.s.repeat && len(f.vals) > 0 {
 		return fmt.Errorf("given twice")
 	}
-	if err := f.e.check(v); err != nil {
+	if _, err := f.s.parse.read(v); err != nil {
 		return err
 	}
+	if f.s.parse.check != nil {
+		if err := f.s.parse.check(v); err != nil {
+			return err
+		}
+	}
 	f.vals = append(f.vals, v)
+	return nil
+}
+
+// boundSettings are one command's settings: the groups it declared, and
+// the flags it registered for them.
+type boundSettings struct {
+	groups reflect.Value // the struct of groups (or the group) the command declared
+	list   []setting
+	flags  map[string]*flagValue
+}
+
+// bindSettings registers on fs the flags of groups (a pointer to a group,
+// or to a struct of groups) that flags names. defaults replace, for this
+// command, the defaults of the settings whose flags they name.
+func bindSettings(fs *pflag.FlagSet, groups any, flags []string, defaults map[string]string) *boundSettings {
+	v := reflect.ValueOf(groups).Elem()
+	b := &boundSettings{groups: v, list: settingsOf(v.Type()), flags: map[string]*flagValue{}}
+	byFlag := map[string]*setting{}
+	for i := range b.list {
+		if s := &b.list[i]; s.flag != "" {
+			if d, ok := defaults[s.flag]; ok {
+				s.def = d
+			}
+			byFlag[s.flag] = s
+		}
+	}
+	for _, name := range flags {
+		s := byFlag[name]
+		if s == nil {
+			panic("codebridge: the command shows --" + name + ", which none of its groups has")
+		}
+		fv := &flagValue{s: s}
+		b.flags[name] = fv
+		fs.VarP(fv, name, s.short, s.usage+" ("+strings.Join(s.envs, ", ")+")")
+	}
+	return b
+}
+
+// resolve fills the groups: for each setting, its default, then the
+// environment, then its flag (a repeatable flag adds to the environment);
+// then each group completes itself.
+func (b *boundSettings) resolve(getenv func(string) string) error {
+	for i := range b.list {
+		s := &b.list[i]
+		var flagVals []string
+		if fv := b.flags[s.flag]; fv != nil {
+			flagVals = fv.vals
+		}
+		if len(flagVals) == 0 || s.repeat {
+			if err := s.applyEnv(b.groups, getenv); err != nil {
+				return err
+			}
+		}
+		for _, v := range flagVals {
+			if err := s.apply(b.groups, v); err != nil {
+				return fmt.Errorf("--%s: %w", s.flag, err)
+			}
+		}
+	}
+	return complete(b.groups, getenv)
+}
+
+// applyEnv applies the first of the setting's variables that is set, or
+// its default.
+func (s *setting) applyEnv(v reflect.Value, getenv func(string) string) error {
+	val, src := s.def, "default"
+	for _, env := range s.envs {
+		if e := getenv(env); e != "" {
+			val, src = e, env
+			break
+		}
+	}
+	if val == "" {
+		return nil
+	}
+	if err := s.apply(v, val); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return nil
+}
+
+// completer is a group that derives what it needs beyond its settings from
+// them and the environment, and checks itself as a whole.
+type completer interface {
+	complete(getenv func(string) string) error
+}
+
+// complete completes the groups of v, then v itself.
+func complete(v reflect.Value, getenv func(string) string) error {
+	for i := 0; i < v.NumField(); i++ {
+		if isGroup(v.Type().Field(i)) {
+			if err := complete(v.Field(i), getenv); err != nil {
+				return err
+			}
+		}
+	}
+	if p := v.Addr(); p.CanInterface() { // an embedded struct of groups cannot, and has nothing to complete
+		if c, ok := p.Interface().(completer); ok {
+			return c.complete(getenv)
+		}
+	}
 	return nil
 }
 
@@ -163,117 +395,6 @@ func configFileExists(v string) error {
 		}
 	}
 	return nil
-}
-
-// settingFlags are the setting flags one command registered.
-type settingFlags struct {
-	values   map[string]*flagValue
-	logLevel string // this command's default log level
-}
-
-// addSettingFlags registers the flags of the named settings on fs.
-// logLevel is the command's default log level.
-func addSettingFlags(fs *pflag.FlagSet, names []string, logLevel string) *settingFlags {
-	sf := &settingFlags{values: map[string]*flagValue{}, logLevel: logLevel}
-	for _, name := range names {
-		e := entryFor(name)
-		def := e.def
-		if name == "log-level" {
-			def = logLevel
-		}
-		v := &flagValue{e: e, def: def}
-		sf.values[name] = v
-		fs.VarP(v, name, shorthands[name], e.usage+" ("+strings.Join(e.envs, ", ")+")")
-	}
-	return sf
-}
-
-// resolve computes the settings: for each, its default, then the
-// environment, then its flag (a repeatable flag adds to the environment);
-// then each group's own checks.
-func (sf *settingFlags) resolve(getenv func(string) string) (*settings, error) {
-	s := &settings{}
-	if err := s.logFlags.setLevel(sf.logLevel); err != nil {
-		return nil, err
-	}
-	for i := range entries {
-		e := &entries[i]
-		var flagVals []string
-		if fv := sf.values[e.flag]; fv != nil && e.flag != "" {
-			flagVals = fv.vals
-		}
-		if len(flagVals) == 0 || e.repeat {
-			if err := e.applyEnv(s, getenv); err != nil {
-				return nil, err
-			}
-		}
-		for _, v := range flagVals {
-			if err := e.apply(s, v); err != nil {
-				return nil, fmt.Errorf("--%s: %w", e.flag, err)
-			}
-		}
-	}
-	s.home = getenv("HOME")
-	s.stateDir = stateDir(s.stateDir, getenv)
-	if s.timeout > s.maxTimeout { // a default above the cap is the cap
-		s.timeout = s.maxTimeout
-	}
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// applyEnv applies the first of the setting's variables that is set, or
-// its default.
-func (e *entry) applyEnv(s *settings, getenv func(string) string) error {
-	val, src := e.def, "default"
-	for _, env := range e.envs {
-		if v := getenv(env); v != "" {
-			val, src = v, env
-			break
-		}
-	}
-	if val == "" {
-		return nil
-	}
-	if err := e.apply(s, val); err != nil {
-		return fmt.Errorf("%s: %w", src, err)
-	}
-	return nil
-}
-
-// validate has each package check the configuration its group resolves
-// to, so that a value the parsers let through is still refused with the
-// package's own words.
-func (s *settings) validate() error {
-	if err := s.sandboxConfig(nil, nil).Validate(); err != nil {
-		return err
-	}
-	if err := s.bridgeOptions().Validate(); err != nil {
-		return err
-	}
-	if cfg := s.oauth.config(); cfg != nil {
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-	}
-	return s.gate.config().Validate()
-}
-
-// stateDir is the state directory root: the setting with a leading ~
-// expanded, else $XDG_STATE_HOME/codebridge, else ~/.local/state/codebridge.
-func stateDir(set string, getenv func(string) string) string {
-	home := getenv("HOME")
-	switch {
-	case set == "~" || strings.HasPrefix(set, "~/"):
-		return filepath.Join(home, set[1:])
-	case set != "":
-		return set
-	case getenv("XDG_STATE_HOME") != "":
-		return filepath.Join(getenv("XDG_STATE_HOME"), "codebridge")
-	}
-	return filepath.Join(home, ".local", "state", "codebridge")
 }
 
 // seconds reads a number of seconds, with or without an "s" (the Python
@@ -325,15 +446,48 @@ func parseBytes(v string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-func newLogger(w io.Writer, s *settings) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: s.logLevel}
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", v)
+}
+
+// commaList splits a comma-separated setting, dropping empty items.
+func commaList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// pathList splits a list of paths joined by the system's separator,
+// dropping empty items.
+func pathList(v string) []string {
+	var out []string
+	for _, f := range filepath.SplitList(v) {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func newLogger(w io.Writer, g logFlags) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: g.Level}
 	var log *slog.Logger
-	if s.logJSON {
+	if g.JSON {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	} else {
 		log = slog.New(slog.NewTextHandler(w, opts))
 	}
-	for _, msg := range s.ignored {
+	for _, msg := range g.ignored() {
 		log.Debug("setting accepted for compatibility and ignored", "setting", msg)
 	}
 	return log

@@ -44,9 +44,12 @@ removes those.`,
 	cmd.Flags().StringVar(&oauthOwner, "oauth-principal", "", "the skills of this OAuth subject, SUBJECT@ISSUER as the audit names it after oauth:, instead of your own")
 	cmd.MarkFlagsMutuallyExclusive("principal", "oauth-principal")
 	cmd.Flags().BoolVar(&team, "team", false, "the team's skills (published for every principal) instead of your own")
-	names := slices.Concat(stateNames, logNames)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
-		root := skills.Open(s.dir())
+	var s struct {
+		State stateFlags
+		Log   logFlags
+	}
+	return c.settingsCommand(cmd, &s, slices.Concat(flagsOf[stateFlags](), flagsOf[logFlags]()), commandLogLevel, func(args []string) error {
+		root := skills.Open(s.State.dir())
 		store := root
 		if cmd.Flags().Changed("principal") {
 			store = root.Of(principal.Token(owner))

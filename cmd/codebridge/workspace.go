@@ -33,29 +33,28 @@ var ephemeralNames = map[string]bool{"ephemeral": true, "none": true, "tmpfs": t
 // workspaceFlags say what the sandbox's /workspace is and which host
 // directories it sees besides.
 type workspaceFlags struct {
-	workspace workspaceSetting
-	mounts    []sandbox.Mount
+	Workspace workspaceSetting `flag:"workspace" env:"CODEBRIDGE_WORKSPACE" default:"{DefaultWorkspace}" type:"where" parse:"workspace" usage:"the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral" doc:"The project is the working directory, or the first --root; a host directory is any value with a /, or starting with ~ or . (see the README's Skills section)."`
+	Mounts    []sandbox.Mount  `flag:"mount,repeatable" env:"CODEBRIDGE_MOUNTS" type:"HOST[:CONTAINER][:ro|rw]" parse:"mounts" usage:"a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list"`
 }
 
-var workspaceKnobs = []knob[workspaceFlags]{
-	{flag: "workspace", envs: []string{"CODEBRIDGE_WORKSPACE"}, def: DefaultWorkspace, typ: "where",
-		usage: "the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral",
-		set:   func(g *workspaceFlags, v string) (err error) { g.workspace, err = parseWorkspace(v); return }},
-	{flag: "mount", envs: []string{"CODEBRIDGE_MOUNTS"}, typ: "HOST[:CONTAINER][:ro|rw]", repeat: true,
-		usage: "a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list",
-		set: func(g *workspaceFlags, v string) error {
-			for _, one := range strings.Split(v, ";") {
-				if one = strings.TrimSpace(one); one == "" {
-					continue
-				}
-				m, err := parseMount(one)
-				if err != nil {
-					return err
-				}
-				g.mounts = append(g.mounts, m)
-			}
-			return nil
-		}},
+// persistent reports whether the workspace outlives the sandbox in an
+// engine's volume (or claim).
+func (g workspaceFlags) persistent() bool { return g.Workspace.project || g.Workspace.volume != "" }
+
+// parseMounts reads a ;-separated list of mounts.
+func parseMounts(v string) ([]sandbox.Mount, error) {
+	var out []sandbox.Mount
+	for _, one := range strings.Split(v, ";") {
+		if one = strings.TrimSpace(one); one == "" {
+			continue
+		}
+		m, err := parseMount(one)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // runPlan is what a command that runs the model's code derives from the
@@ -145,10 +144,17 @@ func checkTarget(target string) error {
 	return nil
 }
 
+// host is what the checks of a host path know: the home directory (for
+// ~), and the paths that must not reach the sandbox, with what each is.
+type host struct {
+	home    string
+	guarded map[string]string
+}
+
 // guarded are host paths that must not reach the sandbox: the engine's
 // sockets (control of the engine is control of the host), and
-// codebridge's own configuration and state.
-func (s *settings) guarded(getenv func(string) string) map[string]string {
+// codebridge's own configuration (~/MCPs, the --config files) and state.
+func guarded(getenv func(string) string, up upstreamFlags, st stateFlags) map[string]string {
 	g := map[string]string{
 		"/run/podman/podman.sock": "the Podman engine's socket",
 		"/var/run/docker.sock":    "the Docker engine's socket",
@@ -163,23 +169,23 @@ func (s *settings) guarded(getenv func(string) string) map[string]string {
 			g[p] = "the engine's socket (" + env + ")"
 		}
 	}
-	if s.home != "" {
-		g[filepath.Join(s.home, "MCPs")] = "codebridge's server configuration (~/MCPs)"
+	if up.home != "" {
+		g[filepath.Join(up.home, "MCPs")] = "codebridge's server configuration (~/MCPs)"
 	}
-	for _, c := range s.configs {
+	for _, c := range up.Configs {
 		g[c] = "a codebridge config file (--config)"
 	}
-	if s.stateDir != "" {
-		g[s.stateDir] = "codebridge's state directory (skills, audit log)"
+	if st.StateDir != "" {
+		g[st.StateDir] = "codebridge's state directory (skills, audit log)"
 	}
 	return g
 }
 
-// hostPath expands ~ and makes p absolute, following symlinks, so that
+// path expands ~ and makes p absolute, following symlinks, so that
 // the checks see what the engine would mount.
-func (s *settings) hostPath(p string) (string, error) {
+func (h host) path(p string) (string, error) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		p = filepath.Join(s.home, p[1:])
+		p = filepath.Join(h.home, p[1:])
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -195,7 +201,7 @@ func within(p, dir string) bool {
 }
 
 // checkSource says why a host directory may not be mounted, or is nil.
-func (s *settings) checkSource(src string, getenv func(string) string) error {
+func (h host) checkSource(src string) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
@@ -206,15 +212,14 @@ func (s *settings) checkSource(src string, getenv func(string) string) error {
 	if src == "/" {
 		return errors.New("/ is the whole host: mount the project directory instead")
 	}
-	guarded := s.guarded(getenv)
 	var held []string
-	for _, g := range slices.Sorted(maps.Keys(guarded)) { // every one, in a fixed order
+	for _, g := range slices.Sorted(maps.Keys(h.guarded)) { // every one, in a fixed order
 		real, err := filepath.EvalSymlinks(g)
 		if err != nil {
 			real = g
 		}
 		if within(real, src) {
-			held = append(held, fmt.Sprintf("%s (%s)", guarded[g], g))
+			held = append(held, fmt.Sprintf("%s (%s)", h.guarded[g], g))
 		}
 	}
 	if len(held) > 0 {
@@ -226,18 +231,18 @@ func (s *settings) checkSource(src string, getenv func(string) string) error {
 // sandboxMounts checks the --mount settings and returns them for the
 // sandbox. On a remote engine the paths are the engine host's: only the
 // checks that do not need the file system apply then.
-func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, error) {
+func (g workspaceFlags) sandboxMounts(engine string, h host) ([]sandbox.Mount, error) {
 	var out []sandbox.Mount
-	for _, m := range s.mounts {
-		if s.engine == sandbox.EngineKubernetes {
+	for _, m := range g.Mounts {
+		if engine == sandbox.EngineKubernetes {
 			return nil, fmt.Errorf("--mount %s refused: a sandbox Pod runs on a node of the cluster, whose files are not this machine's, "+
 				"and a hostPath volume would give model-written code the node's filesystem; pass files with run_python's files argument, or use a local engine", m.Source)
 		}
-		src, err := s.hostPath(m.Source)
+		src, err := h.path(m.Source)
 		if err != nil {
 			return nil, fmt.Errorf("--mount %s: %w", m.Source, err)
 		}
-		if err := s.checkSource(src, getenv); err != nil {
+		if err := h.checkSource(src); err != nil {
 			return nil, fmt.Errorf("--mount %s refused: %w", m.Source, err)
 		}
 		if m.Target == "" {
@@ -257,36 +262,36 @@ func (s *settings) sandboxMounts(getenv func(string) string) ([]sandbox.Mount, e
 // created when missing; the code runs as the user (or, for root, the
 // directory is given to the sandbox's user), so that both can read and
 // write its files.
-func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount, string, error) {
-	w := s.workspace
+func (g workspaceFlags) sandboxWorkspace(sb sandboxFlags, roots []string, h host) (*sandbox.Mount, string, error) {
+	w := g.Workspace
 	switch {
 	case w.ephemeral:
-		return nil, s.user, nil
+		return nil, sb.User, nil
 	case w.project:
-		m, err := projectMount(principal.Local(), s.roots)
-		return m, s.user, err
+		m, err := projectMount(principal.Local(), roots)
+		return m, sb.User, err
 	case w.volume != "":
-		return &sandbox.Mount{Source: w.volume, Volume: true}, s.user, nil
+		return &sandbox.Mount{Source: w.volume, Volume: true}, sb.User, nil
 	}
-	if s.engine == sandbox.EngineKubernetes {
+	if sb.Engine == sandbox.EngineKubernetes {
 		return nil, "", fmt.Errorf("--workspace %s: a host directory cannot be the workspace of a sandbox Pod, which runs on a node of the cluster "+
 			"whose files are not this machine's: give project (a PersistentVolumeClaim of the project), a claim name, or ephemeral", w.dir)
 	}
 	dir := w.dir
 	if dir == "~" || strings.HasPrefix(dir, "~/") {
-		dir = filepath.Join(s.home, dir[1:])
+		dir = filepath.Join(h.home, dir[1:])
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
-	src, err := s.hostPath(dir)
+	src, err := h.path(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
-	if err := s.checkSource(src, getenv); err != nil {
+	if err := h.checkSource(src); err != nil {
 		return nil, "", fmt.Errorf("--workspace %s refused: %w", w.dir, err)
 	}
-	user, err := s.shareDir(src)
+	user, err := shareDir(src, sb.User)
 	if err != nil {
 		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
@@ -299,16 +304,16 @@ func (s *settings) sandboxWorkspace(getenv func(string) string) (*sandbox.Mount,
 // (every session's own, ephemeral) otherwise. The local engines' HTTP
 // sessions stay ephemeral; a named workspace, which every principal
 // would share, is refused.
-func (s *settings) httpWorkspaces() (func(principal.Principal) *sandbox.Mount, error) {
-	w := s.workspace
-	if s.engine != sandbox.EngineKubernetes || w.ephemeral {
+func (g workspaceFlags) httpWorkspaces(engine string, roots []string) (func(principal.Principal) *sandbox.Mount, error) {
+	w := g.Workspace
+	if engine != sandbox.EngineKubernetes || w.ephemeral {
 		return nil, nil
 	}
 	if !w.project {
 		return nil, errors.New("--workspace: serving HTTP, each principal's workspace is its own: give project (a PersistentVolumeClaim " +
 			"per principal of the project) or ephemeral")
 	}
-	dir, err := projectDir(s.roots)
+	dir, err := projectDir(roots)
 	if err != nil {
 		return nil, err
 	}
@@ -319,36 +324,39 @@ func (s *settings) httpWorkspaces() (func(principal.Principal) *sandbox.Mount, e
 // while its files stay the user's, and returns the user the code runs as:
 // a normal user runs the code as themselves (unless --user was given);
 // root gives the directory to the sandbox's user.
-func (s *settings) shareDir(dir string) (string, error) {
+func shareDir(dir, user string) (string, error) {
 	uid, gid := os.Getuid(), os.Getgid()
 	if uid != 0 {
-		if s.user == sandbox.DefaultUser {
+		if user == sandbox.DefaultUser {
 			return strconv.Itoa(uid) + ":" + strconv.Itoa(gid), nil
 		}
-		return s.user, nil
+		return user, nil
 	}
-	su, sg, ok := strings.Cut(s.user, ":")
+	su, sg, ok := strings.Cut(user, ":")
 	u, err1 := strconv.Atoi(su)
 	g, err2 := strconv.Atoi(sg)
 	if !ok || err1 != nil || err2 != nil {
-		return "", fmt.Errorf("the sandbox user %q is not numeric uid:gid, so the directory cannot be given to it", s.user)
+		return "", fmt.Errorf("the sandbox user %q is not numeric uid:gid, so the directory cannot be given to it", user)
 	}
-	return s.user, os.Chown(dir, u, g)
+	return user, os.Chown(dir, u, g)
 }
 
 // planRun checks --workspace and --mount for a command that runs code
 // (serve, exec) and returns its plan; the other commands' sandboxes
-// (doctor's probe) stay ephemeral and unmounted.
-func (s *settings) planRun(getenv func(string) string) (*runPlan, error) {
-	plan := &runPlan{user: s.user}
+// (doctor's probe) stay ephemeral and unmounted. The sandbox's user, the
+// roots, and codebridge's own files (which no mount may expose) come from
+// the other groups; the settings stay as the user gave them.
+func planRun(ws workspaceFlags, sb sandboxFlags, up upstreamFlags, st stateFlags, getenv func(string) string) (*runPlan, error) {
+	h := host{home: up.home, guarded: guarded(getenv, up, st)}
+	plan := &runPlan{}
 	var err error
-	if plan.workspace, plan.user, err = s.sandboxWorkspace(getenv); err != nil {
+	if plan.workspace, plan.user, err = ws.sandboxWorkspace(sb, up.Roots, h); err != nil {
 		return nil, err
 	}
-	if plan.mounts, err = s.sandboxMounts(getenv); err != nil {
+	if plan.mounts, err = ws.sandboxMounts(sb.Engine, h); err != nil {
 		return nil, err
 	}
-	if err := s.sandboxConfig(plan, nil).Validate(); err != nil {
+	if err := (sandbox.Config{User: plan.user, Workspace: plan.workspace, Mounts: plan.mounts}).Validate(); err != nil {
 		return nil, err
 	}
 	return plan, nil

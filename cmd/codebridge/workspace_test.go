@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/sandbox"
 )
 
 func TestProjectVolume(t *testing.T) {
@@ -43,10 +44,14 @@ func TestProjectVolume(t *testing.T) {
 // Kubernetes; the engine is told to check it can make claims.
 func TestHTTPWorkspacesPerPrincipal(t *testing.T) {
 	dir := t.TempDir()
-	kube := &settings{}
-	kube.engine, kube.roots = "kubernetes", []string{dir}
-	kube.workspace, _ = parseWorkspace("project")
-	of, err := kube.httpWorkspaces()
+	kube := &appSettings{}
+	kube.Sandbox.Engine, kube.Upstream.Roots = "kubernetes", []string{dir}
+	kube.Workspace.Workspace, _ = parseWorkspace("project")
+	httpWorkspaces := func(s *appSettings) (func(principal.Principal) *sandbox.Mount, error) {
+		return s.Workspace.httpWorkspaces(s.Sandbox.Engine, s.Upstream.Roots)
+	}
+	claims := func(s *appSettings) bool { return s.Sandbox.engineOptions(nil, s.Workspace.persistent()).Workspaces }
+	of, err := httpWorkspaces(kube)
 	if err != nil || of == nil {
 		t.Fatalf("kubernetes, project: %v", err)
 	}
@@ -57,25 +62,25 @@ func TestHTTPWorkspacesPerPrincipal(t *testing.T) {
 	if alice.Labels["io.codebridge.principal"] != "token:alice" {
 		t.Errorf("alice's workspace is labelled %v", alice.Labels)
 	}
-	if !kube.engineOptions(nil).Workspaces {
+	if !claims(kube) {
 		t.Error("the engine is not told that workspaces are claims")
 	}
 
-	local := &settings{}
-	local.engine, local.workspace = "podman", kube.workspace
-	if of, err := local.httpWorkspaces(); of != nil || err != nil || local.engineOptions(nil).Workspaces {
+	local := &appSettings{}
+	local.Sandbox.Engine, local.Workspace = "podman", kube.Workspace
+	if of, err := httpWorkspaces(local); of != nil || err != nil || claims(local) {
 		t.Errorf("a local engine's HTTP sessions are not ephemeral: %v", err)
 	}
-	kube.workspace, _ = parseWorkspace("shared")
-	if _, err := kube.httpWorkspaces(); err == nil {
+	kube.Workspace.Workspace, _ = parseWorkspace("shared")
+	if _, err := httpWorkspaces(kube); err == nil {
 		t.Error("a named workspace shared by every principal was accepted over HTTP")
 	}
-	kube.workspace, _ = parseWorkspace("ephemeral")
-	if of, err := kube.httpWorkspaces(); of != nil || err != nil || kube.engineOptions(nil).Workspaces {
+	kube.Workspace.Workspace, _ = parseWorkspace("ephemeral")
+	if of, err := httpWorkspaces(kube); of != nil || err != nil || claims(kube) {
 		t.Errorf("ephemeral: %v", err)
 	}
-	kube.workspace, _ = parseWorkspace(dir)
-	if _, _, err := kube.sandboxWorkspace(func(string) string { return "" }); err == nil {
+	kube.Workspace.Workspace, _ = parseWorkspace(dir)
+	if _, _, err := kube.Workspace.sandboxWorkspace(kube.Sandbox, kube.Upstream.Roots, host{}); err == nil {
 		t.Error("a host directory was made a Pod's workspace")
 	}
 }

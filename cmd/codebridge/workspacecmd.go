@@ -43,16 +43,20 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	}
 	var asJSON bool
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	names := slices.Concat([]string{"engine", "namespace", "root"}, logNames)
-	return c.settingsCommand(cmd, names, commandLogLevel, func(s *settings, args []string) error {
+	var s struct {
+		Sandbox  sandboxFlags
+		Upstream upstreamFlags
+		Log      logFlags
+	}
+	flags := slices.Concat([]string{"engine", "namespace", "root"}, flagsOf[logFlags]())
+	return c.settingsCommand(cmd, &s, flags, commandLogLevel, func(args []string) error {
 		if len(args) == 1 && args[0] == "here" {
-			return c.workspaceHere(s, asJSON)
+			return c.workspaceHere(s.Upstream.Roots, asJSON)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		opts := s.engineOptions(newLogger(c.stderr, s))
-		opts.Workspaces = false // listing and removing make no claim
-		m := sandbox.NewManager(opts)
+		// Listing and removing make no claim.
+		m := sandbox.NewManager(s.Sandbox.engineOptions(newLogger(c.stderr, s.Log), false))
 		defer m.Close()
 		eng, err := m.Engine(ctx)
 		if err != nil {
@@ -65,8 +69,8 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 	})
 }
 
-func (c *cli) workspaceHere(s *settings, asJSON bool) error {
-	m, err := projectMount(principal.Local(), s.roots)
+func (c *cli) workspaceHere(roots []string, asJSON bool) error {
+	m, err := projectMount(principal.Local(), roots)
 	if err != nil {
 		return failure{where: "here", err: err}
 	}
