@@ -33,9 +33,6 @@ func (g gateFlags) config() gate.Config {
 	return gate.Config{Policy: gate.Policy{Mode: g.Policy}, ApprovalTimeout: g.ApprovalTimeout}
 }
 
-// parsePolicy reads --policy.
-func parsePolicy(v string) (gate.Mode, error) { return gate.ParseMode(v) }
-
 // auditOff is the --audit value that turns the audit log off.
 const auditOff = "off"
 

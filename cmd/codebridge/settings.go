@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codebridge/codebridge/gate"
 	"github.com/spf13/pflag"
 )
 
@@ -51,15 +52,18 @@ import (
 //
 // To add a setting:
 //
-//  1. Add a field to its group with flag, env (CODEBRIDGE_*), default, type
-//     and usage tags, and parse unless it is a string, a duration or a bool
-//     (add a parser to parsers for a new kind of value; refer to another
-//     package's default as {pkg.Name}, added to tagText).
-//  2. Use it where the group becomes a package's options (bridgeOptions,
-//     engineOptions, httpOptions, ...), and add a case to TestSettingsConfigs.
-//  3. A command that takes the whole group shows the flag at once; to show
-//     it elsewhere, add its name to that command's flag list.
-//  4. Run go generate ./cmd/codebridge: it rewrites docs/settings.md.
+//  1. Add a field to its group with the tags flag, env (CODEBRIDGE_*),
+//     default, type and usage, and parse unless the field is a string, a
+//     time.Duration or a bool: name an entry of parsers, or add one for a
+//     new kind of value. A default another package states is {pkg.Name},
+//     added to tagText; a check across fields goes in the group's complete.
+//  2. Use the field where the group becomes a package's options
+//     (bridgeOptions, engineOptions, httpOptions, ...), and add a case to
+//     TestSettingsConfigs.
+//  3. The commands that show the whole group (flagsOf) show the flag at
+//     once; to show it on another, add its name to that command's list.
+//  4. Run go generate ./cmd/codebridge, which rewrites docs/settings.md
+//     (TestSettingsReferenceIsGenerated fails until then).
 
 // settings are every group: what serve takes. The other commands take the
 // groups they use: appSettings when they start codebridge, a struct of a
@@ -84,11 +88,11 @@ type appSettings struct {
 // setting is one field of a group, as its tags describe it.
 type setting struct {
 	flag, short, def, derived, typ, usage, doc string
-	envs                              []string
-	repeat                            bool
-	group                             string // the title of the group it belongs to
-	parse                             parser
-	index                             []int // the field, from the struct of groups
+	envs                                       []string
+	repeat                                     bool
+	group                                      string // the title of the group it belongs to
+	parse                                      parser
+	index                                      []int // the field, from the struct of groups
 }
 
 // parser reads a setting's value into a value of the field's type (a slice
@@ -136,7 +140,7 @@ var parsers = map[string]parser{
 	"logformat":   reads(parseLogFormat),
 	"workspace":   reads(parseWorkspace),
 	"mounts":      reads(parseMounts),
-	"policy":      reads(parsePolicy),
+	"policy":      reads(gate.ParseMode),
 	"redact":      reads(parseRedact),
 	"claim":       reads(parseClaim),
 	"rules":       reads(parseRules),
