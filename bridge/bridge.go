@@ -40,6 +40,11 @@ type Options struct {
 	// Version is reported to MCP clients (by the server of
 	// [NewClients]). Empty means "dev".
 	Version string
+	// Mode is whom the MCP sessions belong to: [OneUser] (stdio, exec:
+	// one sandbox runs every call) or [ManyUsers] (HTTP: each session
+	// has a sandbox of its own). Read by [NewClients]: a bridge has the
+	// mode of its Clients.
+	Mode Mode
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
 	// Packages are on-demand installs (packages.go); nil turns them off.
@@ -50,20 +55,18 @@ type Options struct {
 	Skills *skillStore
 	// Clients are the MCP sessions the bridge serves, made with
 	// [NewClients] of these options before the log handler and the
-	// upstream pool made from them. Nil: New makes them, and nothing else
-	// hears of its clients.
+	// upstream pool made from them; the bridge has their mode and gate.
+	// Nil: New makes them, and nothing else hears of its clients.
 	Clients *Clients
 	// Roots are the directories upstreams get as roots when the client
-	// has none (--root).
+	// has none (--root). Read by [NewClients].
 	Roots []string
 	// Gate is the policy, approval, audit and redaction every request of
-	// the sandbox passes. Nil means one that lets everything through.
+	// the sandbox passes, and what the client reads of the upstreams.
+	// Nil means one that lets everything through. Read by [NewClients].
 	Gate *gate.Gate
-	// PerSession gives each MCP session a sandbox of its own (serving
-	// HTTP); false runs every call in one sandbox (stdio has one client).
-	PerSession bool
 	// Warm keeps this many sandboxes started for new sessions (with
-	// PerSession).
+	// ManyUsers).
 	Warm int
 	// Metrics records what the bridge does; nil records nothing.
 	Metrics *metrics.Metrics
@@ -78,8 +81,8 @@ type Options struct {
 }
 
 // Bridge serves run_python over MCP. Each MCP session gets its own
-// sandbox and its own view of the upstream pool when [Options.PerSession]
-// is set; otherwise one sandbox serves every call (stdio, exec). It does
+// sandbox and its own view of the upstream pool in mode [ManyUsers];
+// otherwise one sandbox serves every call (stdio, exec). It does
 // not own the pool or the manager: the caller closes them after
 // [Bridge.Close].
 type Bridge struct {
@@ -91,11 +94,9 @@ type Bridge struct {
 	log       *slog.Logger
 	warm      *sandbox.WarmPool // nil without Options.Warm
 	single    *session          // the one session of stdio and exec
-	gate      *gate.Gate        // each session has a gate.Session of it
+	gate      *gate.Gate        // each session has a gate.Session of it (reg's)
 	srv       *mcp.Server       // the MCP server the bridge serves (that of reg)
-	reg       *Clients          // its sessions, and each one's sandbox session (client.go)
-	clients   *clients          // which of its sessions answers an upstream's request (reg's)
-	down      *downstream       // answers the upstreams' requests to the client (reg's)
+	reg       *Clients          // its sessions, each one's sandbox session, and its mode (client.go)
 	trips     *roundTrips       // run_python calls of clients on the newer protocol (reg's; roundtrip.go)
 	shapes    *shapes.Store     // the observed shapes of tool results (shapes.go)
 
@@ -120,17 +121,13 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 	if opts.Clients == nil {
 		opts.Clients = NewClients(opts)
 	}
-	if opts.Clients.shared != opts.PerSession {
-		panic("bridge.New: Options.Clients were made with another PerSession; make them with NewClients of the same Options")
-	}
 	reg := opts.Clients
 	b := &Bridge{sandboxes: sandboxes, cfg: cfg, pool: pool, opts: opts, log: opts.Log,
-		srv: reg.srv, reg: reg, clients: reg.all, down: reg.down, trips: &reg.trips,
+		gate: reg.gate, srv: reg.srv, reg: reg, trips: &reg.trips,
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout), runNotes: map[*mcp.ServerSession]string{}}
-	b.gate = cmp.Or(opts.Gate, gate.New(gate.Config{}))
 	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
 	b.srv.AddReceivingMiddleware(b.passRootsChanged)
-	if opts.PerSession && opts.Warm > 0 && opts.WorkspaceOf == nil {
+	if reg.mode == ManyUsers && opts.Warm > 0 && opts.WorkspaceOf == nil {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
 		opts.Metrics.Gauge("codebridge_warm_sandboxes", "Sandboxes started and waiting for a new session.", func() float64 { return float64(b.warm.Ready()) })
 	}
@@ -189,7 +186,7 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return withNote(sess.run(ctx, &call{client: req.Session, output: onOutput}, a.Code, timeout, a.Servers), note), nil
+	return withNote(sess.run(ctx, &call{client: req.Session, output: onOutput, request: ctx}, a.Code, timeout, a.Servers), note), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,
@@ -206,7 +203,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 	b := sess.b
 	sess.cells.Add(1)
 	defer sess.cells.Add(-1)
-	c.sandboxHost, c.sbx = sess.host, sess.sbx
+	c.sandboxHost, c.sbx, c.notes = sess.host, sess.sbx, sess.notes
 	ctx, run, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	c.cell = run
 	// The audited outcome: the cell's status once it ended; a run whose
@@ -222,7 +219,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 		}
 	}
 	notes := sess.beginNotes()
-	res, err := sess.sbx.Run(withCall(ctx, c), sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon", Caller: c})
+	res, err := sess.sbx.Run(ctx, sandbox.Request{Code: code, Timeout: timeout, TOON: b.opts.Output == "toon", Caller: c})
 	if err != nil {
 		notes()
 		return errorResult("%v", err)

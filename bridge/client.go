@@ -15,45 +15,66 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Mode is whom the MCP sessions of a bridge belong to, and so who may
+// hear what is tied to no run_python call. It is set once, when the
+// clients are made ([Options.Mode], read by [NewClients]): a bridge has
+// the mode of its clients.
+type Mode int
+
+const (
+	// OneUser: every session is the one local user's (stdio, exec). Every
+	// call runs in the bridge's one sandbox, and what is tied to no call
+	// (an upstream's log message, the bridge's own warning) reaches every
+	// session.
+	OneUser Mode = iota
+	// ManyUsers: the sessions may be different users' (HTTP). Each
+	// session's calls run in a sandbox of its own, and what is tied to no
+	// call reaches none of them: the host's log has it.
+	ManyUsers
+)
+
 // Clients are the MCP sessions a bridge serves, and which of them answers
 // an upstream's request or hears a log message. They are made first
-// ([NewClients]), before what is made from them: the log handler
-// ([NewClientLog]), the upstream pool (its [Clients.Downstream]) and the
-// bridge ([Options.Clients]). The bridge's MCP server is made with them
-// (its sessions are the clients). As it makes them, the bridge registers
-// with them the sandbox sessions the clients' calls run in (its single
-// one, and with PerSession each session's own): a sandbox session's gate
-// session redacts what its client reads of the upstreams, and its notes
-// take the upstreams' warnings for its cells' stderr.
+// ([NewClients]), with the bridge's mode and gate, before what is made
+// from them: the log handler ([NewClientLog]), the upstream pool (its
+// [Clients.Downstream]) and the bridge ([Options.Clients]). The bridge's
+// MCP server is made with them (its sessions are the clients). As it
+// makes them, the bridge registers with them the sandbox sessions the
+// clients' calls run in (its single one, and with ManyUsers each
+// session's own): a sandbox session's gate session redacts what its
+// client reads of the upstreams, and its notes take the upstreams'
+// warnings for its cells' stderr. What an upstream says about a
+// run_python call goes to that call ([call.Log]), not through them.
 type Clients struct {
 	srv   *mcp.Server
+	mode  Mode
+	gate  *gate.Gate  // the bridge's; a client that has no sandbox session (yet) gets a gate session of its own of it
+	roots []*mcp.Root // from --root, for clients without roots
 	trips roundTrips  // run_python calls of clients on the newer protocol (roundtrip.go)
-	all   *clients    // the view of every session
-	down  *downstream // answers the upstreams' requests to the client
-	// shared is Options.PerSession: each session has a sandbox session
-	// of its own.
-	shared bool
+	busy  inflight    // with ManyUsers, which sessions have calls in flight to which server
+	down  *router     // answers the shared servers' requests to the client
 
 	mu       sync.Mutex
 	single   *session                        // the bridge's single session (stdio, exec), once made
-	sessions map[*mcp.ServerSession]*session // with shared, the sandbox session of each session that ran code
+	sessions map[*mcp.ServerSession]*session // with ManyUsers, the sandbox session of each session that ran code
 }
 
 // NewClients returns the clients of a bridge to be made with opts (its
-// Version, PerSession and Roots), and the MCP server they connect to.
+// Mode, Gate, Version and Roots), and the MCP server they connect to.
 func NewClients(opts Options) *Clients {
-	c := &Clients{shared: opts.PerSession, sessions: map[*mcp.ServerSession]*session{}}
+	c := &Clients{mode: opts.Mode, gate: cmp.Or(opts.Gate, gate.New(gate.Config{})), roots: rootsFromDirs(opts.Roots),
+		sessions: map[*mcp.ServerSession]*session{}}
 	c.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: cmp.Or(opts.Version, "dev")}, &mcp.ServerOptions{
 		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
 	})
-	c.all = &clients{srv: c.srv, shared: opts.PerSession, gateOf: c.gateOf, current: c.trips.of, busy: &inflight{}}
-	c.down = &downstream{clients: c.all, roots: rootsFromDirs(opts.Roots), shared: opts.PerSession, notesOf: c.notesOf}
+	c.down = &router{c: c}
 	return c
 }
 
 // Downstream answers the upstreams' requests to their client, and hears
-// their log messages: the upstream pool's [upstream.Options.Downstream].
-// Until a client connects, requests are refused with [upstream.ErrNoClient].
+// their log messages tied to no call: the upstream pool's
+// [upstream.Options.Downstream]. Until a client connects, requests are
+// refused with [upstream.ErrNoClient].
 func (c *Clients) Downstream() upstream.Downstream { return c.down }
 
 // add registers s, the sandbox session the calls of ss run in; nil ss
@@ -74,7 +95,7 @@ func (c *Clients) add(ss *mcp.ServerSession, s *session) {
 func (c *Clients) session(ss *mcp.ServerSession) *session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.shared {
+	if c.mode == OneUser {
 		return c.single
 	}
 	return c.sessions[ss]
@@ -109,93 +130,30 @@ func (c *Clients) count() int {
 	return len(c.sessions)
 }
 
-// gateOf is the gate session of ss's sandbox session, without making one:
-// a client that has run no code yet gets a gate session of its own, of
-// the bridge's gate. Nil before the bridge is made.
+// inflight is where the sandbox sessions count their calls in flight to
+// each server: with ManyUsers, a shared server's request goes to the one
+// session calling it; nil (not counted) with OneUser.
+func (c *Clients) inflight() *inflight {
+	if c.mode == OneUser {
+		return nil
+	}
+	return &c.busy
+}
+
+// gateOf is the gate session of ss's sandbox session: its redaction hides
+// what the client's model reads of the upstreams (log messages, sampling,
+// elicitation), and it puts real values back into what the client
+// answers. A client that has no sandbox session gets a gate session of
+// its own.
 func (c *Clients) gateOf(ss *mcp.ServerSession) *gate.Session {
 	if s := c.session(ss); s != nil {
 		return s.host.gate
 	}
-	c.mu.Lock()
-	single := c.single
-	c.mu.Unlock()
-	if single == nil {
-		return nil
-	}
-	return single.b.gate.NewSession()
+	return c.gate.NewSession()
 }
 
-// notesOf are the upstream warnings for the cells of ss's sandbox
-// session; nil when ss has none.
-func (c *Clients) notesOf(ss *mcp.ServerSession) *cellNotes {
-	if s := c.session(ss); s != nil {
-		return s.notes
-	}
-	return nil
-}
-
-// clients says which MCP client answers a request an upstream makes of
-// its client (sampling, elicitation, roots) and hears its log messages.
-// An upstream request carries no trace of the run_python call it serves,
-// so clients decides: the sessions of the MCP server the bridge serves
-// (stdio has exactly one), or, for the servers one session has of its own
-// (per_session), that session alone. [NewClients] makes it.
-type clients struct {
-	srv  *mcp.Server        // the bridge's MCP server: its sessions are the clients
-	only *mcp.ServerSession // set: the view of one session's own servers
-	// shared is set when the sessions are many users' (HTTP): a message
-	// tied to no call reaches no client.
-	shared bool
-	// gateOf is the gate session of a client's sandbox session: its
-	// redaction hides what the client's model reads of the upstreams (log
-	// messages, sampling, elicitation), and it puts real values back into
-	// what the client answers. Nil: nothing is hidden.
-	gateOf func(*mcp.ServerSession) *gate.Session
-	// current is the detached run_python call of a client on the newer
-	// protocol whose cell runs now (roundtrip.go).
-	current func(*mcp.ServerSession) *detachedRun
-	busy    *inflight // which sessions have calls in flight to which server
-}
-
-// forSession is the view of c for the servers ss has its own clients of.
-func (c *clients) forSession(ss *mcp.ServerSession) *clients {
-	own := *c
-	own.only = ss
-	return &own
-}
-
-// client is the run_python caller when ctx has one, else the server's
-// only session. With several (HTTP), it is the one session that has calls
-// in flight to server; when none or several have, the request cannot be
-// told apart, so it goes to none rather than to another user.
-func (c *clients) client(ctx context.Context, server string) *mcp.ServerSession {
-	if c.only != nil {
-		return c.only
-	}
-	if ss := caller(ctx); ss != nil {
-		return ss
-	}
-	if ss := c.rootsOwner(server); ss != nil {
-		return ss
-	}
-	return c.busy.only(server)
-}
-
-// rootsOwner is the session whose roots server works in, or nil: roots
-// stay with a server beyond the call that asked for them, so a shared
-// server gets a session's roots only when that session is the only one.
-func (c *clients) rootsOwner(server string) *mcp.ServerSession {
-	if all := c.listeners(server); len(all) == 1 {
-		return all[0]
-	}
-	return nil
-}
-
-// listeners are the sessions that hear server's log messages.
-func (c *clients) listeners(string) []*mcp.ServerSession {
-	if c.only != nil {
-		return []*mcp.ServerSession{c.only}
-	}
+// all are every session of the bridge's MCP server.
+func (c *Clients) all() []*mcp.ServerSession {
 	var out []*mcp.ServerSession
 	for ss := range c.srv.Sessions() {
 		out = append(out, ss)
@@ -203,50 +161,81 @@ func (c *clients) listeners(string) []*mcp.ServerSession {
 	return out
 }
 
-// gate is the gate session of ss's sandbox session, or nil.
-func (c *clients) gate(ss *mcp.ServerSession) *gate.Session {
-	if c.gateOf == nil {
-		return nil
-	}
-	return c.gateOf(ss)
+// tell sends a log message tied to no call to ss (see [untiedContext]),
+// through the redaction of ss's gate session.
+func (c *Clients) tell(ss *mcp.ServerSession, msg *mcp.LoggingMessageParams) {
+	sendLog(untiedContext(ss, &c.trips), ss, c.gateOf(ss), msg)
 }
 
-// log sends a log message to ss, its data passed through the redaction
-// of ss's gate session first (the model may read the client's log).
-func (c *clients) log(ctx context.Context, ss *mcp.ServerSession, params *mcp.LoggingMessageParams) {
+// sendLog sends a log message to ss within ctx (a call's, or none), its
+// data passed through the redaction of g first (the model may read the
+// client's log; nil g hides nothing).
+func sendLog(ctx context.Context, ss *mcp.ServerSession, g *gate.Session, params *mcp.LoggingMessageParams) {
 	msg := *params
-	if g := c.gate(ss); g != nil {
+	if g != nil {
 		raw, err := json.Marshal(msg.Data)
 		if err != nil {
 			return
 		}
 		msg.Data = g.RedactJSON(raw)
 	}
-	_ = ss.Log(context.WithoutCancel(ctx), &msg)
+	_ = ss.Log(ctx, &msg)
 }
 
-// downstream answers the upstreams' requests to their client for the pool
-// (it is the pool's [upstream.Downstream]): it asks the client its clients
-// name, when that client declared the capability, and says clearly why
-// not otherwise.
-type downstream struct {
-	clients *clients
-	roots   []*mcp.Root // from --root, for clients without roots
-	// shared is set when the servers serve the sessions of several users
-	// (HTTP): a log message tied to no call then reaches no session.
-	shared bool
-	// notesOf are the upstream warnings for the stderr of a session's
-	// cells (nil: the session is gone).
-	notesOf func(*mcp.ServerSession) *cellNotes
+// router says which MCP client answers a request an upstream makes of
+// its client (sampling, elicitation, roots) and hears its log messages
+// tied to no call; it is the upstream pool's [upstream.Downstream]. An
+// upstream request carries no trace of the run_python call it serves, so
+// the router decides: for the servers the sessions share, the only
+// session, or the one session with calls in flight to the server; for
+// the servers one session has of its own (per_session, [router.forSession]),
+// that session alone.
+type router struct {
+	c     *Clients
+	only  *mcp.ServerSession // set: the router of one session's own servers
+	notes *cellNotes         // where the warnings tied to no call go; nil: the single session's
 }
 
-// forSession is the downstream of the servers ss has its own clients of
+// forSession is the router of the servers ss has its own clients of
 // ("per_session"): their requests go to ss, their log messages to ss
 // alone, and their warnings to notes, for the stderr of ss's cells. No
 // other session hears of them.
-func (d *downstream) forSession(ss *mcp.ServerSession, notes *cellNotes) *downstream {
-	return &downstream{clients: d.clients.forSession(ss), roots: d.roots,
-		notesOf: func(*mcp.ServerSession) *cellNotes { return notes }}
+func (d *router) forSession(ss *mcp.ServerSession, notes *cellNotes) *router {
+	return &router{c: d.c, only: ss, notes: notes}
+}
+
+// listeners are the sessions that hear the log messages of the router's
+// servers.
+func (d *router) listeners() []*mcp.ServerSession {
+	if d.only != nil {
+		return []*mcp.ServerSession{d.only}
+	}
+	return d.c.all()
+}
+
+// client is the session that answers server's request. With several
+// (HTTP), it is the one session that has calls in flight to server; when
+// none or several have, the request cannot be told apart, so it goes to
+// none rather than to another user.
+func (d *router) client(server string) *mcp.ServerSession {
+	if d.only != nil {
+		return d.only
+	}
+	if ss := d.rootsOwner(); ss != nil {
+		return ss
+	}
+	return d.c.busy.only(server)
+}
+
+// rootsOwner is the session whose roots the router's servers work in, or
+// nil: roots stay with a server beyond the call that asked for them, so a
+// shared server gets a session's roots only when that session is the only
+// one.
+func (d *router) rootsOwner() *mcp.ServerSession {
+	if all := d.listeners(); len(all) == 1 {
+		return all[0]
+	}
+	return nil
 }
 
 // capabilities are what the client ss declared, never nil.
@@ -271,41 +260,62 @@ func clientName(ss *mcp.ServerSession) string {
 // results of the calls it serves; the server gets the model's answer with
 // real values put back for that session's tokens (unless it keeps tokens,
 // as for its arguments).
-func (d *downstream) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil },
-		"support sampling, so server %q cannot use its model through codebridge")
-	if err != nil {
-		return nil, err
-	}
-	g := d.clients.gate(ss)
-	q, err := redactRequest(g, p)
-	if err != nil {
-		return nil, err
-	}
-	res, err := asCreateMessageResult(ask(ctx, ss, d.current(ss), q))
-	if err != nil {
-		return nil, err
-	}
-	return restoreAnswer(g, server, res)
+func (d *router) CreateMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	return askFor(ctx, d, server, p, sampling)
 }
 
 // Elicit asks the user for server, its message and requested schema
 // redacted as sampling's are (a client may show them to its model too);
 // the URL of a URL elicitation is the user's to open and stays exact. The
 // answer gets real values put back, as sampling's does.
-func (d *downstream) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss, err := d.clientWith(ctx, server, func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil },
-		"support elicitation, so server %q cannot ask the user through codebridge")
+func (d *router) Elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return askFor(ctx, d, server, p, elicitation)
+}
+
+// upstreamAsk is what sets apart the kinds of request an upstream makes of
+// the client through [askFor]: P is its params, R its answer.
+type upstreamAsk[P, R any] struct {
+	has     func(*mcp.ClientCapabilities) bool // the client declared the capability
+	lacking string                             // what the server cannot do without it, after "<client> does not" (a format for the server's name)
+	exact   func(redacted, sent *P)            // puts back what the client must get as the server sent it; nil: nothing
+	answer  func(mcp.InputResponse, error) (*R, error)
+}
+
+var (
+	sampling = upstreamAsk[mcp.CreateMessageParams, mcp.CreateMessageResult]{
+		has:     func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil },
+		lacking: "support sampling, so server %q cannot use its model through codebridge",
+		answer:  asCreateMessageResult,
+	}
+	elicitation = upstreamAsk[mcp.ElicitParams, mcp.ElicitResult]{
+		has:     func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil },
+		lacking: "support elicitation, so server %q cannot ask the user through codebridge",
+		exact:   func(q, p *mcp.ElicitParams) { q.URL, q.ElicitationID = p.URL, p.ElicitationID },
+		answer:  asElicitResult,
+	}
+)
+
+// askFor asks the client that answers server's request (when it declared
+// the capability) the question p, redacted by the gate session of that
+// client's sandbox session, and returns its answer with real values put
+// back for that session's tokens.
+func askFor[P any, Q interface {
+	*P
+	mcp.InputRequest
+}, R any](ctx context.Context, d *router, server string, p Q, kind upstreamAsk[P, R]) (*R, error) {
+	ss, err := d.clientWith(server, kind.has, kind.lacking)
 	if err != nil {
 		return nil, err
 	}
-	g := d.clients.gate(ss)
-	q, err := redactRequest(g, p)
+	g := d.c.gateOf(ss)
+	q, err := redactRequest(g, (*P)(p))
 	if err != nil {
 		return nil, err
 	}
-	q.URL, q.ElicitationID = p.URL, p.ElicitationID
-	res, err := asElicitResult(ask(ctx, ss, d.current(ss), q))
+	if kind.exact != nil && q != (*P)(p) {
+		kind.exact(q, p)
+	}
+	res, err := kind.answer(ask(ctx, ss, d.c.trips.of(ss), Q(q)))
 	if err != nil {
 		return nil, err
 	}
@@ -352,8 +362,8 @@ func rewriteJSON[T any](v *T, f func([]byte) []byte, what, done string) (*T, err
 // clientWith is the client that answers server's request, when it
 // declared the capability has looks for; lacking says what it cannot do
 // (a format for the server's name), after "<client> does not".
-func (d *downstream) clientWith(ctx context.Context, server string, has func(*mcp.ClientCapabilities) bool, lacking string) (*mcp.ServerSession, error) {
-	ss := d.clients.client(ctx, server)
+func (d *router) clientWith(server string, has func(*mcp.ClientCapabilities) bool, lacking string) (*mcp.ServerSession, error) {
+	ss := d.client(server)
 	if ss == nil {
 		return nil, d.noClient(server)
 	}
@@ -363,19 +373,10 @@ func (d *downstream) clientWith(ctx context.Context, server string, has func(*mc
 	return ss, nil
 }
 
-// current is the run_python call of ss whose cell runs now, when ss is on
-// the newer protocol (roundtrip.go), or nil.
-func (d *downstream) current(ss *mcp.ServerSession) *detachedRun {
-	if d.clients.current == nil {
-		return nil
-	}
-	return d.clients.current(ss)
-}
-
 // noClient says why no client answers server's request: none is
 // connected, or several sessions are and the request is not one's alone.
-func (d *downstream) noClient(server string) error {
-	if len(d.clients.listeners(server)) > 1 {
+func (d *router) noClient(server string) error {
+	if len(d.listeners()) > 1 {
 		return fmt.Errorf("server %q is shared by several MCP sessions, and this request of its client could not be told to be one session's (none, or more than one, had a call in flight to it); to give each session its own, set \"per_session\": true in its entry of the codebridge config", server)
 	}
 	return upstream.ErrNoClient
@@ -391,8 +392,8 @@ func clientGivesRoots(ss *mcp.ServerSession) bool {
 // AnswersRoots reports whether a roots/list of server would be answered:
 // by --root directories, or by the one client it works for, when that
 // client gives roots.
-func (d *downstream) AnswersRoots(server string) bool {
-	return len(d.roots) > 0 || clientGivesRoots(d.clients.rootsOwner(server))
+func (d *router) AnswersRoots(string) bool {
+	return len(d.c.roots) > 0 || clientGivesRoots(d.rootsOwner())
 }
 
 // noRootsAdvice ends the answer to a roots/list that nothing can answer.
@@ -402,8 +403,8 @@ const noRootsAdvice = "the server goes on without roots. If it needs a directory
 
 // ListRoots gives the client's roots; when it has none (it does not
 // support roots, or lists none), the --root directories; else why not.
-func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss := d.clients.rootsOwner(server)
+func (d *router) ListRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	ss := d.rootsOwner()
 	var clientRoots *mcp.ListRootsResult
 	if clientGivesRoots(ss) {
 		r, err := ss.ListRoots(ctx, nil)
@@ -415,11 +416,11 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 	switch {
 	case clientRoots != nil && len(clientRoots.Roots) > 0:
 		return clientRoots, nil
-	case len(d.roots) > 0:
-		return &mcp.ListRootsResult{Roots: d.roots}, nil
+	case len(d.c.roots) > 0:
+		return &mcp.ListRootsResult{Roots: d.c.roots}, nil
 	case clientRoots != nil:
 		return clientRoots, nil
-	case ss == nil && len(d.clients.listeners(server)) > 1:
+	case ss == nil && len(d.listeners()) > 1:
 		return nil, fmt.Errorf("server %q is shared by several MCP sessions, so it gets no one session's roots (\"per_session\": true in its entry gives each session's client its own); %s", server, noRootsAdvice)
 	case ss == nil:
 		return nil, fmt.Errorf("%w, so server %q gets no roots; %s", upstream.ErrNoClient, server, noRootsAdvice)
@@ -429,33 +430,25 @@ func (d *downstream) ListRoots(ctx context.Context, server string) (*mcp.ListRoo
 	return nil, fmt.Errorf("%s does not support roots; %s", clientName(ss), noRootsAdvice)
 }
 
-// Log passes on an upstream's log message that is tied to no call: a
-// server shared by several users' sessions may be logging any user's
-// request, so it reaches none of them (the host's log has it); otherwise
-// it goes to the client (logging/setLevel, or the running call's level,
-// applies), with the server's name as the logger, and a warning or worse
-// to the running cell's stderr.
-func (d *downstream) Log(_ context.Context, server string, p *mcp.LoggingMessageParams) {
-	if d.shared {
+// Log passes on an upstream's log message that is tied to no call. One of
+// a server that sessions of several users share (ManyUsers) may be
+// logging any user's request, so it reaches none of them (the host's log
+// has it); otherwise it goes to the router's sessions (logging/setLevel,
+// or the running call's level, applies), with the server's name as the
+// logger, and a warning or worse to the running cell's stderr.
+func (d *router) Log(_ context.Context, server string, p *mcp.LoggingMessageParams) {
+	if d.only == nil && d.c.mode == ManyUsers {
 		return
 	}
 	msg := named(server, p)
-	for _, ss := range d.clients.listeners(server) {
-		d.send(nil, ss, msg)
+	for _, ss := range d.listeners() {
+		d.c.tell(ss, msg)
 	}
-	d.note(nil, server, p)
-}
-
-// LogCall passes on an upstream's log message that came as part of a tool
-// call made with context call: to the client of the run_python call that
-// made it, within that call, and a warning or worse to that session's
-// running cell's stderr. No other session hears of it.
-func (d *downstream) LogCall(call context.Context, server string, p *mcp.LoggingMessageParams) {
-	ss := caller(call)
-	if ss != nil {
-		d.send(call, ss, named(server, p))
+	notes := d.notes
+	if s := d.c.session(nil); notes == nil && s != nil {
+		notes = s.notes
 	}
-	d.note(ss, server, p)
+	notes.keep(server, p)
 }
 
 // named is p with the server's name as its logger.
@@ -466,18 +459,6 @@ func named(server string, p *mcp.LoggingMessageParams) *mcp.LoggingMessageParams
 		msg.Logger = server + "/" + p.Logger
 	}
 	return &msg
-}
-
-// send sends msg to ss, within call (see [sendContext]).
-func (d *downstream) send(call context.Context, ss *mcp.ServerSession, msg *mcp.LoggingMessageParams) {
-	d.clients.log(sendContext(call, ss, d.clients.current), ss, msg)
-}
-
-// note keeps a warning or worse for the stderr of ss's running cell.
-func (d *downstream) note(ss *mcp.ServerSession, server string, p *mcp.LoggingMessageParams) {
-	if atLeastWarning(p.Level) && d.notesOf != nil {
-		d.notesOf(ss).add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))
-	}
 }
 
 // rootsFromDirs turns --root directories into file:// roots.

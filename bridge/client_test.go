@@ -68,15 +68,57 @@ func TestClientsMadeBeforeTheBridge(t *testing.T) {
 	}
 }
 
-// TestNewRefusesClientsOfOtherOptions: clients made for a bridge with one
-// sandbox must not serve a bridge with one per session (whose log
-// messages tied to no call must reach no one).
-func TestNewRefusesClientsOfOtherOptions(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("New took clients made for a single session in a bridge of one per session")
+// TestBridgeHasTheModeOfItsClients: the mode is set once, when the
+// clients are made: a bridge made with clients for many users gives each
+// session a sandbox session of its own, and its warnings tied to no call
+// reach none of them, whatever its own Options say.
+func TestBridgeHasTheModeOfItsClients(t *testing.T) {
+	c := NewClients(Options{Mode: ManyUsers})
+	b := New(sandbox.NewManager(sandbox.EngineOptions{}), sandbox.Config{}, upstream.NewPool(nil, upstream.Options{}),
+		Options{Mode: OneUser, Clients: c})
+	defer b.Close()
+	heard := make(chan *mcp.LoggingMessageParams, 10)
+	ctx := context.Background()
+	var sessions []*mcp.ServerSession
+	for range 2 {
+		client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { heard <- r.Params },
+		})
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := b.Server().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	New(sandbox.NewManager(sandbox.EngineOptions{}), sandbox.Config{}, upstream.NewPool(nil, upstream.Options{}),
-		Options{PerSession: true, Clients: NewClients(Options{})})
+		cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, ss)
+	}
+	a, err := b.sessionOf(sessions[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.sessionOf(sessions[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == other || a == b.single {
+		t.Fatal("the sessions share a sandbox session: the bridge serves one user")
+	}
+	slog.New(NewClientLog(c)).Warn("tied to no call")
+	for _, ss := range sessions { // each hears a marker after what it heard before
+		if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "marker"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range sessions {
+		if p := <-heard; p.Data != "marker" {
+			t.Fatalf("a session heard %+v, a warning tied to no call", p)
+		}
+	}
 }

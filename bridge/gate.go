@@ -19,15 +19,15 @@ import (
 // listed tool exactly: an upstream that matched names loosely would
 // otherwise run a denied tool spelled another way ("DELETE_ALL" for a
 // denied "delete_all"), so a name the server does not list is refused.
-func (h *sandboxHost) listed(ctx context.Context, t protocol.Target) (tool *mcp.Tool, unlisted bool, err error) {
+func (c *call) listed(ctx context.Context, t protocol.Target) (tool *mcp.Tool, unlisted bool, err error) {
 	if t.Kind != "tool" || t.Name == "" {
 		return nil, false, nil
 	}
-	s, err := h.pool.Get(t.Server)
+	s, err := c.pool.Get(t.Server)
 	if err != nil {
 		return nil, false, err
 	}
-	tool, err = s.Tool(ctx, t.Name)
+	tool, err = s.Tool(ctx, c, t.Name)
 	if err != nil {
 		return nil, false, err
 	}

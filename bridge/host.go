@@ -12,7 +12,6 @@ import (
 	"github.com/codebridge/codebridge/shapes"
 	"github.com/codebridge/codebridge/skills"
 	"github.com/codebridge/codebridge/upstream"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sandboxHost is what one sandbox session reaches out to: the configured
@@ -95,33 +94,4 @@ func (c *call) through(ctx context.Context, req gate.Request, do func(context.Co
 		req.Annotations = tool.Annotations
 	}
 	return c.gate.Through(ctx, req, do)
-}
-
-// callKey carries the run_python call a context serves, for log messages
-// alone: an slog handler ([ClientLog]) and an upstream's log message tied
-// to a tool call ([upstream.Downstream.LogCall]) get a context and nothing
-// else, and the go-sdk sends a message within a request through that
-// request's context. Everything else is handed the call explicitly.
-type callKey struct{}
-
-// withCall is ctx tied to c, for its log messages.
-func withCall(ctx context.Context, c *call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
-
-// caller is the MCP session of the run_python call that ctx serves, or nil
-// (codebridge exec, tests, a message tied to no call).
-func caller(ctx context.Context) *mcp.ServerSession {
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.client
-	}
-	return nil
-}
-
-// runOf is the detached run that ctx serves, or nil.
-func runOf(ctx context.Context) *detachedRun {
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.run
-	}
-	return nil
 }

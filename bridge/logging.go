@@ -8,22 +8,24 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ClientLog is a slog.Handler that sends the bridge's own warnings and
 // errors to the MCP client's log (notifications/message, logger
-// "codebridge"). A record logged with the context of a run_python call's
-// request (the cell's, an upstream call's) goes to that call's client, in
-// that call; any other goes to the only client of a bridge that serves one
-// user (stdio), and to none of a bridge that serves many (HTTP), whose
-// sessions must not hear of each other's calls: the host's log has it. A
-// record goes out as its message, the server it is about, and its errors
-// formatted with Error(): what is for the host's eyes only (an upstream
-// error's Detail, a server's stderr, commands and paths in other
-// attributes) never leaves the host.
+// "codebridge"). A record about a run_python call (one that names the
+// call under [upstream.CallerKey], as an upstream's failure of the call's
+// request does) goes to that call's client, in that call; any other goes
+// to the only client of a bridge that serves one user (stdio), and to
+// none of a bridge that serves many (HTTP), whose sessions must not hear
+// of each other's calls: the host's log has it. A record goes out as its
+// message, the server it is about, and its errors formatted with Error():
+// what is for the host's eyes only (an upstream error's Detail, a
+// server's stderr, commands and paths in other attributes) never leaves
+// the host.
 type ClientLog struct {
-	to    *clients // the clients it sends to
+	to    *Clients // the clients it sends to
 	attrs []slog.Attr
 }
 
@@ -31,12 +33,13 @@ type ClientLog struct {
 // bridge made with c ([Options.Clients]) serves a client. It is made
 // before the bridge, since everything the bridge is made of logs through
 // it.
-func NewClientLog(c *Clients) *ClientLog { return &ClientLog{to: c.all} }
+func NewClientLog(c *Clients) *ClientLog { return &ClientLog{to: c} }
 
 // Enabled is true from warnings up.
 func (h *ClientLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
-// WithAttrs keeps the attributes the handler may send.
+// WithAttrs keeps the attributes the handler may send, and the call they
+// may name.
 func (h *ClientLog) WithAttrs(as []slog.Attr) slog.Handler {
 	h2 := *h
 	h2.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
@@ -46,27 +49,15 @@ func (h *ClientLog) WithAttrs(as []slog.Attr) slog.Handler {
 // WithGroup is ignored: the few attributes sent are not grouped.
 func (h *ClientLog) WithGroup(string) slog.Handler { return h }
 
-// Handle sends r to the client of the call ctx serves, or with no call,
-// to the bridge's only user's.
-func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
-	c := h.to
-	ss := caller(ctx)
-	var sessions []*mcp.ServerSession
-	switch {
-	case ss != nil:
-		sessions = []*mcp.ServerSession{ss}
-	case c.shared:
-		return nil // tied to no call of a bridge many users share
-	default:
-		sessions = c.listeners("")
-		ctx = nil
-	}
-	if len(sessions) == 0 {
-		return nil
-	}
+// Handle sends r to the client of the call it names, or when it names
+// none, to the bridge's only user's.
+func (h *ClientLog) Handle(_ context.Context, r slog.Record) error {
+	var about *call // the call r names, if any
 	data := map[string]any{"message": r.Message}
 	keep := func(a slog.Attr) bool {
 		switch v := a.Value.Any(); {
+		case a.Key == upstream.CallerKey:
+			about, _ = v.(*call)
 		case a.Key == "server" && a.Value.Kind() == slog.KindString:
 			data["server"] = a.Value.String()
 		case isError(v):
@@ -79,36 +70,27 @@ func (h *ClientLog) Handle(ctx context.Context, r slog.Record) error {
 	}
 	r.Attrs(keep)
 	params := &mcp.LoggingMessageParams{Logger: "codebridge", Level: mcpLevel(r.Level), Data: data}
-	for _, ss := range sessions {
-		c.log(sendContext(ctx, ss, c.current), ss, params)
+	switch {
+	case about != nil && about.client != nil:
+		about.tell(params)
+	case h.to.mode == OneUser:
+		for _, ss := range h.to.all() {
+			h.to.tell(ss, params)
+		}
 	}
 	return nil
 }
 
-// sendContext is the context a log message for ss is sent in. call is the
-// context of the request of the run_python call it belongs to (a cell's
-// request, an upstream call made for it), or nil when it belongs to no
-// call. A client on protocol 2026-07-28 or later hears log messages within
-// a call, at the level that call asked for in its _meta: the call waiting
-// now of the run the message belongs to, or with no call, the one of ss's
-// run whose cell runs now. An older client hears them at the level it set
-// (logging/setLevel), within the call (streamable HTTP sends them on its
-// stream). With no call to send it in, a message goes apart from any, at
-// the level ss set, if it set one.
-func sendContext(call context.Context, ss *mcp.ServerSession, current func(*mcp.ServerSession) *detachedRun) context.Context {
-	var r *detachedRun
-	if call != nil {
-		r = runOf(call)
-	}
-	switch {
-	case call != nil && r == nil:
-		return context.WithoutCancel(call)
-	case r == nil && multiRoundTrip(ss) && current != nil:
-		r = current(ss)
-	}
-	if r != nil {
-		if ctx := r.waitingCall(); ctx != nil {
-			return ctx
+// untiedContext is the context a log message tied to no call is sent to
+// ss in. A client on protocol 2026-07-28 or later hears log messages
+// within a call, at the level that call asked for in its _meta: with no
+// call of its own, the one of ss's run whose cell runs now (trips), if a
+// call of it waits. Otherwise the message goes apart from any call, at
+// the level ss set (logging/setLevel), if it set one.
+func untiedContext(ss *mcp.ServerSession, trips *roundTrips) context.Context {
+	if multiRoundTrip(ss) {
+		if r := trips.of(ss); r != nil {
+			return r.logContext()
 		}
 	}
 	return context.Background()
@@ -201,6 +183,14 @@ func (n *cellNotes) begin() (end func() string) {
 	}
 }
 
+// keep keeps server's log message p for the running cell's stderr, when
+// it is a warning or worse.
+func (n *cellNotes) keep(server string, p *mcp.LoggingMessageParams) {
+	if atLeastWarning(p.Level) {
+		n.add(fmt.Sprintf("[%s %s] %s", server, p.Level, logText(p.Data)))
+	}
+}
+
 // add keeps line for the running cell; with none running it is dropped
 // (the client's log has it). A nil cellNotes drops every line.
 func (n *cellNotes) add(line string) {
@@ -215,18 +205,6 @@ func (n *cellNotes) add(line string) {
 		n.lines = append(n.lines, line)
 	default:
 		n.dropped++
-	}
-}
-
-// upstreamProgress is the progress watcher of an upstream tool call made
-// for c: it shows each notification as the latest line of c's progress,
-// when c watches its output (nil otherwise).
-func upstreamProgress(c *call, server string) func(*mcp.ProgressNotificationParams) {
-	if c.output == nil {
-		return nil
-	}
-	return func(p *mcp.ProgressNotificationParams) {
-		c.output("upstream", progressLine(server, p)+"\n")
 	}
 }
 

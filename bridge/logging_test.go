@@ -47,7 +47,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 	log := slog.New(cl)
 	// The client asked for warning and up: a notice-level upstream message
 	// is dropped by the session, a warning is sent.
-	d := &downstream{clients: cl.to, notesOf: fixedNotes(&cellNotes{})}
+	d := &router{c: cl.to, notes: &cellNotes{}}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "notice", Data: "quiet"})
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "loud", Logger: "db"})
 	log.Error("bridge error")
@@ -62,7 +62,7 @@ func TestClientLogHonoursSetLevel(t *testing.T) {
 
 func TestCellNotes(t *testing.T) {
 	n := &cellNotes{}
-	d := &downstream{clients: noClients(), notesOf: fixedNotes(n)}
+	d := &router{c: noClients(), notes: n}
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "error", Data: "before any cell"})
 	end := n.begin()
 	d.Log(context.Background(), "ev", &mcp.LoggingMessageParams{Level: "info", Data: "too low"})
@@ -85,7 +85,7 @@ func TestCellNotes(t *testing.T) {
 }
 
 func TestDownstreamWithoutClient(t *testing.T) {
-	d := &downstream{clients: noClients(), notesOf: fixedNotes(&cellNotes{})}
+	d := &router{c: noClients(), notes: &cellNotes{}}
 	ctx := context.Background()
 	if _, err := d.CreateMessage(ctx, "ev", &mcp.CreateMessageParams{}); !errors.Is(err, upstream.ErrNoClient) {
 		t.Fatalf("sampling without a client: %v", err)
@@ -96,7 +96,7 @@ func TestDownstreamWithoutClient(t *testing.T) {
 	if _, err := d.ListRoots(ctx, "fs"); err == nil || !strings.Contains(err.Error(), "--root DIR") {
 		t.Fatalf("roots without a client or --root: %v", err)
 	}
-	d.roots = rootsFromDirs([]string{"/srv/project"})
+	d.c.roots = rootsFromDirs([]string{"/srv/project"})
 	r, err := d.ListRoots(ctx, "fs")
 	if err != nil || len(r.Roots) != 1 || r.Roots[0].URI != "file:///srv/project" {
 		t.Fatalf("roots from --root: %+v, %v", r, err)
@@ -124,26 +124,19 @@ func TestProgressLine(t *testing.T) {
 // reaches none.
 func TestSessionDownstreamIsPrivate(t *testing.T) {
 	cl, sessions, heard := sessionsOf(t, 2)
-	shares := *cl.to
-	shares.shared = true
-	cl.to = &shares
+	cl.to.mode = ManyUsers
 	ctx := context.Background()
 	notes := []*cellNotes{{}, {}}
-	notesOf := func(ss *mcp.ServerSession) *cellNotes {
-		for i, s := range sessions {
-			if s == ss {
-				return notes[i]
-			}
-		}
-		return nil
+	callOf := func(i int) *call { // a run_python call of session i
+		return &call{sandboxHost: &sandboxHost{}, client: sessions[i], notes: notes[i]}
 	}
-	shared := &downstream{clients: cl.to, shared: true, notesOf: notesOf}
+	shared := cl.to.down
 	own := &cellNotes{}
 	mine := shared.forSession(sessions[0], own)
 	end0, end1, endOwn := notes[0].begin(), notes[1].begin(), own.begin()
 	mine.Log(ctx, "own", &mcp.LoggingMessageParams{Level: "warning", Data: "only-for-0"})
 	shared.Log(ctx, "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "whose-call-unknown"})
-	shared.LogCall(withCall(ctx, &call{client: sessions[1]}), "shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
+	callOf(1).Log("shared", &mcp.LoggingMessageParams{Level: "warning", Data: "for-1"})
 	if got := endOwn(); got != "[own warning] only-for-0\n" {
 		t.Fatalf("the session's own notes: %q", got)
 	}
@@ -160,7 +153,7 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 		t.Fatalf("session 1 heard %+v, want its call's message", p)
 	}
 	slog.New(cl).Warn("tied to no call")
-	slog.New(cl).WarnContext(withCall(ctx, &call{client: sessions[0]}), "for-0's call")
+	slog.New(cl).Warn("for-0's call", upstream.CallerKey, callOf(0))
 	if p := <-heard[0]; p.Data.(map[string]any)["message"] != "for-0's call" {
 		t.Fatalf("session 0 heard %+v, want the warning of its call", p)
 	}
@@ -173,11 +166,6 @@ func TestSessionDownstreamIsPrivate(t *testing.T) {
 	}
 }
 
-// fixedNotes is a notesOf that has every session's warnings go to n.
-func fixedNotes(n *cellNotes) func(*mcp.ServerSession) *cellNotes {
-	return func(*mcp.ServerSession) *cellNotes { return n }
-}
-
 // TestSharedServerWithSeveralSessions: a shared server's request goes to
 // the session with a call in flight to it, and to none when that is not
 // one session (the error says why and what to do); its roots are no one
@@ -185,13 +173,13 @@ func fixedNotes(n *cellNotes) func(*mcp.ServerSession) *cellNotes {
 func TestSharedServerWithSeveralSessions(t *testing.T) {
 	cl, sessions, _ := sessionsOf(t, 2)
 	ctx := context.Background()
-	d := &downstream{clients: cl.to, notesOf: fixedNotes(&cellNotes{})}
+	d := cl.to.down
 	sampling := func(c *mcp.ClientCapabilities) bool { return true }
-	if _, err := d.clientWith(ctx, "s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
+	if _, err := d.clientWith("s", sampling, "%q"); err == nil || !strings.Contains(err.Error(), `set "per_session": true`) {
 		t.Fatalf("no call in flight: %v", err)
 	}
 	end := cl.to.busy.begin("s", sessions[1])
-	if ss, err := d.clientWith(ctx, "s", sampling, "%q"); err != nil || ss != sessions[1] {
+	if ss, err := d.clientWith("s", sampling, "%q"); err != nil || ss != sessions[1] {
 		t.Fatalf("one session calling: %v, %v", ss, err)
 	}
 	end()
@@ -208,8 +196,8 @@ func TestSharedServerWithSeveralSessions(t *testing.T) {
 // receives.
 func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *mcp.LoggingMessageParams) {
 	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	cl := &ClientLog{to: &clients{srv: srv, busy: &inflight{}}}
+	cl := NewClientLog(noClients())
+	srv := cl.to.srv
 	ctx := context.Background()
 	var sessions []*mcp.ServerSession
 	var heard []chan *mcp.LoggingMessageParams
@@ -236,7 +224,6 @@ func sessionsOf(t *testing.T, n int) (*ClientLog, []*mcp.ServerSession, []chan *
 	return cl, sessions, heard
 }
 
-// noClients are the clients of a bridge no client is connected to.
-func noClients() *clients {
-	return &clients{srv: mcp.NewServer(&mcp.Implementation{Name: "s"}, nil), busy: &inflight{}}
-}
+// noClients are the clients of a bridge (not made) no client is
+// connected to.
+func noClients() *Clients { return NewClients(Options{}) }

@@ -42,7 +42,7 @@ func TestClientLogIsRedacted(t *testing.T) {
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	b.down.Log(context.Background(), "up", &mcp.LoggingMessageParams{Level: "info",
+	b.reg.down.Log(context.Background(), "up", &mcp.LoggingMessageParams{Level: "info",
 		Data: map[string]any{"message": "login with s3cr3t-value for ann@example.com"}})
 	p := <-got
 	raw, _ := json.Marshal(p.Data)

@@ -17,7 +17,7 @@ import (
 
 func listResources(ctx context.Context, h *call, p protocol.ListResourcesParams) (json.RawMessage, error) {
 	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
-		page, err := s.ListResources(ctx, p.Cursor)
+		page, err := s.ListResources(ctx, h, p.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -27,7 +27,7 @@ func listResources(ctx context.Context, h *call, p protocol.ListResourcesParams)
 
 func listResourceTemplates(ctx context.Context, h *call, p protocol.ListResourceTemplatesParams) (json.RawMessage, error) {
 	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
-		page, err := s.ListResourceTemplates(ctx, p.Cursor)
+		page, err := s.ListResourceTemplates(ctx, h, p.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +37,7 @@ func listResourceTemplates(ctx context.Context, h *call, p protocol.ListResource
 
 func listPrompts(ctx context.Context, h *call, p protocol.ListPromptsParams) (json.RawMessage, error) {
 	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
-		page, err := s.ListPrompts(ctx, p.Cursor)
+		page, err := s.ListPrompts(ctx, h, p.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -61,12 +61,12 @@ func (h *sandboxHost) redactContent(c mcp.Content) {
 }
 
 func readResource(ctx context.Context, h *call, p protocol.ReadResourceParams) (json.RawMessage, error) {
-	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ReadResource(ctx, p.URI) })
+	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) { return s.ReadResource(ctx, h, p.URI) })
 }
 
 func getPrompt(ctx context.Context, h *call, p protocol.GetPromptParams) (json.RawMessage, error) {
 	return onServer(h.sandboxHost, p.Server, func(s *upstream.Server) (json.RawMessage, error) {
-		return s.GetPrompt(ctx, p.Name, p.Arguments)
+		return s.GetPrompt(ctx, h, p.Name, p.Arguments)
 	})
 }
 

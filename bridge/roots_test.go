@@ -10,7 +10,7 @@ import (
 // the refusal's advice never asks for --root alone (it replaces the
 // directories a server such as the filesystem server was given).
 func TestAnswersRoots(t *testing.T) {
-	d := &downstream{clients: noClients()}
+	d := &router{c: noClients()}
 	if d.AnswersRoots("fs") {
 		t.Fatal("roots offered with no client and no --root")
 	}
@@ -18,7 +18,7 @@ func TestAnswersRoots(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "name it in the server's own entry") || strings.Contains(err.Error(), "start it with --root") {
 		t.Fatalf("refusal: %v", err)
 	}
-	d.roots = rootsFromDirs([]string{"/srv/project"})
+	d.c.roots = rootsFromDirs([]string{"/srv/project"})
 	if !d.AnswersRoots("fs") {
 		t.Fatal("roots not offered though --root is set")
 	}

@@ -153,13 +153,14 @@ func (r *detachedRun) setWaiting(ctx context.Context, f func(stream, text string
 	r.mu.Unlock()
 }
 
-// waitingCall is the request context of the call waiting now, to send the
-// run's log messages in; nil when no call waits.
-func (r *detachedRun) waitingCall() context.Context {
+// logContext is the context the run's log messages are sent in: the
+// request context of the call waiting now, so that the client hears them
+// within that call, at its level; with no call waiting, none.
+func (r *detachedRun) logContext() context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.waitCtx == nil {
-		return nil
+		return context.Background()
 	}
 	return context.WithoutCancel(r.waitCtx)
 }

@@ -72,7 +72,8 @@ func TestDetachedRunQuestions(t *testing.T) {
 // TestResumeUnknownState: a call with a request state codebridge does not
 // have (or another session's) gets an error saying to run the code again.
 func TestResumeUnknownState(t *testing.T) {
-	b := &Bridge{single: &session{}, trips: &roundTrips{}}
+	b := &Bridge{single: &session{}, reg: noClients()}
+	b.trips = &b.reg.trips
 	b.single.host = newSandboxHost(nil, nil)
 	ss := &mcp.ServerSession{}
 	other := b.trips.add(&mcp.ServerSession{}, func() {})

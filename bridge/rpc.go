@@ -112,7 +112,7 @@ func callTool(ctx context.Context, h *call, p protocol.CallToolParams) (json.Raw
 		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
 	}
 	defer h.busy.begin(p.Server, h.client)()
-	return s.Call(ctx, p.Tool, p.Arguments, upstreamProgress(h, p.Server))
+	return s.Call(ctx, h, p.Tool, p.Arguments)
 }
 
 func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.RawMessage, error) {
@@ -120,7 +120,7 @@ func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.R
 	if err != nil {
 		return nil, err
 	}
-	tools, err := s.Listed(ctx) // a server that does not run is not started for its saved listing
+	tools, err := s.Listed(ctx, h) // a server that does not run is not started for its saved listing
 	if err != nil {
 		return nil, err
 	}

@@ -28,14 +28,14 @@ func TestSamplingAndElicitationRedacted(t *testing.T) {
 	elicit := &mcp.ElicitParams{Message: "Is " + tellEmail + " yours?",
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"who": map[string]any{"type": "string", "description": "such as " + tellEmail}}}}
 	for server, want := range map[string]string{"tell": tellEmail, "keeper": "<email_1>"} {
-		res, err := b.down.CreateMessage(context.Background(), server, sample)
+		res, err := b.reg.down.CreateMessage(context.Background(), server, sample)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := res.Content.(*mcp.TextContent).Text; got != "You asked: Summarise the account of "+want {
 			t.Fatalf("%s got the model's reply %q; want it with %s", server, got, want)
 		}
-		ans, err := b.down.Elicit(context.Background(), server, elicit)
+		ans, err := b.reg.down.Elicit(context.Background(), server, elicit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestSamplingAndElicitationRedacted(t *testing.T) {
 // is asked nothing.
 func TestSharedServerSamplingUsesCallersTokens(t *testing.T) {
 	b := New(sandbox.NewManager(sandbox.EngineOptions{}), sandbox.Config{}, upstream.NewPool(nil, upstream.Options{}),
-		Options{Gate: tellingGate(t, nil), PerSession: true})
+		Options{Gate: tellingGate(t, nil), Mode: ManyUsers})
 	defer b.Close()
 	seenA, seenB := connectEcho(t, b, "<email_2>"), connectEcho(t, b, "<email_2>")
 	var sessions []*mcp.ServerSession
@@ -76,8 +76,8 @@ func TestSharedServerSamplingUsesCallersTokens(t *testing.T) {
 		s.host.gate.Redact(first + " " + tellEmail)
 	}
 	caller := sessions[0]
-	defer b.clients.busy.begin("shared", caller)()
-	res, err := b.down.CreateMessage(context.Background(), "shared", &mcp.CreateMessageParams{MaxTokens: 5,
+	defer b.reg.busy.begin("shared", caller)()
+	res, err := b.reg.down.CreateMessage(context.Background(), "shared", &mcp.CreateMessageParams{MaxTokens: 5,
 		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "About " + tellEmail}}}})
 	if err != nil {
 		t.Fatal(err)

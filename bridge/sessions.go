@@ -38,9 +38,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.gate = b.gate.NewSessionOf(p.String())
 	h.trips = b.trips
 	h.shapes = b.shapes.Book(p.Key())
-	if b.opts.PerSession {
-		h.busy = b.clients.busy // with one session calling a server, its client is the one to ask
-	}
+	h.busy = b.reg.inflight() // with one session calling a server, its client is the one to ask
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
 	switch {
@@ -75,11 +73,11 @@ func principalOf(extra *mcp.RequestExtra) principal.Principal {
 }
 
 // sessionOf returns the session the calls of ss run in: the single one,
-// or with [Options.PerSession] one made for ss, acting for the principal
+// or in mode [ManyUsers] one made for ss, acting for the principal
 // of the request that made it, on its first call and removed when ss
 // ends (the client said so, or it was idle too long).
 func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*session, error) {
-	if !b.opts.PerSession || ss == nil {
+	if b.reg.mode == OneUser || ss == nil {
 		return b.single, nil
 	}
 	b.mu.Lock()
@@ -92,7 +90,7 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 	}
 	notes := &cellNotes{}
 	p := principalOf(extra)
-	s := b.newSession(b.pool.ForSession(b.down.forSession(ss, notes), p.Key()), true, p)
+	s := b.newSession(b.pool.ForSession(b.reg.down.forSession(ss, notes), p.Key()), true, p)
 	s.notes = notes
 	b.reg.add(ss, s)
 	b.opts.Metrics.Sandboxes(1)

@@ -13,19 +13,19 @@ import (
 // observe records the shape of a tool's result on its way back to the
 // sandbox (after the gate's redaction: a key that held a hidden value
 // keeps only its kind, gate.Masked).
-func (h *sandboxHost) observe(ctx context.Context, p protocol.CallToolParams, result json.RawMessage) {
-	if h.shapes == nil {
+func (c *call) observe(ctx context.Context, p protocol.CallToolParams, result json.RawMessage) {
+	if c.shapes == nil {
 		return
 	}
-	s, err := h.pool.Get(p.Server)
+	s, err := c.pool.Get(p.Server)
 	if err != nil {
 		return
 	}
-	tool, err := s.Tool(ctx, p.Tool)
+	tool, err := s.Tool(ctx, c, p.Tool)
 	if err != nil || tool == nil {
 		return
 	}
-	h.shapes.Observe(p.Server, tool, result, gate.Masked)
+	c.shapes.Observe(p.Server, tool, result, gate.Masked)
 }
 
 // observedTool is a tool of a list_tools answer with its observed shape.

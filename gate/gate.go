@@ -40,7 +40,9 @@ type Config struct {
 	// ApprovalTimeout bounds the wait for the user's answer to an ask.
 	// Zero means [DefaultApprovalTimeout].
 	ApprovalTimeout time.Duration
-	// Log receives diagnostics (a failed audit write). Nil: slog.Default().
+	// Log receives diagnostics (a failed audit write). Nil:
+	// slog.Default(), as it is when the gate logs (a program that sets
+	// its default log after making the gate logs there).
 	Log *slog.Logger
 }
 
@@ -59,10 +61,15 @@ func New(cfg Config) *Gate {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTimeout
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
 	return &Gate{cfg: cfg, policy: &cfg.Policy, redactor: cfg.Redactor, log: cfg.Log}
+}
+
+// logger is the gate's log: Config.Log, or slog.Default() as it is now.
+func (g *Gate) logger() *slog.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	return slog.Default()
 }
 
 // Policy is the gate's policy (for filtering listings).
@@ -283,7 +290,7 @@ func (s *Session) audit(r Record) {
 	}
 	r.Time, r.Principal = time.Now().UTC(), s.Principal
 	if err := a.Write(r); err != nil {
-		s.g.log.Error("the audit log cannot be written", "err", err)
+		s.g.logger().Error("the audit log cannot be written", "err", err)
 	}
 }
 

@@ -26,7 +26,7 @@ const token = "0123456789abcdef-alice"
 // contacted.
 func testBridge(t *testing.T) *bridge.Bridge {
 	m := sandbox.NewManager(sandbox.EngineOptions{Kind: "docker", Getenv: func(string) string { return "" }})
-	b := bridge.New(m, sandbox.Config{}, upstream.NewPool(nil, upstream.Options{}), bridge.Options{PerSession: true})
+	b := bridge.New(m, sandbox.Config{}, upstream.NewPool(nil, upstream.Options{}), bridge.Options{Mode: bridge.ManyUsers})
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }

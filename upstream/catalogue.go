@@ -17,11 +17,12 @@ type toolCatalogue struct {
 	saved *savedListing // where a list read is saved; nil: nowhere
 }
 
-// tools returns the server's tools, starting it when needed. A list read
-// from the server is saved too.
-func (t *toolCatalogue) tools(ctx context.Context) ([]*mcp.Tool, error) {
+// tools returns the server's tools, starting it when needed, for caller
+// (nil: no one), who hears of a listing that failed. A list read from the
+// server is saved too.
+func (t *toolCatalogue) tools(ctx context.Context, caller Caller) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
-	err := t.sup.run(ctx, "listing tools", func(ctx context.Context, c *conn) error {
+	err := t.sup.run(ctx, caller, "listing tools", func(ctx context.Context, c *conn) error {
 		cached, gen, ok := t.list.cached(c)
 		if ok {
 			tools = cached
@@ -50,9 +51,9 @@ func (t *toolCatalogue) tools(ctx context.Context) ([]*mcp.Tool, error) {
 // included), or nil when none is. A name missing from the kept list is
 // looked for again in a fresh one, so that a tool added a moment ago
 // (before its list_changed notification arrived) is found.
-func (t *toolCatalogue) lookup(ctx context.Context, name string) (*mcp.Tool, error) {
+func (t *toolCatalogue) lookup(ctx context.Context, caller Caller, name string) (*mcp.Tool, error) {
 	for fresh := false; ; fresh = true {
-		tools, err := t.tools(ctx)
+		tools, err := t.tools(ctx, caller)
 		if err != nil {
 			return nil, err
 		}

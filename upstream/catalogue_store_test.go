@@ -294,7 +294,7 @@ func TestCatalogueOfANewPoolStartsNothing(t *testing.T) {
 	if len(down) != 0 || len(stale) != 0 || !hasTool(entries, "quokka_census") {
 		t.Fatalf("the new pool's search: %d entries, down %v, stale %v", len(entries), down, stale)
 	}
-	tools, err := s.Listed(ctx)
+	tools, err := s.Listed(ctx, nil)
 	if err != nil || s.Running() || !strings.Contains(toolNames(tools), "quokka_census") {
 		t.Fatalf("Listed: %v %v, running %v", toolNames(tools), err, s.Running())
 	}
@@ -332,7 +332,7 @@ func TestListChangedUpdatesTheSavedListing(t *testing.T) {
 	p := newTestPool(t, Options{Catalogue: OpenCatalogue(dir, nil)}, stubSpec("stub"))
 	s, _ := p.Get("stub")
 	ctx := context.Background()
-	if _, err := s.Call(ctx, "grow", json.RawMessage(`{"name":"okapi_ledger"}`), nil); err != nil {
+	if _, err := s.Call(ctx, nil, "grow", json.RawMessage(`{"name":"okapi_ledger"}`)); err != nil {
 		t.Fatal(err)
 	}
 	path := OpenCatalogue(dir, nil).path("", "stub")
@@ -359,7 +359,7 @@ func TestListedMovesTheGenerationWhenTheLiveListDiffers(t *testing.T) {
 	p := newTestPool(t, Options{Catalogue: OpenCatalogue(dir, nil)}, spec)
 	s, _ := p.Get("stub")
 	ctx := context.Background()
-	if tools, err := s.Listed(ctx); err != nil || toolNames(tools) != "gone" {
+	if tools, err := s.Listed(ctx, nil); err != nil || toolNames(tools) != "gone" {
 		t.Fatalf("lent %v %v", toolNames(tools), err)
 	}
 	gen := s.ToolsGeneration()
@@ -369,7 +369,7 @@ func TestListedMovesTheGenerationWhenTheLiveListDiffers(t *testing.T) {
 	if s.ToolsGeneration() == gen {
 		t.Fatal("the live list differs from the lent one, and the generation did not move")
 	}
-	if tools, _ := s.Listed(ctx); !strings.Contains(toolNames(tools), "echo") {
+	if tools, _ := s.Listed(ctx, nil); !strings.Contains(toolNames(tools), "echo") {
 		t.Fatalf("a running server's Listed: %v", toolNames(tools))
 	}
 }

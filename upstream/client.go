@@ -31,12 +31,9 @@ type Downstream interface {
 	// its own configuration gives it (as the filesystem server does).
 	AnswersRoots(server string) bool
 	// Log passes on a notifications/message of the upstream that could not
-	// be tied to a call in flight (see [Server.Call]); it is already in
-	// the host's log.
+	// be tied to a call in flight (one that is goes to the call's
+	// [Caller]); it is already in the host's log.
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams)
-	// LogCall passes on a notifications/message the upstream sent as part
-	// of a tool call: call is the context that call was made with.
-	LogCall(call context.Context, server string, p *mcp.LoggingMessageParams)
 }
 
 // ErrNoClient is the answer to an upstream's request when no client is

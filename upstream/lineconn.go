@@ -24,14 +24,15 @@ import (
 // lineTransport is the transport to a stdio upstream: newline-delimited
 // JSON-RPC over its stdout and stdin. Unlike the go-sdk's IOTransport it
 // passes tools/call results through without decoding them: the raw bytes
-// of the result go to the caller's [rawSlot], and the go-sdk receives a
+// of the result go to the call's [rawSlot], and the go-sdk receives a
 // small placeholder. A 200 MiB result then costs the bridge its bytes
 // once, not a decoded copy and a re-encoded one on top.
 type lineTransport struct {
 	r          io.ReadCloser
 	w          io.WriteCloser
 	maxMessage int
-	conn       *lineConn // the connection Connect made, for the bridge's own tools/call requests
+	calls      *callWatchers // the server's tool calls in flight, found by their progress tokens; nil: none
+	conn       *lineConn     // the connection Connect made, for the bridge's own requests
 }
 
 // Connect starts reading the server's output.
@@ -39,6 +40,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{
 		w:        t.w,
 		r:        t.r,
+		calls:    t.calls,
 		incoming: make(chan lineOrErr),
 		closed:   make(chan struct{}),
 		prefix:   newIDPrefix(),
@@ -55,35 +57,25 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 // session is over.
 var errReading = errors.New("reading from the server")
 
-// placeholderResult is what the go-sdk decodes in place of a tools/call or
-// resources/read result whose raw bytes went to a rawSlot (an empty
-// CallToolResult and an empty ReadResourceResult at once).
+// placeholderResult is what the go-sdk decodes in place of a tools/call
+// result whose raw bytes went to a rawSlot (an empty CallToolResult).
 var placeholderResult = json.RawMessage(`{"content":[],"contents":[]}`)
 
-// rawMethods are the requests whose results a rawSlot can take: those that
-// carry an upstream's data, of any size.
-var rawMethods = map[string]bool{"tools/call": true, "resources/read": true}
-
-// rawSlot receives the raw result of one tools/call request. Server.Call
-// puts one in the context of its call; the connection fills it.
+// rawSlot receives the raw result of one request: a parameter of the
+// bridge's own requests ([lineConn.request]), or, for a tools/call the
+// go-sdk sends (a session on a newer protocol), the slot of the call's
+// watch, which the connection finds by the request's progress token.
 type rawSlot struct {
 	raw     json.RawMessage
 	release func()     // forgets the request when no response came
 	call    *callWatch // the tool call the request is (nil for a resource read)
 
-	// For a request the bridge sent itself ([lineConn.call]): closed once
-	// raw or err is set; nil for a request of the go-sdk's.
-	done chan struct{}
-	err  error
-}
-
-type rawSlotKey struct{}
-
-// withRawSlot returns a context whose tools/call request, on a stdio
-// upstream, leaves its raw result in the returned slot.
-func withRawSlot(ctx context.Context) (context.Context, *rawSlot) {
-	slot := &rawSlot{release: func() {}}
-	return context.WithValue(ctx, rawSlotKey{}, slot), slot
+	// For a request the bridge sent itself ([lineConn.request]): its
+	// method, for errors, and done, closed once raw or err is set (nil for
+	// a request of the go-sdk's).
+	method string
+	done   chan struct{}
+	err    error
 }
 
 type lineOrErr struct {
@@ -107,11 +99,12 @@ type lineConn struct {
 	incoming chan lineOrErr
 	closed   chan struct{}
 	once     sync.Once
-	prefix   string       // random, this connection's: the start of every request id
-	ids      atomic.Int64 // numbers this connection's requests
+	prefix   string        // random, this connection's: the start of every request id
+	ids      atomic.Int64  // numbers this connection's requests
+	calls    *callWatchers // the server's tool calls in flight; nil: none
 
 	mu      sync.Mutex
-	pending map[string]*rawSlot   // JSON id of an unanswered tools/call -> its slot
+	pending map[string]*rawSlot   // JSON id of an unanswered request with a slot -> its slot
 	sdk     map[string]jsonrpc.ID // JSON id of a go-sdk request in flight -> the go-sdk's own id
 	wireOf  map[string]string     // the go-sdk's id (JSON) -> the id the server saw (JSON)
 }
@@ -142,12 +135,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // Write sends msg to the server. A request of the go-sdk's goes out under
 // an id of the connection's own (see [lineConn]); a tools/call request
-// made with a rawSlot in its context is remembered, so that its result
-// goes to the slot.
-func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+// of a call in flight (found by its progress token) is remembered, so
+// that its result goes to the call's slot.
+func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if req.IsCall() {
-			return c.writeRequest(ctx, req)
+			return c.writeRequest(req)
 		}
 		if req.Method == "notifications/cancelled" {
 			if msg, ok = c.cancelledNotice(req); !ok {
@@ -164,7 +157,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // writeRequest sends a request of the go-sdk's under a new id of the
 // connection's, and remembers the go-sdk's id for the answer.
-func (c *lineConn) writeRequest(ctx context.Context, req *jsonrpc.Request) error {
+func (c *lineConn) writeRequest(req *jsonrpc.Request) error {
 	own, err := json.Marshal(req.ID.Raw())
 	if err != nil {
 		return err
@@ -181,7 +174,7 @@ func (c *lineConn) writeRequest(ctx context.Context, req *jsonrpc.Request) error
 	c.mu.Lock()
 	c.sdk[wire] = req.ID
 	c.wireOf[string(own)] = wire
-	if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok && rawMethods[req.Method] {
+	if slot := c.slotOf(req); slot != nil {
 		c.pending[wire] = slot
 		slot.release = func() {
 			c.mu.Lock()
@@ -196,6 +189,18 @@ func (c *lineConn) writeRequest(ctx context.Context, req *jsonrpc.Request) error
 		delete(c.pending, wire)
 		c.mu.Unlock()
 		return err
+	}
+	return nil
+}
+
+// slotOf is the slot of the tool call a request of the go-sdk's is, found
+// by the progress token its _meta carries, or nil.
+func (c *lineConn) slotOf(req *jsonrpc.Request) *rawSlot {
+	if req.Method != "tools/call" {
+		return nil
+	}
+	if w := c.calls.callOf(progressTokenOf(req.Params)); w != nil {
+		return w.slot
 	}
 	return nil
 }
@@ -393,32 +398,32 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	return []jsonrpc.Message{resp}, nil
 }
 
-// call sends a tools/call request with params itself, not through the
-// go-sdk, and returns the result as the server sent it, undecoded. The
-// go-sdk would decode the placeholder of every result twice, each time
-// with a 32 KiB buffer, and hand the response through two goroutines;
-// here the reading goroutine hands it straight to the caller. Only for a
-// session on the legacy protocol (which is what the bridge asks for):
-// there a tools/call is one request and one response, with no
-// multi-round-trip retries. slot.call is the call's watch (log messages
-// that come while it is the only request in flight are tied to it). The
-// errors are the go-sdk's: a JSON-RPC error as a *jsonrpc.Error, the
-// connection's end as mcp.ErrConnectionClosed or errReading, and ctx's
-// end as ctx.Err(), after which the server is told the request is
-// cancelled.
-func (c *lineConn) call(ctx context.Context, params *mcp.CallToolParams, slot *rawSlot) (json.RawMessage, error) {
+// request sends a request (tools/call or resources/read) with params
+// itself, not through the go-sdk, and returns the result as the server
+// sent it, undecoded. The go-sdk would decode the placeholder of every
+// result twice, each time with a 32 KiB buffer, and hand the response
+// through two goroutines; here the reading goroutine hands it straight to
+// the caller, through slot. Only for a session on the legacy protocol
+// (which is what the bridge asks for): there a request is one request and
+// one response, with no multi-round-trip retries. slot.call is the tool
+// call's watch (log messages that come while it is the only request in
+// flight are tied to it). The errors are the go-sdk's: a JSON-RPC error
+// as a *jsonrpc.Error, the connection's end as mcp.ErrConnectionClosed or
+// errReading, and ctx's end as ctx.Err(), after which the server is told
+// the request is cancelled.
+func (c *lineConn) request(ctx context.Context, method string, params any, slot *rawSlot) (json.RawMessage, error) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
 	id := c.newID()
-	slot.done = make(chan struct{})
+	slot.method, slot.done = method, make(chan struct{})
 	c.mu.Lock()
 	c.pending[id] = slot
 	c.mu.Unlock()
-	if err := c.writeLine([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + string(p) + "}\n")); err != nil {
+	if err := c.writeLine([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + string(p) + "}\n")); err != nil {
 		c.forget(id)
-		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
+		return nil, fmt.Errorf("calling %q: %w", method, err)
 	}
 	select {
 	case <-slot.done:
@@ -435,7 +440,7 @@ func (c *lineConn) call(ctx context.Context, params *mcp.CallToolParams, slot *r
 			<-slot.done
 			return slot.raw, slot.err
 		}
-		return nil, fmt.Errorf("%w: calling %q: the connection is closed", mcp.ErrConnectionClosed, "tools/call")
+		return nil, fmt.Errorf("%w: calling %q: the connection is closed", mcp.ErrConnectionClosed, method)
 	}
 }
 
@@ -497,14 +502,14 @@ func (slot *rawSlot) settle(f envelope.Fields) {
 	if f.Error != nil && string(f.Error) != "null" {
 		var werr jsonrpc.Error
 		if err := json.Unmarshal(f.Error, &werr); err != nil {
-			slot.err = fmt.Errorf("calling %q: the server's error response cannot be read: %w", "tools/call", err)
+			slot.err = fmt.Errorf("calling %q: the server's error response cannot be read: %w", slot.method, err)
 			return
 		}
-		slot.err = fmt.Errorf("calling %q: %w", "tools/call", &werr)
+		slot.err = fmt.Errorf("calling %q: %w", slot.method, &werr)
 		return
 	}
 	if f.Result == nil {
-		slot.err = fmt.Errorf("calling %q: the server's response has neither a result nor an error", "tools/call")
+		slot.err = fmt.Errorf("calling %q: the server's response has neither a result nor an error", slot.method)
 		return
 	}
 	slot.raw = f.Result

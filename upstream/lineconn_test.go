@@ -21,7 +21,7 @@ import (
 func TestCallPassesTheResultThrough(t *testing.T) {
 	p := newTestPool(t, Options{}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	res, err := s.Call(context.Background(), "stats", json.RawMessage(`{"values":[1,2]}`), nil)
+	res, err := s.Call(context.Background(), nil, "stats", json.RawMessage(`{"values":[1,2]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestCallPassesTheResultThrough(t *testing.T) {
 func TestCallRejectsAMessageOverTheLimit(t *testing.T) {
 	p := newTestPool(t, Options{MaxMessage: 1 << 20}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	_, err := s.Call(context.Background(), "big", json.RawMessage(`{"size":2000000}`), nil)
+	_, err := s.Call(context.Background(), nil, "big", json.RawMessage(`{"size":2000000}`))
 	if err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
 		t.Fatalf("err = %v", err)
 	}
@@ -51,7 +51,7 @@ func TestCallRejectsAMessageOverTheLimit(t *testing.T) {
 
 func mustCall(t *testing.T, s *Server, tool, args string) json.RawMessage {
 	t.Helper()
-	res, err := s.Call(context.Background(), tool, json.RawMessage(args), nil)
+	res, err := s.Call(context.Background(), nil, tool, json.RawMessage(args))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestTieLog(t *testing.T) {
 	}
 }
 
-// TestOwnCall: a tools/call the bridge sends itself (lineConn.call) gets
+// TestOwnCall: a tools/call the bridge sends itself (lineConn.request) gets
 // the server's result as sent, its JSON-RPC error as a *jsonrpc.Error, a
 // cancellation that reaches the server as notifications/cancelled, and
 // the end of the server's output as errReading; the go-sdk sees none of
@@ -140,7 +140,7 @@ func TestOwnCall(t *testing.T) {
 	call := func(ctx context.Context) chan outcome {
 		ch := make(chan outcome, 1)
 		go func() {
-			raw, err := c.call(ctx, params, &rawSlot{})
+			raw, err := c.request(ctx, "tools/call", params, &rawSlot{})
 			ch <- outcome{raw, err}
 		}()
 		return ch
@@ -286,7 +286,7 @@ func TestGuessedIDsReachNoOwnCall(t *testing.T) {
 	s := newLineServer(t)
 	got := make(chan string, 1)
 	go func() {
-		raw, err := s.c.call(context.Background(), &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
+		raw, err := s.c.request(context.Background(), "tools/call", &mcp.CallToolParams{Name: "echo"}, &rawSlot{})
 		got <- string(raw) + fmt.Sprint(err)
 	}()
 	seen, _ := s.next()["id"].(string)
@@ -367,3 +367,46 @@ func TestConnectionsShareNoIDs(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// TestSDKToolCallFindsItsCall: a tools/call the go-sdk sends (a session
+// on a newer protocol) is found by the progress token of its own _meta,
+// never by one in its arguments: its raw result goes to its call's slot
+// (the go-sdk reads the placeholder) and a log message that comes while
+// it is in flight is tied to it. A tools/call whose token names no call
+// in flight is the go-sdk's to read.
+func TestSDKToolCallFindsItsCall(t *testing.T) {
+	s := newLineServer(t)
+	ws := &callWatchers{}
+	s.c.calls = ws
+	w, end := ws.watch(nil, &mcp.CallToolParams{})
+	defer end()
+	other, endOther := ws.watch(nil, &mcp.CallToolParams{})
+	defer endOther()
+	write := func(n float64, params string) jsonrpc.ID {
+		t.Helper()
+		id, _ := jsonrpc.MakeID(n)
+		if err := s.c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(params)}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	write(1, `{"name":"echo","arguments":{"_meta":{"progressToken":"`+other.token+`"}},"_meta":{"progressToken":"`+w.token+`"}}`)
+	seen := s.next()["id"]
+	s.out <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"mine"}}` + "\n"
+	s.answer(seen, "raw")
+	if msg, err := s.c.Read(context.Background()); err != nil || !strings.Contains(string(msg.(*jsonrpc.Request).Params), w.token) {
+		t.Fatalf("the log message read %#v, %v; want it tied to the call %s", msg, err, w.token)
+	}
+	msg, err := s.c.Read(context.Background())
+	if err != nil || string(resultOf(msg)) != string(placeholderResult) || !strings.Contains(string(w.slot.raw), `"raw"`) {
+		t.Fatalf("the go-sdk read %#v, %v, the slot holds %s; want the placeholder, and the result in the slot", msg, err, w.slot.raw)
+	}
+	if other.slot.raw != nil {
+		t.Fatalf("the call named in the arguments got the result %s", other.slot.raw)
+	}
+	write(2, `{"_meta":{"progressToken":"codebridge-0"},"name":"echo"}`)
+	s.answer(s.next()["id"], "plain")
+	if msg, err := s.c.Read(context.Background()); err != nil || !strings.Contains(string(resultOf(msg)), "plain") {
+		t.Fatalf("the go-sdk read %#v, %v; want its own result", msg, err)
+	}
+}

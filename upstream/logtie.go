@@ -3,13 +3,13 @@ package upstream
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/codebridge/codebridge/internal/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,24 +59,71 @@ func tagLog(line []byte, call *callWatch) []byte {
 	return out
 }
 
-// callOfRequest is the tool call an HTTP request to a remote server is
-// made for, or nil.
-func callOfRequest(ctx context.Context) *callWatch {
-	if slot, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
-		return slot.call
+// progressTokenOf is the progress token in the _meta of a request's
+// params (JSON), or nil. The go-sdk writes _meta first, so the rest of
+// the params (a tool call's arguments) is not read.
+func progressTokenOf(params []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		if key != "_meta" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+			continue
+		}
+		var meta struct {
+			ProgressToken any `json:"progressToken"`
+		}
+		if dec.Decode(&meta) != nil {
+			return nil
+		}
+		return meta.ProgressToken
 	}
 	return nil
 }
 
+// callOfRequest is the tool call in calls that an HTTP request to a
+// remote server is, found by the progress token of the tools/call it
+// carries, or nil. The request is the bridge's own (its body is what the
+// go-sdk wrote for the call): nothing a server sends chooses the call.
+func callOfRequest(calls *callWatchers, req *http.Request) *callWatch {
+	if calls == nil || req.Method != http.MethodPost || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(body)
+	if err != nil || !json.Valid(raw) {
+		return nil
+	}
+	f := envelope.Of(raw)
+	if f.Unusual || string(f.Method) != `"tools/call"` || f.Params == nil {
+		return nil
+	}
+	return calls.callOf(progressTokenOf(f.Params))
+}
+
 // tieStream ties the log messages a remote server sends in the response
-// to a request to the tool call that request is: streamable HTTP sends
-// the messages related to a request on that request's event stream. Any
-// other stream (the standalone one, another request's) ties none.
-func tieStream(req *http.Request, resp *http.Response) {
+// to a request to the tool call in calls that request is: streamable HTTP
+// sends the messages related to a request on that request's event stream.
+// Any other stream (the standalone one, another request's) ties none.
+func tieStream(calls *callWatchers, req *http.Request, resp *http.Response) {
 	if resp == nil || resp.Body == nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return
 	}
-	resp.Body = &sseTagger{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, call: callOfRequest(req.Context())}
+	resp.Body = &sseTagger{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, call: callOfRequest(calls, req)}
 }
 
 // sseTagger passes an event stream through, line by line, with the log

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,8 +41,6 @@ func (l *logSink) wait(t *testing.T, n int) {
 	}
 }
 
-type markKey struct{}
-
 func (l *logSink) CreateMessage(context.Context, string, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	return nil, ErrNoClient
 }
@@ -58,14 +57,34 @@ func (l *logSink) Log(_ context.Context, _ string, p *mcp.LoggingMessageParams) 
 	l.untied = append(l.untied, p.Data.(string))
 	l.got <- struct{}{}
 }
-func (l *logSink) LogCall(call context.Context, _ string, p *mcp.LoggingMessageParams) {
+
+// logTied records p as tied to the call marked mark.
+func (l *logSink) logTied(mark string, p *mcp.LoggingMessageParams) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := p.Meta["progressToken"]; ok {
-		panic("the call's progress token reached the downstream")
+		panic("the call's progress token reached the caller")
 	}
-	l.tied[p.Data.(string)], _ = call.Value(markKey{}).(string)
+	l.tied[p.Data.(string)] = mark
 	l.got <- struct{}{}
+}
+
+// markedCaller is the Caller of a call marked mark: the log messages tied to
+// it go to sink. A slow one takes its time, as the bridge's handler may
+// under load.
+type markedCaller struct {
+	sink *logSink
+	mark string
+	slow bool
+}
+
+func (c markedCaller) Progress(string, *mcp.ProgressNotificationParams) {}
+func (c markedCaller) LogValue() slog.Value                             { return slog.GroupValue() }
+func (c markedCaller) Log(_ string, p *mcp.LoggingMessageParams) {
+	if c.slow {
+		time.Sleep(200 * time.Millisecond) // a slow handler, not synchronisation: the call must wait for it
+	}
+	c.sink.logTied(c.mark, p)
 }
 
 // TestLogTiedToItsCall: a stdio server's log message written while one
@@ -78,13 +97,13 @@ func TestLogTiedToItsCall(t *testing.T) {
 	sink := newLogSink()
 	p := newTestPool(t, Options{Downstream: sink}, spec)
 	s, _ := p.Get("stub")
-	ctx := context.WithValue(context.Background(), markKey{}, "first")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"alone"}`), nil); err != nil {
+	ctx := context.Background()
+	if _, err := s.Call(ctx, markedCaller{sink, "first", false}, "warn", json.RawMessage(`{"message":"alone"}`)); err != nil {
 		t.Fatal(err)
 	}
 	sleeping := make(chan error, 1)
 	go func() {
-		_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":60}`), nil)
+		_, err := s.Call(context.Background(), nil, "sleep", json.RawMessage(`{"seconds":60}`))
 		sleeping <- err
 	}()
 	for { // wait until the stub has the sleep (polling a file it writes)
@@ -93,11 +112,10 @@ func TestLogTiedToItsCall(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	ctx = context.WithValue(context.Background(), markKey{}, "second")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"crowded"}`), nil); err != nil {
+	if _, err := s.Call(ctx, markedCaller{sink, "second", false}, "warn", json.RawMessage(`{"message":"crowded"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Call(context.Background(), "wake", nil, nil); err != nil {
+	if _, err := s.Call(context.Background(), nil, "wake", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-sleeping; err != nil {
@@ -139,12 +157,11 @@ func TestRemoteLogTiedToItsCall(t *testing.T) {
 	s, _ := p.Get("remote")
 	holdDone := make(chan error, 1)
 	go func() {
-		_, err := s.Call(context.Background(), "hold", nil, nil)
+		_, err := s.Call(context.Background(), nil, "hold", nil)
 		holdDone <- err
 	}()
 	<-holding
-	ctx := context.WithValue(context.Background(), markKey{}, "second")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"Message":"crowded"}`), nil); err != nil {
+	if _, err := s.Call(context.Background(), markedCaller{sink, "second", false}, "warn", json.RawMessage(`{"Message":"crowded"}`)); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -159,24 +176,14 @@ func TestRemoteLogTiedToItsCall(t *testing.T) {
 	}
 }
 
-// slowSink is a logSink whose handler takes its time, as the go-sdk's
-// notification goroutine may under load.
-type slowSink struct{ *logSink }
-
-func (l slowSink) LogCall(call context.Context, server string, p *mcp.LoggingMessageParams) {
-	time.Sleep(200 * time.Millisecond) // a slow handler, not synchronisation: the call must wait for it
-	l.logSink.LogCall(call, server, p)
-}
-
 // TestLogHandledBeforeTheCallReturns: a log message tied to a stdio call
 // is handled before the call returns (its cell's notes then have it), even
 // when the handler is slow: the answer that follows it does not overtake it.
 func TestLogHandledBeforeTheCallReturns(t *testing.T) {
 	sink := newLogSink()
-	p := newTestPool(t, Options{Downstream: slowSink{sink}}, stubSpec("stub"))
+	p := newTestPool(t, Options{Downstream: sink}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	ctx := context.WithValue(context.Background(), markKey{}, "mine")
-	if _, err := s.Call(ctx, "warn", json.RawMessage(`{"message":"first"}`), nil); err != nil {
+	if _, err := s.Call(context.Background(), markedCaller{sink, "mine", true}, "warn", json.RawMessage(`{"message":"first"}`)); err != nil {
 		t.Fatal(err)
 	}
 	sink.mu.Lock()

@@ -28,7 +28,7 @@ type offerCache struct {
 // server that does not start offers nothing.
 func (o *offerCache) entries(ctx context.Context) []Entry {
 	var list []Entry
-	_ = o.sup.run(ctx, "listing resources and prompts", func(ctx context.Context, c *conn) error {
+	_ = o.sup.run(ctx, nil, "listing resources and prompts", func(ctx context.Context, c *conn) error {
 		cached, gen, ok := o.list.cached(c)
 		if ok {
 			list = cached

@@ -99,24 +99,24 @@ func TestToolCatalogueLookup(t *testing.T) {
 	addTool(srv, "read_file")
 	cat := &toolCatalogue{sup: inMemory(t, srv)}
 	ctx := context.Background()
-	first, err := cat.tools(ctx)
+	first, err := cat.tools(ctx, nil)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("tools: %v %v", first, err)
 	}
-	again, _ := cat.tools(ctx)
+	again, _ := cat.tools(ctx, nil)
 	if again[0] != first[0] {
 		t.Fatal("the tool list was read again instead of kept")
 	}
 	for _, name := range []string{"Read_File", "read-file", "read_file ", ""} {
-		if tool, err := cat.lookup(ctx, name); tool != nil || err != nil {
+		if tool, err := cat.lookup(ctx, nil, name); tool != nil || err != nil {
 			t.Fatalf("lookup(%q) = %v, %v; want no tool", name, tool, err)
 		}
 	}
-	if tool, err := cat.lookup(ctx, "read_file"); err != nil || tool == nil || tool.Name != "read_file" {
+	if tool, err := cat.lookup(ctx, nil, "read_file"); err != nil || tool == nil || tool.Name != "read_file" {
 		t.Fatalf("lookup(read_file) = %v, %v", tool, err)
 	}
 	addTool(srv, "late")
-	if tool, err := cat.lookup(ctx, "late"); err != nil || tool == nil {
+	if tool, err := cat.lookup(ctx, nil, "late"); err != nil || tool == nil {
 		t.Fatalf("a tool added after the list was read was not found: %v, %v", tool, err)
 	}
 	if g := cat.generation(); g != 0 {
@@ -126,7 +126,7 @@ func TestToolCatalogueLookup(t *testing.T) {
 	if g := cat.generation(); g != 1 {
 		t.Fatalf("generation %d after a change", g)
 	}
-	fresh, _ := cat.tools(ctx)
+	fresh, _ := cat.tools(ctx, nil)
 	if len(fresh) != 2 || fresh[0] == first[0] {
 		t.Fatalf("the list was not read again after a change: %d tools", len(fresh))
 	}
@@ -144,7 +144,7 @@ func TestToolsGenerationCountsARestart(t *testing.T) {
 	if g := s.ToolsGeneration(); g != 0 {
 		t.Fatalf("generation %d after the first start", g)
 	}
-	if _, err := s.Call(ctx, "crash", nil, nil); err == nil {
+	if _, err := s.Call(ctx, nil, "crash", nil); err == nil {
 		t.Fatal("a call whose server died returned no error")
 	}
 	if _, err := s.Tools(ctx); err != nil {

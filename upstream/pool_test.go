@@ -55,7 +55,7 @@ func TestCallAndCache(t *testing.T) {
 		t.Fatal("running before first use")
 	}
 	ctx := context.Background()
-	res, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
+	res, err := s.Call(ctx, nil, "echo", json.RawMessage(`{"message":"hi"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestCallAndCache(t *testing.T) {
 	if again[0] != tools[0] {
 		t.Fatal("the tool list was fetched again instead of cached")
 	}
-	res, err = s.Call(ctx, "fail", json.RawMessage(`{"message":"nope"}`), nil)
+	res, err = s.Call(ctx, nil, "fail", json.RawMessage(`{"message":"nope"}`))
 	if err != nil || !decodeResult(t, res).IsError || text(t, res) != "nope" {
 		t.Fatalf("a tool error must be a result with isError: %+v %v", res, err)
 	}
@@ -79,7 +79,7 @@ func TestCallAndCache(t *testing.T) {
 func TestInitializeOnlyServerConnects(t *testing.T) {
 	p := newTestPool(t, Options{}, stubSpec("old", "--strict"))
 	s, _ := p.Get("old")
-	res, err := s.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`), nil)
+	res, err := s.Call(context.Background(), nil, "add", json.RawMessage(`{"a":1,"b":2}`))
 	if err != nil {
 		t.Fatalf("a server that only knows initialize did not connect: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestCrashedServerRestartsAndQuotesStderr(t *testing.T) {
 	p := newTestPool(t, Options{}, stubSpec("stub"))
 	s, _ := p.Get("stub")
 	ctx := context.Background()
-	_, err := s.Call(ctx, "crash", nil, nil)
+	_, err := s.Call(ctx, nil, "crash", nil)
 	if err == nil {
 		t.Fatal("a call whose server died returned no error")
 	}
@@ -114,7 +114,7 @@ func TestCrashedServerRestartsAndQuotesStderr(t *testing.T) {
 	if strings.Contains(err.Error(), "crashing as asked") || !strings.Contains(err.Error(), `server "stub" exited while calling tool "crash"`) {
 		t.Fatalf("the error the sandbox sees should name the server and what failed, not quote its stderr: %v", err)
 	}
-	res, err := s.Call(ctx, "echo", json.RawMessage(`{"message":"back"}`), nil)
+	res, err := s.Call(ctx, nil, "echo", json.RawMessage(`{"message":"back"}`))
 	if err != nil {
 		t.Fatalf("the server was not restarted: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestServerThatWillNotStart(t *testing.T) {
 func TestCallTimeout(t *testing.T) {
 	p := newTestPool(t, Options{CallTimeout: 200 * time.Millisecond}, stubSpec("stub"))
 	s, _ := p.Get("stub")
-	_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":30}`), nil)
+	_, err := s.Call(context.Background(), nil, "sleep", json.RawMessage(`{"seconds":30}`))
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("err = %v", err)
 	}
@@ -159,7 +159,7 @@ func TestCallCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Call(ctx, "sleep", json.RawMessage(`{"seconds":30}`), nil)
+		_, err := s.Call(ctx, nil, "sleep", json.RawMessage(`{"seconds":30}`))
 		errc <- err
 	}()
 	cancel()
@@ -174,7 +174,7 @@ func TestLargeResult(t *testing.T) {
 	p := newTestPool(t, Options{}, stubSpec("stub"))
 	s, _ := p.Get("stub")
 	const size = 20 << 20
-	res, err := s.Call(context.Background(), "big", json.RawMessage(`{"size":`+strconv.Itoa(size)+`}`), nil)
+	res, err := s.Call(context.Background(), nil, "big", json.RawMessage(`{"size":`+strconv.Itoa(size)+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPerServerTimeout(t *testing.T) {
 	slow.Timeout = 100 * time.Millisecond
 	p := newTestPool(t, Options{CallTimeout: time.Hour}, slow)
 	s, _ := p.Get("slow")
-	_, err := s.Call(context.Background(), "sleep", json.RawMessage(`{"seconds":30}`), nil)
+	_, err := s.Call(context.Background(), nil, "sleep", json.RawMessage(`{"seconds":30}`))
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("the server's own timeout did not apply: %v", err)
 	}

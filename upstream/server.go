@@ -50,6 +50,7 @@ func newServer(spec discovery.Server, opts Options) *Server {
 		stderr:         newTailBuffer(8 << 10),
 		newClient:      s.newClient,
 		restarted:      s.catalogue.changed,
+		calls:          &s.watchers,
 	}
 	s.catalogue.sup = s.sup
 	s.offers.sup = s.sup
@@ -94,7 +95,7 @@ func (s *Server) ToolsGeneration() uint64 { return s.catalogue.generation() }
 
 // Tools returns the server's tools, starting it when needed. The list is
 // cached until the server reports a change or restarts.
-func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) { return s.catalogue.tools(ctx) }
+func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) { return s.catalogue.tools(ctx, nil) }
 
 // Listed returns the server's tools as it last listed them: the live
 // list while it runs; while it does not, the listing the state directory
@@ -102,20 +103,21 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) { return s.cata
 // entry as it is now, without starting it; otherwise the list it gives
 // when started. When the server, started later, lists other tools than
 // those given from the saved listing, its [Server.ToolsGeneration]
-// moves, so that whoever holds them lists again.
-func (s *Server) Listed(ctx context.Context) ([]*mcp.Tool, error) {
+// moves, so that whoever holds them lists again. A listing that fails is
+// caller's to hear of.
+func (s *Server) Listed(ctx context.Context, caller Caller) ([]*mcp.Tool, error) {
 	if !s.sup.running() {
 		if tools, ok := s.saved.lend(); ok {
 			return tools, nil
 		}
 	}
-	return s.catalogue.tools(ctx)
+	return s.catalogue.tools(ctx, caller)
 }
 
 // listAll lists the server's tools, then its resources, templates and
 // prompts, starting it when needed (the relister's listing).
 func (s *Server) listAll(ctx context.Context) ([]*mcp.Tool, []Entry, error) {
-	tools, err := s.catalogue.tools(ctx)
+	tools, err := s.catalogue.tools(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,45 +128,46 @@ func (s *Server) listAll(ctx context.Context) ([]*mcp.Tool, []Entry, error) {
 // punctuation included), or nil when it lists none. A name missing from
 // the cached list is looked for again in a fresh one, so that a tool
 // added a moment ago (before its list_changed notification arrived) is
-// found.
-func (s *Server) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
-	return s.catalogue.lookup(ctx, name)
+// found. A listing that fails is caller's to hear of.
+func (s *Server) Tool(ctx context.Context, caller Caller, name string) (*mcp.Tool, error) {
+	return s.catalogue.lookup(ctx, caller, name)
 }
 
-// Call calls tool with arguments (a JSON object, or empty for none) and
-// returns the CallToolResult as JSON. A stdio server's result is passed
-// through as it sent it, neither decoded nor encoded again; a remote
-// server's is encoded from the go-sdk's decoding. A result with isError set
-// is a result, not an error: errors are for calls that did not complete.
-func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, progress func(*mcp.ProgressNotificationParams)) (json.RawMessage, error) {
+// Call calls tool with arguments (a JSON object, or empty for none) for
+// caller, and returns the CallToolResult as JSON. The server's progress
+// notifications and log messages about the call go to caller (nil: to no
+// one). A stdio server's result is passed through as it sent it, neither
+// decoded nor encoded again; a remote server's is encoded from the
+// go-sdk's decoding. A result with isError set is a result, not an error:
+// errors are for calls that did not complete.
+func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments json.RawMessage) (json.RawMessage, error) {
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
-	var res *mcp.CallToolResult
-	var slot *rawSlot
-	err := s.sup.run(ctx, fmt.Sprintf("calling tool %q", tool), func(cctx context.Context, c *conn) error {
+	var raw json.RawMessage
+	err := s.sup.run(ctx, caller, fmt.Sprintf("calling tool %q", tool), func(cctx context.Context, c *conn) error {
 		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-		call, forget := s.watchers.watch(ctx, params, progress)
+		call, forget := s.watchers.watch(caller, params)
 		defer forget()
-		if c.line != nil { // stdio: the bridge sends it itself
-			slot = &rawSlot{call: call}
-			var err error
-			slot.raw, err = c.line.call(cctx, params, slot)
+		var err error
+		if c.line != nil { // stdio, legacy protocol: the bridge sends it itself
+			raw, err = c.line.request(cctx, "tools/call", params, call.slot)
 			call.handled(cctx) // the log messages that came before the answer
 			return err
 		}
-		cctx, slot = withRawSlot(cctx)
-		slot.call = call
-		defer slot.release()
-		var err error
-		res, err = c.cs.CallTool(cctx, params)
+		// The go-sdk sends it; a stdio connection finds the call by its
+		// progress token and leaves the raw result in its slot.
+		defer call.slot.release()
+		res, err := c.cs.CallTool(cctx, params)
+		if err != nil || call.slot.raw != nil {
+			raw = call.slot.raw
+			return err
+		}
+		raw, err = json.Marshal(res)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if slot.raw != nil {
-		return slot.raw, nil
-	}
-	return json.Marshal(res)
+	return raw, nil
 }

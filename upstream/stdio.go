@@ -20,8 +20,9 @@ type process struct {
 
 // startProcess starts spec's command in its own process group and returns
 // a transport over its stdin and stdout that allows messages of maxMessage
-// bytes (a 64 MiB file) and passes tool results through undecoded.
-func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*process, mcp.Transport, error) {
+// bytes (a 64 MiB file) and passes tool results through undecoded (into
+// the slots of the tool calls in calls).
+func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int, calls *callWatchers) (*process, mcp.Transport, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Cwd
 	cmd.Env = upstreamEnv(os.Environ(), spec.Env)
@@ -59,7 +60,7 @@ func startProcess(spec discovery.Server, stderr io.Writer, maxMessage int) (*pro
 		procgroup.Kill(cmd)
 		close(p.exited)
 	}()
-	return p, &lineTransport{r: outR, w: inW, maxMessage: maxMessage}, nil
+	return p, &lineTransport{r: outR, w: inW, maxMessage: maxMessage, calls: calls}, nil
 }
 
 // stop ends the process group: the server has had its stdin closed (the

@@ -56,6 +56,7 @@ type supervisor struct {
 	stderr         *tailBuffer
 	newClient      func() *mcp.Client // the MCP client of a new session
 	restarted      func()             // told when a session follows an earlier one
+	calls          *callWatchers      // the tool calls in flight, which the transports find by their requests
 
 	mu       sync.Mutex
 	conn     *conn
@@ -139,7 +140,7 @@ func (s *supervisor) connect(done chan struct{}) {
 		s.failures++
 		backoff := min(time.Duration(1<<min(s.failures-1, 6))*500*time.Millisecond, 30*time.Second)
 		s.retryAt = time.Now().Add(backoff)
-		s.startErr = s.explain(context.Background(), "could not start", err) // for every caller waiting: none in particular
+		s.startErr = s.explain(nil, "could not start", err) // for every caller waiting: none in particular
 		return
 	}
 	s.failures, s.startErr, s.retryAt = 0, nil, time.Time{}
@@ -170,10 +171,10 @@ func (s *supervisor) dial(ctx context.Context) (*conn, error) {
 	if s.spec.URL != "" {
 		t = &mcp.StreamableClientTransport{
 			Endpoint:   s.spec.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{s.spec.Headers, http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: headerTransport{s.spec.Headers, http.DefaultTransport, s.calls}},
 		}
 	} else {
-		p, pt, err := startProcess(s.spec, s.stderr, s.maxMessage)
+		p, pt, err := startProcess(s.spec, s.stderr, s.maxMessage, s.calls)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +198,7 @@ func (s *supervisor) dial(ctx context.Context) (*conn, error) {
 // legacySession reports whether cs speaks a protocol older than
 // 2026-07-28, as the bridge asks: there a tools/call is one request and
 // one response (no multi-round-trip retries, no per-request _meta), so
-// the bridge may send it itself ([lineConn.call]).
+// the bridge may send it itself ([lineConn.request]).
 func legacySession(cs *mcp.ClientSession) bool {
 	res := cs.InitializeResult()
 	return res != nil && res.ProtocolVersion < "2026-07-28"
@@ -205,8 +206,9 @@ func legacySession(cs *mcp.ClientSession) bool {
 
 // run runs one request on a live session, starting the server when
 // needed, under the call time limit; what names the request in the error
-// that a failure of do becomes (see failed).
-func (s *supervisor) run(ctx context.Context, what string, do func(context.Context, *conn) error) error {
+// that a failure of do becomes, and caller (nil: no one) is who the
+// request is made for (see failed).
+func (s *supervisor) run(ctx context.Context, caller Caller, what string, do func(context.Context, *conn) error) error {
 	c, err := s.session(ctx)
 	if err != nil {
 		return err
@@ -214,28 +216,30 @@ func (s *supervisor) run(ctx context.Context, what string, do func(context.Conte
 	rctx, cancel := ctxWithTimeout(ctx, s.callTimeout)
 	defer cancel()
 	if err := do(rctx, c); err != nil {
-		return s.failed(what, c, rctx, err)
+		return s.failed(what, c, rctx, caller, err)
 	}
 	return nil
 }
 
 // explain returns an [Error] for what failed, with the tail of the
-// server's stderr, and logs its host-only detail. ctx is the call that
-// failed, when one did: the bridge's client log tells that call's client.
-func (s *supervisor) explain(ctx context.Context, what string, err error) error {
+// server's stderr, and logs its host-only detail. caller is who the
+// request that failed was made for, when one was: the log record names
+// it (see [CallerKey]), and the bridge's client log tells that caller's
+// client.
+func (s *supervisor) explain(caller Caller, what string, err error) error {
 	e := &Error{Server: s.spec.Name, What: what, Err: safeCause(err), cause: err,
 		stderr: s.stderr.lastLines(5), source: s.spec.Source}
 	if s.spec.URL == "" {
 		e.command = strings.Join(append([]string{s.spec.Command}, s.spec.Args...), " ")
 	}
-	s.log.WarnContext(ctx, "upstream "+what, "err", e)
+	s.log.Warn("upstream "+what, append([]any{"err", e}, callerAttrs(caller)...)...)
 	return e
 }
 
-// failed is the error for a request on session c that did not complete:
-// the server exited (explained, with its stderr), the request timed out
-// or was cancelled under ctx, or the server failed it.
-func (s *supervisor) failed(what string, c *conn, ctx context.Context, err error) error {
+// failed is the error for a request on session c, made for caller, that
+// did not complete: the server exited (explained, with its stderr), the
+// request timed out or was cancelled under ctx, or the server failed it.
+func (s *supervisor) failed(what string, c *conn, ctx context.Context, caller Caller, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading) {
 		// The server went away; wait for its exit so that its last stderr
 		// lines are in the buffer before they are quoted.
@@ -246,7 +250,7 @@ func (s *supervisor) failed(what string, c *conn, ctx context.Context, err error
 	}
 	switch {
 	case !c.alive() || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, errReading):
-		return s.explain(ctx, "exited while "+what+" (it will be restarted on the next call)", err)
+		return s.explain(caller, "exited while "+what+" (it will be restarted on the next call)", err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return mark(fmt.Errorf("server %q: %s timed out: %w", s.spec.Name, what, err), ErrTimedOut)
 	case errors.Is(ctx.Err(), context.Canceled):
@@ -283,6 +287,7 @@ func (s *supervisor) close(c *conn) {
 type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper
+	calls   *callWatchers // the server's tool calls in flight
 }
 
 // RoundTrip sends r with the configured headers and wraps an event-stream
@@ -295,6 +300,6 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := h.base.RoundTrip(r)
-	tieStream(r, resp)
+	tieStream(h.calls, r, resp)
 	return resp, err
 }

@@ -17,9 +17,9 @@ import (
 // callWatchers ties a server's notifications to the tool calls in
 // flight: each call is registered under a progress token of its own, and
 // the server's progress notifications and log messages that carry the
-// token go to that call (the log messages through the Downstream, with
-// the call's context). The transports put the token on the log messages
-// that belong to a call (lineconn.go, logtie.go).
+// token go to that call's [Caller]. The transports find a call by the
+// token its request carries, and put the token on the log messages that
+// belong to it (lineconn.go, logtie.go).
 type callWatchers struct {
 	server string
 	log    *slog.Logger
@@ -35,9 +35,9 @@ var progressTokens atomic.Int64
 // call ended and the log messages tied to it were handled: the go-sdk may
 // hand a message to its handler after the answer that followed it.
 type callWatch struct {
-	token    string
-	ctx      context.Context                       // the call's: the bridge finds the caller in it
-	progress func(*mcp.ProgressNotificationParams) // nil: nobody watches progress
+	token  string
+	caller Caller   // who the call is made for; nil: no one
+	slot   *rawSlot // where a stdio server's raw result goes (lineconn.go)
 
 	mu    sync.Mutex
 	held  int           // log messages tied to the call, not handled yet
@@ -60,7 +60,7 @@ func (w *callWatch) hold() {
 // the caller), or ctx ends, or logWait passes (a message the go-sdk
 // dropped). The go-sdk hands notifications to their handler on a
 // goroutine of its own, while the bridge's own tools/call takes its answer
-// straight from the reading goroutine ([lineConn.call]): without this
+// straight from the reading goroutine ([lineConn.request]): without this
 // wait a call could return, and its cell end, before the log messages that
 // came before its answer were handled.
 func (w *callWatch) handled(ctx context.Context) {
@@ -83,12 +83,13 @@ func (w *callWatch) handled(ctx context.Context) {
 const logWait = 2 * time.Second
 
 // watch gives params a progress token of its own and registers the call
-// under it, so that the server's notifications that carry the token find
-// the call; end forgets it. progress, when not nil, gets the call's
-// progress notifications. Every call has a token: it is how a log
-// message is tied to its call.
-func (ws *callWatchers) watch(ctx context.Context, params *mcp.CallToolParams, progress func(*mcp.ProgressNotificationParams)) (w *callWatch, end func()) {
-	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), ctx: ctx, progress: progress}
+// made for caller under it, so that the server's notifications that carry
+// the token, and the transport that sends the request, find the call; end
+// forgets it. Every call has a token: it is how a log message is tied to
+// its call.
+func (ws *callWatchers) watch(caller Caller, params *mcp.CallToolParams) (w *callWatch, end func()) {
+	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), caller: caller}
+	w.slot = &rawSlot{call: w, release: func() {}}
 	params.SetProgressToken(w.token)
 	ws.calls.Store(w.token, w)
 	return w, func() { ws.letGo(w, func() { w.ended = true }) }
@@ -117,9 +118,10 @@ func (ws *callWatchers) letGo(w *callWatch, change func()) {
 	}
 }
 
-// callOf is the call in flight with progress token token, or nil.
+// callOf is the call in flight with progress token token, or nil (ws
+// nil: a connection made without watchers, in tests).
 func (ws *callWatchers) callOf(token any) *callWatch {
-	if token == nil {
+	if ws == nil || token == nil {
 		return nil
 	}
 	if w, ok := ws.calls.Load(progressKey(token)); ok {
@@ -139,8 +141,8 @@ func progressKey(token any) any {
 
 // progress passes a progress notification to the call that asked for it.
 func (ws *callWatchers) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if w := ws.callOf(req.Params.ProgressToken); w != nil && w.progress != nil {
-		w.progress(req.Params)
+	if w := ws.callOf(req.Params.ProgressToken); w != nil && w.caller != nil {
+		w.caller.Progress(ws.server, req.Params)
 	}
 }
 
@@ -149,8 +151,10 @@ func (ws *callWatchers) progress(_ context.Context, req *mcp.ProgressNotificatio
 // a tool call when it carries that call's progress token: on stdio, the
 // connection puts it there when the call was the only one in flight as the
 // message came (lineconn.go); a server may also put it in the message's
-// own progressToken. Any other message belongs to no call: a server shared
-// by several users may be logging another user's request.
+// own progressToken. A message that belongs to a call goes to that call's
+// Caller, and to no one when it has none. Any other message belongs to no
+// call, and goes to the Downstream: a server shared by several users may
+// be logging another user's request.
 func (ws *callWatchers) logMessage(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	p := req.Params
 	if p == nil {
@@ -169,21 +173,18 @@ func (ws *callWatchers) logMessage(ctx context.Context, req *mcp.LoggingMessageR
 	if held && w != nil {
 		defer ws.unhold(w)
 	}
-	d := ws.down
-	if d == nil {
-		return
-	}
 	msg := *p
 	if len(p.Meta) > 0 {
 		msg.Meta = maps.Clone(p.Meta)
 		delete(msg.Meta, callKey) // codebridge's own token, nothing for the client
 		delete(msg.Meta, "progressToken")
 	}
-	if w != nil {
-		d.LogCall(w.ctx, ws.server, &msg)
-		return
+	switch {
+	case w != nil && w.caller != nil:
+		w.caller.Log(ws.server, &msg)
+	case w == nil && ws.down != nil:
+		ws.down.Log(ctx, ws.server, &msg)
 	}
-	d.Log(ctx, ws.server, &msg)
 }
 
 // atLeastWarning reports whether an MCP log level is warning or worse.

@@ -39,31 +39,36 @@ type app struct {
 // ephemeral, unmounted and ungated.
 func newApp(s *appSettings, stderr io.Writer, plan *runPlan) *app {
 	opts := bridgeOptions(s.Run, s.Upstream, s.HTTP)
-	// The MCP sessions the bridge will serve come first: the log (its
+	self, _ := os.Executable()
+	// The one reading of the config files: servers, redaction patterns
+	// and package settings, and their problems, all from it.
+	cfg := discovery.Read(discovery.Options{Home: s.Upstream.home, Files: s.Upstream.Configs, Self: self})
+	a := &app{sandbox: s.Sandbox, specs: cfg.Servers, problems: cfg.Problems}
+	if plan != nil {
+		// The gate comes before the clients, which redact what the client
+		// reads with it. It logs through slog.Default(), the log made
+		// below from those clients: each is made of the other.
+		a.gate, a.gateClose, a.gateErr = newGate(s.Gate, s.State, cfg)
+	}
+	opts.Gate = a.gate
+	// The MCP sessions the bridge will serve come next: the log (its
 	// warnings reach the client's log too), the pool (what the upstreams
 	// ask of their client) and the bridge are made from them.
 	opts.Clients = bridge.NewClients(opts)
 	log := slog.New(slog.NewMultiHandler(newLogger(stderr, s.Log).Handler(), bridge.NewClientLog(opts.Clients)))
 	slog.SetDefault(log)
-	self, _ := os.Executable()
-	// The one reading of the config files: servers, redaction patterns
-	// and package settings, and their problems, all from it.
-	cfg := discovery.Read(discovery.Options{Home: s.Upstream.home, Files: s.Upstream.Configs, Self: self})
-	a := &app{sandbox: s.Sandbox, log: log, specs: cfg.Servers, problems: cfg.Problems}
+	a.log = log
 	a.sandboxes = sandbox.NewManager(s.Sandbox.engineOptions(log, s.Workspace.persistent()))
 	poolOpts := s.Upstream.upstreamOptions(log)
 	poolOpts.Downstream = opts.Clients.Downstream()
 	poolOpts.Catalogue = upstream.OpenCatalogue(s.State.dir(), log)
 	a.pool = upstream.NewPool(cfg.Servers, poolOpts)
-	if plan != nil {
-		a.gate, a.gateClose, a.gateErr = newGate(s.Gate, s.State, cfg, log)
-	}
 	if s.HTTP.Addr != "" {
 		a.metrics = metrics.New()
 	}
 	sandboxCfg := sandboxConfig(s.Sandbox, s.Run, plan)
 	sandboxCfg.ChooseImage, sandboxCfg.Log = a.chooseImage, log
-	opts.Log, opts.Gate, opts.Metrics = log, a.gate, a.metrics
+	opts.Log, opts.Metrics = log, a.metrics
 	if plan != nil {
 		opts.WorkspaceOf = plan.workspaceOf
 	}

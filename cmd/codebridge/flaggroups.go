@@ -235,9 +235,18 @@ func bridgeOptions(run runFlags, up upstreamFlags, h httpFlags) bridge.Options {
 		Output:         run.Output,
 		Version:        version(),
 		Roots:          up.Roots,
-		PerSession:     h.Addr != "",
+		Mode:           serving(h),
 		Warm:           h.Warm,
 	}
+}
+
+// serving is whom the bridge serves: many users over HTTP (--http), the
+// one local user otherwise.
+func serving(h httpFlags) bridge.Mode {
+	if h.Addr != "" {
+		return bridge.ManyUsers
+	}
+	return bridge.OneUser
 }
 
 func parseOutput(v string) (string, error) {

@@ -43,7 +43,8 @@ const auditOff = "off"
 // OTEL_EXPORTER_OTLP_* asks for it, trace export. close flushes and closes.
 // A file's "redact" patterns that cannot be used are an error: running
 // code without them would show the model what they were to hide.
-func newGate(g gateFlags, st stateFlags, cfg discovery.Config, log *slog.Logger) (_ *gate.Gate, closeFn func(), err error) {
+// The gate logs through slog.Default() (see [gate.Config]).
+func newGate(g gateFlags, st stateFlags, cfg discovery.Config) (_ *gate.Gate, closeFn func(), err error) {
 	for _, p := range cfg.Problems {
 		if errors.Is(p, discovery.ErrRedactPatterns) {
 			return nil, nil, p
@@ -69,7 +70,7 @@ func newGate(g gateFlags, st stateFlags, cfg discovery.Config, log *slog.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	gcfg.Redactor, gcfg.KeepTokens, gcfg.Log = redactor, keep, log
+	gcfg.Redactor, gcfg.KeepTokens = redactor, keep
 	if err := gcfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +84,7 @@ func newGate(g gateFlags, st stateFlags, cfg discovery.Config, log *slog.Logger)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := gcfg.Tracing.Shutdown(ctx); err != nil {
-			log.Warn("sending the last spans failed", "err", err)
+			slog.Warn("sending the last spans failed", "err", err)
 		}
 		if gcfg.Audit != nil {
 			_ = gcfg.Audit.Close()

@@ -134,7 +134,7 @@ func TestSettingsConfigs(t *testing.T) {
 			"--idle-timeout", "60", "--body-timeout", "9", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--allowed-hosts", "a.example, b.example"},
 			env: map[string]string{"CODEBRIDGE_ALLOWED_ORIGINS": "https://app.example"},
 			want: func(c *configs) {
-				c.Bridge.PerSession, c.Bridge.Warm = true, 0
+				c.Bridge.Mode, c.Bridge.Warm = bridge.ManyUsers, 0
 				c.HTTP = httpserve.Options{Addr: "127.0.0.1:8080", TLSCert: "c.pem", TLSKey: "k.pem", IdleTimeout: time.Minute, MaxSessions: 4,
 					MaxSessionsPerUser: 2, BodyTimeout: 9 * time.Second, AllowedHosts: []string{"a.example", "b.example"}, AllowedOrigins: []string{"https://app.example"}}
 			}},
