@@ -1,0 +1,30 @@
+// Package toolsearch ranks the tools (and resources, templates and
+// prompts) of many MCP servers for a query in plain words, the way an
+// agent asks for one: "delete a calendar event", "who is the current pm of
+// india", or a whole pasted task.
+//
+// Two rankers are fused:
+//
+//   - Lexical (lexical.go, index.go): BM25F over the fields of each tool
+//     (its name split at _ - . and camelCase, its title, its parameters'
+//     names and descriptions, its description, its server's name and
+//     description), each field weighted and length-normalised on its own,
+//     the words of each reduced by a Porter2 stemmer (the pure-Go
+//     github.com/kljensen/snowball, MIT) with English stop words left out.
+//     A query word counts once, weighted by how rare it is (IDF). A query
+//     word that matches no indexed word exactly may still match by a
+//     one- or two-letter typo or as a prefix, at a fraction of the weight
+//     and never in place of an exact hit.
+//   - Semantic (semantic.go): an Embedder turns the query and each tool
+//     into vectors, compared by cosine. The tools' vectors are cached by
+//     the hash of what defines them, so a catalogue is embedded once.
+//
+// Their rankings are fused (fuse.go) by reciprocal rank fusion. A query
+// is bounded first (query.go): past a budget of words, only its head and
+// its tail are read, and the result says so, so that a pasted document
+// costs what a short question does.
+//
+// An Index is built once per catalogue (Searcher.Index) and answers
+// queries without allocating per tool; a Cache keeps the indexes of the
+// catalogues in use, keyed by the identity of their entries.
+package toolsearch

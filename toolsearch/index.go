@@ -1,0 +1,103 @@
+package toolsearch
+
+import (
+	"math"
+	"sort"
+)
+
+// Index is the searchable form of one catalogue: for each term, the docs
+// that have it with the BM25F score the term gives each (its impact),
+// computed once here so that a query only adds them up; the words of the
+// catalogue for typo and prefix matches; and each doc's vector.
+type Index struct {
+	s        *Searcher
+	docs     []*Analysed
+	postings map[string][]posting
+	vocab    []wordTerm    // every distinct word, sorted by word
+	byLen    map[int][]int // word length in bytes -> positions in vocab
+	vecs     [][]float32   // unit vectors, one per doc; nil without an Embedder
+}
+
+// posting is one doc that has a term, and what the term scores there.
+type posting struct {
+	doc    int32
+	impact float32
+}
+
+// build computes the index of docs.
+func (s *Searcher) build(docs []*Analysed) *Index {
+	x := &Index{s: s, docs: docs, postings: map[string][]posting{}, byLen: map[int][]int{}}
+	var avg [numFields]float64
+	for _, d := range docs {
+		for f := range numFields {
+			avg[f] += float64(len(d.fields[f]))
+		}
+	}
+	for f := range numFields {
+		avg[f] = max(avg[f]/float64(max(len(docs), 1)), 1)
+	}
+	// First the weighted, length-normalised term frequency of each term in
+	// each doc (BM25F's pseudo-frequency), then, once every term's document
+	// frequency is known, its impact.
+	tf := map[string]float64{}
+	words := map[string]string{}
+	for i, d := range docs {
+		clear(tf)
+		for f := range numFields {
+			w := s.fieldWeight(f)
+			if w == 0 || len(d.fields[f]) == 0 {
+				continue
+			}
+			norm := 1 - s.opts.B + s.opts.B*float64(len(d.fields[f]))/avg[f]
+			for _, t := range d.fields[f] {
+				tf[t] += w / norm
+			}
+		}
+		for t, v := range tf {
+			x.postings[t] = append(x.postings[t], posting{doc: int32(i), impact: float32(v)})
+		}
+		for _, wt := range d.words {
+			words[wt.word] = wt.term
+		}
+	}
+	n := float64(len(docs))
+	k1 := s.opts.K1
+	for _, ps := range x.postings {
+		idf := 1.0
+		if !s.opts.Ablate.IDF {
+			df := float64(len(ps))
+			idf = math.Log(1 + (n-df+0.5)/(df+0.5))
+		}
+		for j := range ps {
+			v := float64(ps[j].impact)
+			ps[j].impact = float32(idf * v * (k1 + 1) / (k1 + v))
+		}
+	}
+	x.vocab = make([]wordTerm, 0, len(words))
+	for w, t := range words {
+		if _, ok := x.postings[t]; ok {
+			x.vocab = append(x.vocab, wordTerm{w, t})
+		}
+	}
+	sort.Slice(x.vocab, func(a, b int) bool { return x.vocab[a].word < x.vocab[b].word })
+	for i, wt := range x.vocab {
+		x.byLen[len(wt.word)] = append(x.byLen[len(wt.word)], i)
+	}
+	x.vecs = s.vectorsOf(docs)
+	return x
+}
+
+// fieldWeight is the weight of field f: 1 for every field when the
+// fields are ablated.
+func (s *Searcher) fieldWeight(f field) float64 {
+	if s.opts.Ablate.Fields {
+		return 1
+	}
+	return s.opts.Weights.of(f)
+}
+
+// Len is the number of docs in the index.
+func (x *Index) Len() int { return len(x.docs) }
+
+// Doc returns the i-th doc of the index.
+func (x *Index) Doc(i int) *Analysed { return x.docs[i] }
