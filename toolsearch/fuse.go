@@ -51,7 +51,12 @@ func ranking(score []float32, floor float32, depth int) []int {
 			out = append(out, i)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(score[b], score[a]) })
+	slices.SortFunc(out, func(a, b int) int {
+		if c := cmp.Compare(score[b], score[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	if depth > 0 && len(out) > depth {
 		out = out[:depth]
 	}

@@ -14,6 +14,7 @@ type Index struct {
 	docs     []*Analysed
 	postings map[string][]posting
 	vocab    []wordTerm    // every distinct word, sorted by word
+	masks    []uint64      // the letters of each word of vocab
 	byLen    map[int][]int // word length in bytes -> positions in vocab
 	vecs     [][]float32   // unit vectors, one per doc; nil without an Embedder
 }
@@ -80,8 +81,10 @@ func (s *Searcher) build(docs []*Analysed) *Index {
 		}
 	}
 	sort.Slice(x.vocab, func(a, b int) bool { return x.vocab[a].word < x.vocab[b].word })
+	x.masks = make([]uint64, len(x.vocab))
 	for i, wt := range x.vocab {
 		x.byLen[len(wt.word)] = append(x.byLen[len(wt.word)], i)
+		x.masks[i] = letters(wt.word)
 	}
 	x.vecs = s.vectorsOf(docs)
 	return x

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"math/bits"
 	"sort"
 	"strings"
 )
@@ -43,14 +44,17 @@ func (x *Index) near(w string, scores []float32) {
 		t := x.vocab[i].term
 		weight[t] = max(weight[t], float32(x.s.opts.Prefix))
 	}
-	if n := len(w); n >= minTypoLen {
+	if n := len(w); n >= minTypoLen && n <= maxTypoLen {
 		d := maxTypos(w)
+		mask := letters(w)
 		for l := n - d; l <= n+d; l++ {
 			for _, i := range x.byLen[l] {
-				if typoDistance(w, x.vocab[i].word) <= d {
-					t := x.vocab[i].term
-					weight[t] = max(weight[t], float32(x.s.opts.Typo))
+				// An edit adds or removes at most one letter of each kind.
+				if bits.OnesCount64(mask^x.masks[i]) > 2*d || typoDistance(w, x.vocab[i].word, d) > d {
+					continue
 				}
+				t := x.vocab[i].term
+				weight[t] = max(weight[t], float32(x.s.opts.Typo))
 			}
 		}
 	}
@@ -73,6 +77,7 @@ func (x *Index) near(w string, scores []float32) {
 const (
 	minPrefixLen = 3
 	minTypoLen   = 4
+	maxTypoLen   = 32 // bytes; no typo of a longer word is looked for
 	maxPrefixed  = 32 // the most words one prefix matches
 )
 
@@ -100,22 +105,40 @@ func maxTypos(w string) int {
 	return 1
 }
 
+// letters is the set of letters and digits of w (others fold into one).
+func letters(w string) uint64 {
+	var m uint64
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; {
+		case 'a' <= c && c <= 'z':
+			m |= 1 << (c - 'a')
+		case '0' <= c && c <= '9':
+			m |= 1 << (26 + c - '0')
+		default:
+			m |= 1 << 63
+		}
+	}
+	return m
+}
+
 // typoDistance is the optimal string alignment distance between a and b
 // (insertions, deletions, substitutions and adjacent transpositions) over
-// bytes, which is enough to catch typos in the ASCII words of tool names.
-// It allocates nothing (words are at most maxWordLen runes).
-func typoDistance(a, b string) int {
-	const m = maxWordLen * 4
-	if len(a) > m || len(b) > m {
-		return m
+// bytes, which is enough for the ASCII words of tool names, or a number
+// above limit once it is sure to be. Words longer than maxTypoLen bytes
+// are not compared.
+func typoDistance(a, b string, limit int) int {
+	if len(a) > maxTypoLen || len(b) > maxTypoLen {
+		return maxTypoLen + 1
 	}
-	var rows [3][m + 1]int
+	var rows [3][maxTypoLen + 1]int
 	prev2, prev, cur := &rows[0], &rows[1], &rows[2]
 	for j := 0; j <= len(b); j++ {
 		prev[j] = j
 	}
+	prevLeast := 0 // the least value of the row before
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
+		least := i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
@@ -125,7 +148,15 @@ func typoDistance(a, b string) int {
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
 				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
+			least = min(least, cur[j])
 		}
+		// No later value is below the least of this row or one more than
+		// the least of the row before (a transposition reaches back two
+		// rows, at a cost of one).
+		if bound := min(least, prevLeast+1); bound > limit {
+			return bound
+		}
+		prevLeast = least
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]

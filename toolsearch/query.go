@@ -102,25 +102,24 @@ func runeStart(q string, i int) int {
 	return i
 }
 
-// wordBoundary moves i, a rune start in q, out of the run of letters and
-// digits it falls inside, if any: back to the run's start, or, for a run
-// too long to be a word, forward to its end.
+// wordBoundary moves i, a rune start in q, back out of the word it falls
+// inside, if any, to the word's start. A run of letters and digits too
+// long to be a word is cut where i is: neither piece is a word.
 func wordBoundary(q string, i int) int {
 	if i <= 0 || i >= len(q) || !inWord(q[i:]) || !inWord(q[runeStart(q, i-1):]) {
 		return i
 	}
-	j := i
-	for j > 0 && i-j <= maxWordLen*utf8.UTFMax {
+	for j := i; j > 0 && i-j <= maxWordLen*utf8.UTFMax; {
 		k := runeStart(q, j-1)
 		if !inWord(q[k:]) {
 			return j
 		}
 		j = k
+		if j == 0 {
+			return 0
+		}
 	}
-	if j == 0 {
-		return 0
-	}
-	return runEnd(q, i)
+	return i
 }
 
 // runEnd is where the run of letters and digits at i ends.

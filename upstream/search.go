@@ -147,14 +147,7 @@ func Rank(query string, entries []Entry, limit int) []Hit {
 // what was searched of it ("" otherwise).
 func Search(query string, entries []Entry, limit int) ([]Hit, string) {
 	s := searcher()
-	docs := make([]*toolWords, len(entries))
-	for i, e := range entries {
-		docs[i] = e.words
-		if docs[i] == nil {
-			docs[i] = loose.of(e)
-		}
-	}
-	r := s.Index(docs).Search(query, limit)
+	r := s.Index(loose.of(entries)).Search(query, limit)
 	if len(r.Hits) == 0 {
 		return nil, r.Cut.String()
 	}
@@ -183,17 +176,25 @@ type looseWords struct {
 // maxLoose bounds looseWords; past it, it starts again.
 const maxLoose = 4096
 
-func (l *looseWords) of(e Entry) *toolWords {
-	k := looseKey{e.Server, e.Tool}
+// of returns the search forms of entries: their own, or those kept here.
+func (l *looseWords) of(entries []Entry) []*toolWords {
+	out := make([]*toolWords, len(entries))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w, ok := l.words[k]; ok {
-		return w
+	for i, e := range entries {
+		if out[i] = e.words; out[i] != nil {
+			continue
+		}
+		k := looseKey{e.Server, e.Tool}
+		w, ok := l.words[k]
+		if !ok {
+			if len(l.words) >= maxLoose {
+				clear(l.words)
+			}
+			w = newToolWords(e.Server, e.Tool)
+			l.words[k] = w
+		}
+		out[i] = w
 	}
-	if len(l.words) >= maxLoose {
-		clear(l.words)
-	}
-	w := newToolWords(e.Server, e.Tool)
-	l.words[k] = w
-	return w
+	return out
 }

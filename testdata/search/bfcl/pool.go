@@ -3,8 +3,10 @@
 // Pool writes functions.json.gz: every function of the BFCL v4 data files
 // of the bfcl-eval wheel, deduplicated by name and description, in the
 // order first seen (the data files sorted by name, then
-// multi_turn_func_doc/), dealt into servers of perServer tools each. It
-// also copies BFCL_v4_live_multiple.json and its possible answer, gzipped.
+// multi_turn_func_doc/), dealt into 37 servers: each function goes to the
+// server with the fewest so far among those that have no function of its
+// name (an MCP server's tool names are unique; BFCL describes some APIs
+// several ways, up to 30 of one name). It also copies BFCL_v4_live_multiple.json and its possible answer, gzipped.
 // Rebuild with:
 //
 //	pip download bfcl-eval==2026.3.23 --no-deps && unzip bfcl_eval-2026.3.23-py3-none-any.whl -d wheel
@@ -18,11 +20,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 )
 
-// perServer makes 37 servers of the 2,886 functions.
-const perServer = 78
+// servers is how many servers the functions are dealt into (78 each).
+const servers = 37
 
 type function struct {
 	Server      string          `json:"server"`
@@ -56,6 +59,11 @@ func run(data, out string) error {
 	sort.Strings(docs)
 	seen := map[[2]string]bool{}
 	var pool []function
+	names := make([]map[string]bool, servers)
+	for i := range names {
+		names[i] = map[string]bool{}
+	}
+	sizes := make([]int, servers)
 	for _, f := range append(files, docs...) {
 		fns, err := functionsOf(f)
 		if err != nil {
@@ -68,7 +76,18 @@ func run(data, out string) error {
 			}
 			seen[key] = true
 			fn.Source, _ = filepath.Rel(data, f)
-			fn.Server = fmt.Sprintf("bfcl%02d", len(pool)/perServer+1)
+			to := -1
+			for i := range servers {
+				if !names[i][fn.Name] && (to < 0 || sizes[i] < sizes[to]) {
+					to = i
+				}
+			}
+			if to < 0 {
+				return fmt.Errorf("%d functions are named %s: more than servers", servers+1, fn.Name)
+			}
+			names[to][fn.Name] = true
+			sizes[to]++
+			fn.Server = fmt.Sprintf("bfcl%02d", to+1)
 			pool = append(pool, fn)
 		}
 	}
@@ -88,7 +107,7 @@ func run(data, out string) error {
 			return err
 		}
 	}
-	fmt.Printf("%d functions in %d servers\n", len(pool), (len(pool)+perServer-1)/perServer)
+	fmt.Printf("%d functions in %d servers of %d to %d\n", len(pool), servers, slices.Min(sizes), slices.Max(sizes))
 	return nil
 }
 
