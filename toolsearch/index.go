@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"math"
 	"sort"
+	"strings"
 )
 
 // Index is the searchable form of one catalogue: for each term, the docs
@@ -10,13 +11,15 @@ import (
 // computed once here so that a query only adds them up; the words of the
 // catalogue for typo and prefix matches; and each doc's vector.
 type Index struct {
-	s        *Searcher
-	docs     []*Analysed
-	postings map[string][]posting
-	vocab    []wordTerm    // every distinct word, sorted by word
-	masks    []uint64      // the letters of each word of vocab
-	byLen    map[int][]int // word length in bytes -> positions in vocab
-	vecs     [][]float32   // unit vectors, one per doc; nil without an Embedder
+	s         *Searcher
+	docs      []*Analysed
+	postings  map[string][]posting
+	vocab     []wordTerm    // every distinct word, sorted by word
+	masks     []uint64      // the letters of each word of vocab
+	byLen     map[int][]int // word length in bytes -> positions in vocab
+	names     []string      // each doc's name, for fuzzy matches
+	nameMasks []uint64      // the letters of each name
+	vecs      [][]float32   // unit vectors, one per doc; nil without an Embedder
 }
 
 // posting is one doc that has a term, and what the term scores there.
@@ -61,14 +64,9 @@ func (s *Searcher) build(docs []*Analysed) *Index {
 			words[wt.word] = wt.term
 		}
 	}
-	n := float64(len(docs))
 	k1 := s.opts.K1
 	for _, ps := range x.postings {
-		idf := 1.0
-		if !s.opts.Ablate.IDF {
-			df := float64(len(ps))
-			idf = math.Log(1 + (n-df+0.5)/(df+0.5))
-		}
+		idf := x.idf(len(ps))
 		for j := range ps {
 			v := float64(ps[j].impact)
 			ps[j].impact = float32(idf * v * (k1 + 1) / (k1 + v))
@@ -86,8 +84,24 @@ func (s *Searcher) build(docs []*Analysed) *Index {
 		x.byLen[len(wt.word)] = append(x.byLen[len(wt.word)], i)
 		x.masks[i] = letters(wt.word)
 	}
+	x.names = make([]string, len(docs))
+	x.nameMasks = make([]uint64, len(docs))
+	for i, d := range docs {
+		x.names[i] = d.Doc.Name
+		x.nameMasks[i] = letters(strings.ToLower(d.Doc.Name))
+	}
 	x.vecs = s.vectorsOf(docs)
 	return x
+}
+
+// idf is BM25's inverse document frequency of a term that df docs have
+// (1 with IDF ablated).
+func (x *Index) idf(df int) float64 {
+	if x.s.opts.Ablate.IDF {
+		return 1
+	}
+	n, f := float64(len(x.docs)), float64(df)
+	return math.Log(1 + (n-f+0.5)/(f+0.5))
 }
 
 // fieldWeight is the weight of field f: 1 for every field when the

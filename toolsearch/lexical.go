@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+
+	"github.com/sahilm/fuzzy"
 )
 
 // lexical returns the BM25F score of every doc for the query's words
@@ -16,6 +18,7 @@ func (x *Index) lexical(words []string) ([]float32, int) {
 	scores := make([]float32, len(x.docs))
 	seen := make(map[string]bool, len(words))
 	terms := 0
+	var unmatched []string
 	for _, w := range words {
 		t := x.s.text.term(w)
 		if t == "" || seen[t] {
@@ -29,16 +32,58 @@ func (x *Index) lexical(words []string) ([]float32, int) {
 			}
 			continue
 		}
-		if !x.s.opts.Ablate.Typo {
-			x.near(w, scores)
+		if !x.s.opts.Ablate.Typo && !x.near(w, scores) && len(unmatched) < maxFuzzyWords {
+			unmatched = append(unmatched, w)
 		}
+	}
+	for _, w := range unmatched {
+		x.fuzzy(w, scores)
 	}
 	return scores, terms
 }
 
+// maxFuzzyWords bounds how many words of a query are matched against the
+// tools' names as subsequences (fuzzy), the costliest match.
+const maxFuzzyWords = 4
+
+// fuzzy adds to scores a match of w, a word that matched no word of the
+// catalogue, as a subsequence of tool names (sahilm/fuzzy: "getsum" in
+// get_sum, "rdfile" in read_file), where the letters it matches span at
+// most half as much again as w: a tool it matches scores
+// Options.Fuzzy times the IDF of the match (how few tools it matches).
+func (x *Index) fuzzy(w string, scores []float32) {
+	if len(w) < minTypoLen {
+		return
+	}
+	// Only names that have every letter of w can have it as a subsequence.
+	need := letters(w)
+	var cands []string
+	var at []int
+	for i, m := range x.nameMasks {
+		if need&^m == 0 {
+			cands = append(cands, x.names[i])
+			at = append(at, i)
+		}
+	}
+	var hits []int
+	for _, m := range fuzzy.FindNoSort(w, cands) {
+		if n := len(m.MatchedIndexes); n > 0 && m.MatchedIndexes[n-1]-m.MatchedIndexes[0] < len(w)+len(w)/2 {
+			hits = append(hits, at[m.Index])
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	v := float32(x.s.opts.Fuzzy * x.idf(len(hits)))
+	for _, d := range hits {
+		scores[d] += v
+	}
+}
+
 // near adds to scores the best near match of w in each doc: the terms of
-// the catalogue's words that w is a typo of, or the start of.
-func (x *Index) near(w string, scores []float32) {
+// the catalogue's words that w is a typo of, or the start of. It reports
+// whether there was any.
+func (x *Index) near(w string, scores []float32) bool {
 	weight := map[string]float32{} // term -> the weight of its best near match
 	for _, i := range x.prefixed(w) {
 		t := x.vocab[i].term
@@ -59,7 +104,7 @@ func (x *Index) near(w string, scores []float32) {
 		}
 	}
 	if len(weight) == 0 {
-		return
+		return false
 	}
 	best := map[int32]float32{}
 	for t, wt := range weight {
@@ -70,6 +115,7 @@ func (x *Index) near(w string, scores []float32) {
 	for doc, v := range best {
 		scores[doc] += v
 	}
+	return true
 }
 
 // minPrefixLen and minTypoLen are the shortest words matched as a prefix

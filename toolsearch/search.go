@@ -17,6 +17,10 @@ type Options struct {
 	// eight letters or more) or the start of one, against an exact match
 	// (1).
 	Typo, Prefix float64
+	// Fuzzy weighs a query word that matches nothing else but is a
+	// subsequence of a tool's name ("getsum" in get_sum), against a word
+	// of the same IDF matched once (1).
+	Fuzzy float64
 
 	// Embedder, if set, gives the semantic ranking that is fused with the
 	// lexical one.
@@ -48,7 +52,7 @@ type Ablation struct {
 	Stem   bool // words are matched as written
 	Stop   bool // stop words are indexed and searched
 	Params bool // parameters are not indexed
-	Typo   bool // no typo or prefix matches
+	Typo   bool // no typo, prefix or fuzzy matches
 }
 
 // Defaults returns the options codebridge searches with (without an
@@ -60,6 +64,7 @@ func Defaults() Options {
 		B:             0.75,
 		Typo:          0.4,
 		Prefix:        0.5,
+		Fuzzy:         0.5,
 		Fusion:        FuseRRF,
 		RRFK:          60,
 		SemanticDepth: 100,

@@ -127,9 +127,11 @@ func TestTypo(t *testing.T) {
 		tool("read_text", "Read a text."),
 		tool("next_page", "Get the next page of results."),
 		tool("search_repositories", "Search for repositories."),
+		tool("get_sum", "Add up numbers."),
 	)
 	first(t, x, "calender", "list_calendars")
 	first(t, x, "repo", "search_repositories")
+	first(t, x, "getsum", "get_sum")
 	if got := names(x, x.Search("next", 5)); len(got) != 1 || got[0] != "next_page" {
 		t.Fatalf("next: got %v, want only next_page", got)
 	}
