@@ -83,9 +83,11 @@ func TestLongDescriptionDoesNotWin(t *testing.T) {
 		tool("sequentialthinking", long),
 		tool("create_event", "Create a calendar event."),
 		tool("send_email", "Send an email."),
+		tool("checksum", "Verify that a file is whole by its checksum."),
 	)
 	first(t, x, "calendar event", "create_event")
 	first(t, x, "send an email", "send_email")
+	first(t, x, "verify each file", "checksum")
 }
 
 // TestStemming: "deleting" finds delete, "entities" finds entity.
@@ -335,4 +337,14 @@ func TestVectorsCached(t *testing.T) {
 	if len(emb.embedded) != 2 {
 		t.Errorf("embedded %d texts, want 2", len(emb.embedded))
 	}
+}
+
+// TestNameWeighsMore: a word of a tool's name counts for more than the
+// same word in another tool's description.
+func TestNameWeighsMore(t *testing.T) {
+	x := index(nil,
+		tool("archive_the_records_of_the_year", "Moves records away."),
+		tool("backup", "Archive records."),
+	)
+	first(t, x, "archive", "archive_the_records_of_the_year")
 }
