@@ -105,7 +105,9 @@ func normalize(text string) string {
 	ascii := true
 	for _, r := range text {
 		switch {
-		case r == 0 || r == utf8.RuneError || isControl(r):
+		case r < utf8.RuneSelf:
+			normalizeASCII(&sb, byte(r))
+		case r == utf8.RuneError || isControl(r):
 			continue
 		case isWhitespace(r):
 			sb.WriteByte(' ')
@@ -129,6 +131,19 @@ func normalize(text string) string {
 		}
 		return unicode.ToLower(r)
 	}, norm.NFD.String(sb.String()))
+}
+
+// normalizeASCII writes what normalize makes of an ASCII byte: a space
+// for white space (tab to carriage return, and space), nothing for other
+// control characters, else the byte.
+func normalizeASCII(sb *strings.Builder, b byte) {
+	switch {
+	case b == ' ' || b >= '\t' && b <= '\r':
+		sb.WriteByte(' ')
+	case b < ' ' || b == 0x7f:
+	default:
+		sb.WriteByte(b)
+	}
 }
 
 // eachWord calls yield with the words of normalized text: runs between
