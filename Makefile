@@ -13,13 +13,18 @@ NPM_DIR ?= testdata/npm
 # server fails them instead of skipping them. CODEBRIDGE_E2E=0 lets them skip.
 CODEBRIDGE_E2E ?= 1
 export CODEBRIDGE_E2E
+# The Python MCP SDK, a real client some end-to-end tests drive: a
+# virtualenv made by `make pysdk` unless CODEBRIDGE_PYTHON_SDK names a
+# Python that has it.
+CODEBRIDGE_PYTHON_SDK ?= $(CURDIR)/.cache/pysdk/bin/python
+export CODEBRIDGE_PYTHON_SDK
 ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 GO ?= go
 # Build tags: TAGS=kubernetes compiles in the Kubernetes engine (opt-in:
 # client-go costs every bridge ~6 MB of idle memory; see docs/scale-out.md).
 TAGS ?=
 
-.PHONY: build image npm demo test test-go test-python test-e2e vet bench bench-kube soak fuzz clean
+.PHONY: build image npm pysdk demo test test-go test-python test-e2e vet bench bench-kube soak fuzz clean
 
 build:
 	$(GO) build -tags '$(TAGS)' -o bin/codebridge ./cmd/codebridge
@@ -34,6 +39,11 @@ npm:
 	@test -x $(NPM_DIR)/node_modules/.bin/mcp-server-everything \
 	  || npm ci --prefix $(NPM_DIR) --no-audit --no-fund
 
+# Install the Python MCP SDK into .cache/pysdk unless the Python above has it.
+pysdk:
+	@$(CODEBRIDGE_PYTHON_SDK) -c 'import mcp' 2>/dev/null \
+	  || { python3 -m venv $(CURDIR)/.cache/pysdk && $(CURDIR)/.cache/pysdk/bin/pip install -q 'mcp>=2.3,<3'; }
+
 demo: build image
 	$(GO) run ./examples/demo -bin bin/codebridge
 
@@ -44,12 +54,12 @@ vet:
 
 test: vet test-python test-go
 
-test-go: npm image
+test-go: npm pysdk image
 	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -tags '$(TAGS)' -count=1 -timeout 30m ./...
 
 # Only the end-to-end tests (CI runs them again per engine:
 # CODEBRIDGE_ENGINE=docker, and rootless Podman).
-test-e2e: npm image
+test-e2e: npm pysdk image
 	CODEBRIDGE_TEST_IMAGE=$(IMAGE) $(GO) test -tags '$(TAGS)' -count=1 -timeout 30m ./e2e/
 
 # The runtime's unit tests, inside the real sandbox image, hardened like the

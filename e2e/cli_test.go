@@ -87,6 +87,9 @@ func TestDoctor(t *testing.T) {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
 			}
 			mustContain(t, out, c.wants...)
+			if strings.Contains(out, "or `codebridge doctor`") {
+				t.Errorf("doctor's advice points at doctor itself:\n%s", out)
+			}
 		})
 	}
 	t.Run("json", func(t *testing.T) {

@@ -100,7 +100,11 @@ except ToolError as e:
     print('REFUSED', e)
 `)
 	mustContain(t, out, "OK", "the model says 42", "e2e-model",
-		"REFUSED", `does not let server "nosampler" use the client's model`, `set "sampling": true in its entry`)
+		"REFUSED", `does not let server "nosampler" use the client's model`, `set "sampling": true in its entry`,
+		"MCP error -1:") // a real code, not the 0 a plain Go error becomes
+	if strings.Contains(out, "MCP error 0:") {
+		t.Errorf("the refusal reached the cell with code 0:\n%s", out)
+	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if len(sc.prompts) != 1 || !strings.Contains(sc.prompts[0], "what is six times seven") {

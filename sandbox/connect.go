@@ -25,8 +25,12 @@ const EngineKubernetes = "kubernetes"
 // build without it.
 var ErrKubernetesNotBuilt = errors.New("the kubernetes engine is not compiled into this codebridge (it is opt-in: " +
 	"client-go would cost every bridge about 6 MB of memory): install a build with it, " +
-	"go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest, " +
-	"or use the image of deploy/kubernetes/Containerfile")
+	KubernetesInstall + ", or use the image of deploy/kubernetes/Containerfile")
+
+// KubernetesInstall is the command that installs a codebridge with the
+// Kubernetes engine compiled in. The module is not published, so it runs
+// from a clone, as the default install does.
+const KubernetesInstall = "from a clone of codebridge: go install -tags kubernetes ./cmd/codebridge"
 
 // EngineOptions say which container engine to use.
 type EngineOptions struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,7 +86,7 @@ func (s *Server) newClient() *mcp.Client {
 		LoggingMessageHandler:       s.watchers.logMessage,
 		ProgressNotificationHandler: s.watchers.progress,
 	})
-	client.AddReceivingMiddleware(s.downlink.rootsMiddleware)
+	client.AddReceivingMiddleware(errorCodes, s.downlink.rootsMiddleware)
 	return client
 }
 
@@ -113,7 +114,7 @@ func (l *downlink) createMessage(ctx context.Context, req *mcp.CreateMessageRequ
 		// The config file's path is for the host's eyes: the message goes
 		// back through the upstream to the sandbox.
 		l.log.Warn("refused a sampling request: sampling is off for this server", "config", l.source)
-		return nil, fmt.Errorf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry of the codebridge config)", l.server)
+		return nil, &jsonrpc.Error{Code: CodeRefused, Message: fmt.Sprintf("codebridge does not let server %q use the client's model: sampling is off for it (to allow it, set \"sampling\": true in its entry of the codebridge config)", l.server)}
 	}
 	if l.down == nil {
 		return nil, ErrNoClient
@@ -152,5 +153,25 @@ func (l *downlink) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return l.listRoots(ctx)
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// CodeRefused is the JSON-RPC error code of a request codebridge refuses
+// to pass to its client (sampling that is off for a server): -1, the code
+// the MCP specification's example gives a rejected sampling request.
+const CodeRefused = -1
+
+// errorCodes gives every error codebridge answers a server's request with
+// a real JSON-RPC code: a plain Go error would reach the server as code 0
+// ("MCP error 0"). An error that has a code keeps it; any other is an
+// internal error, with its message kept.
+func errorCodes(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var we *jsonrpc.Error
+		if err == nil || errors.As(err, &we) || errors.Is(err, context.Canceled) {
+			return res, err
+		}
+		return res, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 }

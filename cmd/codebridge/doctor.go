@@ -91,7 +91,7 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	}
 	if !sandbox.KubernetesBuilt {
 		add(check{Name: "kubernetes", OK: true, Detail: "the kubernetes engine is not compiled in (opt-in: client-go costs every bridge about 6 MB of memory); " +
-			"for it: go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest"}, time.Now())
+			"for it, " + sandbox.KubernetesInstall}, time.Now())
 	}
 	checks = append(checks, serverChecks(ctx, a)...)
 	checks = append(checks, packagesCheck(ctx, a.bridge.Packages()))
@@ -296,10 +296,9 @@ func serverChecks(ctx context.Context, a *app) []check {
 			tools, err := s.Tools(ctx)
 			ch := check{Name: "server", TookMS: time.Since(start).Milliseconds()}
 			if err != nil {
-				ch.Detail = s.Name() + ": " + err.Error()
-				if d := upstream.HostDetail(err); d != "" && d != err.Error() { // the stderr tail: for the user's eyes
-					ch.Detail += "\n" + d
-				}
+				// The host's detail (cause, stderr tail, command, config
+				// file), not the sandbox's message, which points here.
+				ch.Detail = s.Name() + ": " + upstream.HostDetail(err)
 				ch.Fix = "run the server's command by hand to see why it fails, or set \"disabled\": true"
 			} else {
 				ch.OK = true

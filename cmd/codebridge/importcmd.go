@@ -270,7 +270,8 @@ func writeImports(c *cli, cands []*candidate, o importOptions) error {
 		b, _ := json.MarshalIndent(map[string]any{"mcpServers": byClient[cl]}, "", "  ")
 		b = append(b, '\n')
 		if !o.write {
-			fmt.Fprintf(c.stdout, "\nwould write %s (%d servers):\n%s", target, len(byClient[cl]), b)
+			shown, _ := json.MarshalIndent(map[string]any{"mcpServers": previewServers(byClient[cl])}, "", "  ")
+			fmt.Fprintf(c.stdout, "\nwould write %s (%d servers; secret values shown as %s):\n%s\n", target, len(byClient[cl]), masked, shown)
 			continue
 		}
 		if err := os.MkdirAll(o.dir, 0o755); err != nil {
@@ -369,4 +370,46 @@ func detectClient(path string) clientConfig {
 		return clientConfig{client: "vscode", key: "servers"}
 	}
 	return clientConfig{client: "other", key: "mcpServers"}
+}
+
+// previewServers is servers as the preview prints them: an env or header
+// value that is a reference (${NAME}) is shown as it will be written, any
+// other value as [masked], and a URL's password and query values masked,
+// so that no secret value reaches the terminal. The entries themselves are
+// not changed.
+func previewServers(servers map[string]any) map[string]any {
+	out := make(map[string]any, len(servers))
+	for name, v := range servers {
+		e, ok := v.(map[string]any)
+		if !ok {
+			out[name] = v
+			continue
+		}
+		shown := maps.Clone(e)
+		for _, k := range []string{"env", "headers"} {
+			if m, ok := e[k].(map[string]any); ok {
+				shown[k] = maskValues(m)
+			}
+		}
+		if u, ok := e["url"].(string); ok {
+			shown["url"] = maskURL(u)
+		}
+		out[name] = shown
+	}
+	return out
+}
+
+// maskValues returns m with every value that is not wholly a variable
+// reference replaced by [masked].
+func maskValues(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		s, _ := v.(string)
+		if loc := clientVar.FindStringIndex(s); loc != nil && loc[0] == 0 && loc[1] == len(s) {
+			out[k] = s
+			continue
+		}
+		out[k] = masked
+	}
+	return out
 }

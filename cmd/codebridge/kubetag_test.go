@@ -28,7 +28,7 @@ func TestKubernetesEngineOptIn(t *testing.T) {
 			continue
 		}
 		if !errors.Is(err, sandbox.ErrKubernetesNotBuilt) ||
-			!strings.Contains(err.Error(), "go install -tags kubernetes github.com/codebridge/codebridge/cmd/codebridge@latest") {
+			!strings.Contains(err.Error(), sandbox.KubernetesInstall) {
 			t.Errorf("%s: the default build took --engine kubernetes or did not say how to get it: %v", name, err)
 		}
 	}

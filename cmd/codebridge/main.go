@@ -97,12 +97,17 @@ func (e failure) Unwrap() error { return e.err }
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := c.rootCommand()
-	root.SetArgs(defaultToServe(root, singleDashLongFlags(root, argv)))
+	args := defaultToServe(root, singleDashLongFlags(root, argv))
+	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
-	return exitStatus(stderr, cmd.CommandPath(), err)
+	path := cmd.CommandPath()
+	if len(argv) > 0 && args[0] == "serve" && argv[0] != "serve" {
+		path = root.Name() // the user typed no command: name none
+	}
+	return exitStatus(stderr, path, err)
 }
 
 // exitStatus says what ended the command, unless it has said so itself,
@@ -145,7 +150,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		c.serveCommand(),
 		c.doctorCommand(),

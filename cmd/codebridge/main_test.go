@@ -470,3 +470,72 @@ func TestDoctorCheckEscapesDetail(t *testing.T) {
 	}
 	mustContain(t, out, "FAIL  server     evil: exited (0ms)", `forged\x1b[2J\r`, `fix: fix\x1b[H`)
 }
+
+// The dry run's preview shows what each secret becomes, never its value:
+// literal env and header values and a URL's password and query values are
+// masked, references are shown as they will be written, and --write still
+// writes the values themselves (the file is the user's, mode 0600).
+func TestImportPreviewHidesSecrets(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {
+	  "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_LITERALSECRET1", "REF": "${env:OTHER}"}},
+	  "web": {"url": "https://user:PASSWORDSECRET2@example.test/mcp?key=QUERYSECRET3", "headers": {"Authorization": "Bearer HEADERSECRET4"}}}}`)
+	stdout, stderr, code := importInto(t, home, importOptions{})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, secret := range []string{"LITERALSECRET1", "PASSWORDSECRET2", "QUERYSECRET3", "HEADERSECRET4"} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("the preview shows %s:\n%s", secret, stdout)
+		}
+	}
+	mustContain(t, stdout, `"GITHUB_TOKEN": "***"`, `"REF": "${OTHER}"`, `"Authorization": "***"`, "secret values shown as ***")
+
+	if _, stderr, code = importInto(t, home, importOptions{write: true}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := readImported(t, filepath.Join(home, "MCPs", "zz-imported-cursor.json"))
+	if got["gh"]["env"].(map[string]any)["GITHUB_TOKEN"] != "ghp_LITERALSECRET1" {
+		t.Errorf("the written file lost the value: %v", got["gh"])
+	}
+}
+
+// A mistyped flag is named as typed, with the nearest flag the command
+// knows, and a bare codebridge with serve implied names no command the
+// user did not type.
+func TestUnknownFlagSuggestsNearest(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"--verison"}, "codebridge: unknown flag --verison; did you mean --version?"},
+		{[]string{"--polcy", "open"}, "codebridge: unknown flag --polcy; did you mean --policy?"},
+		{[]string{"search", "--limt", "3", "x"}, "codebridge search: unknown flag --limt; did you mean --limit?"},
+		{[]string{"--zzzzzzzz"}, "codebridge: unknown flag --zzzzzzzz\n"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.argv, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+		if code != 2 || !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), "codebridge serve") && tc.argv[0] != "serve" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.argv, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// Only a terminal on stdin gets the note that codebridge waits for a
+// client: a pipe (what MCP clients give it) or /dev/null does not.
+func TestWaitingNoteOnlyForATerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(r) || isTerminal(null) || isTerminal(strings.NewReader("")) {
+		t.Error("a pipe, /dev/null or a reader was taken for a terminal")
+	}
+}

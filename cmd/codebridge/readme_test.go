@@ -78,3 +78,27 @@ func TestReadmeSettingsTable(t *testing.T) {
 		}
 	}
 }
+
+// README's SDK snippets are the example scripts the end-to-end tests run
+// (examples/sdk), without their comment lines.
+func TestReadmeSDKSnippetsAreTheExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, comment := range map[string]string{"client.py": "#", "client.mjs": "//"} {
+		b, err := os.ReadFile("../../examples/sdk/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var code []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, comment) {
+				code = append(code, line)
+			}
+		}
+		if snippet := strings.Trim(strings.Join(code, "\n"), "\n"); !strings.Contains(string(readme), "\n"+snippet+"\n```") {
+			t.Errorf("README does not show examples/sdk/%s as it is:\n%s", file, snippet)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -66,6 +68,9 @@ func (c *cli) serve(s *settings) error {
 	stdin := eofReader{r: c.stdin, eof: endSandbox}
 
 	a.log.Debug("serving", "servers", len(a.specs), "image", s.image)
+	if isTerminal(c.stdin) {
+		fmt.Fprint(c.stderr, waitingForClient)
+	}
 	err = a.bridge.Server().Run(ctx, bridge.DropCancelledResponses(&bridge.StdioTransport{Reader: stdin, Writer: c.stdout}))
 	stop()
 	a.close()
@@ -88,4 +93,19 @@ func (e eofReader) Read(p []byte) (int, error) {
 		e.eof()
 	}
 	return n, err
+}
+
+// waitingForClient is what a bare codebridge says when a person starts it
+// in a terminal: it speaks MCP on stdin and would otherwise wait in silence.
+const waitingForClient = `codebridge is an MCP server: it is waiting for an MCP client on stdin (Ctrl-D or Ctrl-C ends it).
+Register it with your MCP client instead (README: "Register codebridge with your MCP client"), or try it here:
+  codebridge doctor                        check the engine, the image and your servers
+  echo 'print(1)' | codebridge exec -      run Python in the sandbox once
+`
+
+// isTerminal says whether r is a terminal, where a person, not an MCP
+// client, is typing.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
