@@ -488,7 +488,8 @@ func ablation(sets ...*searchSet) []row {
 		{"the query budget", func(o *toolsearch.Options) { o.QueryWords = 1 << 20 }},
 		{"semantic ranking (lexical alone)", func(o *toolsearch.Options) { o.Fusion = toolsearch.FuseLexical }},
 		{"lexical ranking (semantic alone)", func(o *toolsearch.Options) { o.Fusion = toolsearch.FuseSemantic }},
-		{"RRF (weighted sum of normalised scores instead)", func(o *toolsearch.Options) { o.Fusion = toolsearch.FuseWeighted }},
+		{"the weighted sum (reciprocal rank fusion, k 60, instead)", func(o *toolsearch.Options) { o.Fusion, o.RRFK = toolsearch.FuseRRF, 60 }},
+		{"the weighted sum (reciprocal rank fusion, k 10, instead)", func(o *toolsearch.Options) { o.Fusion, o.RRFK = toolsearch.FuseRRF, 10 }},
 	}
 	base := make([]float64, len(sets))
 	var rows []row

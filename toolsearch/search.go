@@ -59,17 +59,17 @@ type Ablation struct {
 // Embedder, which the caller adds).
 func Defaults() Options {
 	return Options{
-		Weights:       Weights{Name: 3, Title: 2, ParamNames: 1, ParamText: 0.5, Description: 1, Server: 1},
+		Weights:       Weights{Name: 2, Title: 2, ParamNames: 1, ParamText: 1, Description: 1, Server: 1},
 		K1:            1.2,
 		B:             0.75,
 		Typo:          0.4,
 		Prefix:        0.5,
 		Fuzzy:         0.5,
-		Fusion:        FuseRRF,
+		Fusion:        FuseWeighted,
 		RRFK:          60,
 		SemanticDepth: 100,
 		SemanticFloor: 0.2,
-		LexicalWeight: 0.5,
+		LexicalWeight: 0.7,
 		QueryWords:    64,
 	}
 }

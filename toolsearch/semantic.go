@@ -13,24 +13,22 @@ type Embedder interface {
 }
 
 // embedText is what a doc's vector is made from: its name in words, its
-// title, its description and its parameters' names. The server's name is
-// left out: it says where a tool is, not what it does.
+// title, its description, and its parameters' names and descriptions.
+// The server's name is left out: it says where a tool is, not what it
+// does.
 func embedText(d *Doc) string {
 	var sb strings.Builder
 	sb.WriteString(strings.Join(words(d.Name), " "))
-	if d.Title != "" {
-		sb.WriteString(". " + d.Title)
-	}
-	if d.Description != "" {
-		sb.WriteString(". " + d.Description)
-	}
-	for i, p := range d.Params {
-		if i == 0 {
-			sb.WriteString(". ")
-		} else {
-			sb.WriteString(", ")
+	for _, s := range []string{d.Title, d.Description} {
+		if s != "" {
+			sb.WriteString(". " + s)
 		}
-		sb.WriteString(strings.Join(words(p.Name), " "))
+	}
+	for _, p := range d.Params {
+		sb.WriteString(". " + strings.Join(words(p.Name), " "))
+		if p.Description != "" {
+			sb.WriteString(": " + p.Description)
+		}
 	}
 	return sb.String()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/toolsearch"
+	"github.com/codebridge/codebridge/toolsearch/embed"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -129,7 +130,9 @@ var searcher = sync.OnceValue(func() *toolsearch.Searcher { return toolsearch.Ne
 // SearchOptions are the options of that ranking (the bench measures them,
 // and what each part is worth).
 func SearchOptions() toolsearch.Options {
-	return toolsearch.Defaults()
+	o := toolsearch.Defaults()
+	o.Embedder = embed.Default()
+	return o
 }
 
 // Rank orders entries by how well they match query and returns the best
