@@ -486,8 +486,9 @@ func ablation(sets ...*searchSet) []row {
 		{"parameters", func(o *toolsearch.Options) { o.Ablate.Params = true }},
 		{"typo and prefix matches", func(o *toolsearch.Options) { o.Ablate.Typo = true }},
 		{"the query budget", func(o *toolsearch.Options) { o.QueryWords = 1 << 20 }},
-		{"semantic ranking (lexical alone)", func(o *toolsearch.Options) { o.Fusion = toolsearch.FuseLexical }},
-		{"lexical ranking (semantic alone)", func(o *toolsearch.Options) { o.Fusion = toolsearch.FuseSemantic }},
+		{"soft matching of the first hits", func(o *toolsearch.Options) { o.SoftWeight = 0 }},
+		{"semantic ranking and soft matching (lexical alone)", func(o *toolsearch.Options) { o.Fusion, o.SoftWeight = toolsearch.FuseLexical, 0 }},
+		{"lexical ranking and soft matching (semantic alone)", func(o *toolsearch.Options) { o.Fusion, o.SoftWeight = toolsearch.FuseSemantic, 0 }},
 		{"the weighted sum (reciprocal rank fusion, k 60, instead)", func(o *toolsearch.Options) { o.Fusion, o.RRFK = toolsearch.FuseRRF, 60 }},
 		{"the weighted sum (reciprocal rank fusion, k 10, instead)", func(o *toolsearch.Options) { o.Fusion, o.RRFK = toolsearch.FuseRRF, 10 }},
 	}

@@ -36,6 +36,11 @@ type Options struct {
 	SemanticFloor float64
 	// LexicalWeight is the lexical ranking's share of FuseWeighted.
 	LexicalWeight float64
+	// SoftDepth is how many of the fused ranking's best are scored again
+	// by soft matching (soft.go), and SoftWeight what that adds to a
+	// fused score of at most 1.
+	SoftDepth  int
+	SoftWeight float64
 
 	// QueryWords is the query's budget: a query of more words is searched
 	// by its first and last QueryWords/2 (query.go).
@@ -70,6 +75,8 @@ func Defaults() Options {
 		SemanticDepth: 100,
 		SemanticFloor: 0.2,
 		LexicalWeight: 0.7,
+		SoftDepth:     20,
+		SoftWeight:    1,
 		QueryWords:    64,
 	}
 }
@@ -151,6 +158,7 @@ func (x *Index) Search(query string, limit int) Result {
 	}
 	sem := x.semantic(q.text)
 	r.Hits = x.s.fuse(lex, sem, len(x.docs))
+	x.soft(q.words, r.Hits)
 	if limit > 0 && len(r.Hits) > limit {
 		r.Hits = r.Hits[:limit]
 	}
