@@ -348,3 +348,17 @@ func TestNameWeighsMore(t *testing.T) {
 	)
 	first(t, x, "archive", "archive_the_records_of_the_year")
 }
+
+// TestSoftMatching: of the first hits, the one whose words mean what the
+// query's words mean comes first, though it shares no word with the query.
+func TestSoftMatching(t *testing.T) {
+	x := index(&fakeEmbedder{},
+		tool("list_records", "List the records of the account."),
+		tool("remove_image", "Remove an image."),
+	)
+	hits := []Hit{{Doc: 0, Score: 0.5}, {Doc: 1, Score: 0.5}}
+	x.soft(words("delete the picture"), hits)
+	if hits[0].Doc != 1 || hits[0].Score <= hits[1].Score {
+		t.Fatalf("soft matching left %+v", hits)
+	}
+}
