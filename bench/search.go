@@ -535,9 +535,13 @@ func searchRanker(s *searchSet, opts toolsearch.Options) ranker {
 // printMisses prints to stderr up to n queries whose right tools are not
 // all in rank's first five, spread over the set, with what came first.
 func printMisses(s *searchSet, rank ranker, n int) {
-	name := map[string]string{}
+	name, copies := map[string]string{}, map[string]int{}
 	for i, e := range s.entries {
-		name[s.ids[i]] = e.Server + ":" + e.Tool.Name
+		if copies[s.ids[i]]++; copies[s.ids[i]] == 1 {
+			name[s.ids[i]] = e.Server + ":" + e.Tool.Name
+		} else {
+			name[s.ids[i]] = e.Tool.Name // one of several of that name
+		}
 	}
 	var missed []int
 	for i, q := range s.queries {

@@ -21,12 +21,15 @@
 //
 // Their rankings are fused (fuse.go) by a weighted sum of their scores,
 // each over the best of its ranking (measured against reciprocal rank
-// fusion by the bench's ablation, and better on both sets). A query
-// is bounded first (query.go): past a budget of words, only its head and
-// its tail are read, and the result says so, so that a pasted document
-// costs what a short question does.
+// fusion by the bench's ablation, and better on both sets). The first
+// hits are then scored again by soft matching (soft.go): each query word
+// matched to the word of the tool closest to it in meaning, by the same
+// Embedder. A query is bounded first (query.go): past a budget of words,
+// only its head and its tail are read, and the result says so, so that a
+// pasted document costs what a short question does.
 //
-// An Index is built once per catalogue (Searcher.Index) and answers
-// queries without allocating per tool; a Cache keeps the indexes of the
-// catalogues in use, keyed by the identity of their entries.
+// An Index is built once per catalogue (Searcher.Index) from the
+// Analysed form of each tool, which its caller keeps while the tool is
+// listed unchanged; the Searcher keeps the indexes of the last few
+// catalogues, found again by the identity of their tools.
 package toolsearch
