@@ -251,21 +251,22 @@ func plainBM25(s *searchSet) ranker {
 			return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r > 127)
 		})
 	}
-	tfs := make([]map[string]int, len(s.entries))
+	type posting struct{ doc, tf int }
+	postings := map[string][]posting{}
 	lens := make([]float64, len(s.entries))
-	df := map[string]int{}
 	avg := 0.0
 	for i, e := range s.entries {
-		tfs[i] = map[string]int{}
 		text := e.Tool.Name + " " + e.Tool.Description
 		for _, p := range toolsearch.Params(e.Tool.InputSchema) {
 			text += " " + p.Name + " " + p.Description + " " + strings.Join(p.Enum, " ")
 		}
+		tf := map[string]int{}
 		ws := split(text)
 		for _, w := range ws {
-			if tfs[i][w]++; tfs[i][w] == 1 {
-				df[w]++
-			}
+			tf[w]++
+		}
+		for w, n := range tf {
+			postings[w] = append(postings[w], posting{i, n})
 		}
 		lens[i] = float64(len(ws))
 		avg += lens[i]
@@ -275,11 +276,12 @@ func plainBM25(s *searchSet) ranker {
 	return func(q string, k int) []string {
 		scores := make([]float32, len(s.entries))
 		for _, w := range split(q) {
-			idf := math.Log(1 + (n-float64(df[w])+0.5)/(float64(df[w])+0.5))
-			for i, tf := range tfs {
-				if f := float64(tf[w]); f > 0 {
-					scores[i] += float32(idf * f * (k1 + 1) / (f + k1*(1-b+b*lens[i]/avg)))
-				}
+			ps := postings[w]
+			df := float64(len(ps))
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			for _, p := range ps {
+				f := float64(p.tf)
+				scores[p.doc] += float32(idf * f * (k1 + 1) / (f + k1*(1-b+b*lens[p.doc]/avg)))
 			}
 		}
 		var out []string
