@@ -89,6 +89,16 @@ func (x *Index) near(w string, scores []float32) bool {
 		t := x.vocab[i].term
 		weight[t] = max(weight[t], float32(x.s.opts.Prefix))
 	}
+	// A term of the catalogue that w's term starts with ("relat" of
+	// relations, for relationship) also matches, if long enough to mean
+	// something by itself.
+	if t := x.s.text.term(w); len(t) > minStemPrefixLen {
+		for l := minStemPrefixLen; l < len(t); l++ {
+			if _, ok := x.postings[t[:l]]; ok {
+				weight[t[:l]] = max(weight[t[:l]], float32(x.s.opts.Prefix))
+			}
+		}
+	}
 	if n := len(w); n >= minTypoLen && n <= maxTypoLen {
 		d := maxTypos(w)
 		mask := letters(w)
@@ -122,9 +132,12 @@ func (x *Index) near(w string, scores []float32) bool {
 // or with a typo: shorter ones would match too much.
 const (
 	minPrefixLen = 3
-	minTypoLen   = 4
-	maxTypoLen   = 32 // bytes; no typo of a longer word is looked for
-	maxPrefixed  = 32 // the most words one prefix matches
+	// minStemPrefixLen is the shortest term that a longer query term
+	// matches by starting with it.
+	minStemPrefixLen = 5
+	minTypoLen       = 4
+	maxTypoLen       = 32 // bytes; no typo of a longer word is looked for
+	maxPrefixed      = 32 // the most words one prefix matches
 )
 
 // prefixed returns the positions in the vocabulary of the words that

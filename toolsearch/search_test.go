@@ -120,8 +120,9 @@ func TestParamsIndexed(t *testing.T) {
 	first(t, x, "leap seconds", "now")
 }
 
-// TestTypo: a word that matches nothing still finds its tool by a typo or
-// as a prefix, but never in place of an exact match: "next" is not "text"
+// TestTypo: a word that matches nothing still finds its tool by a typo,
+// as a prefix or by starting with a word's stem, or as a subsequence of a
+// name, but never in place of an exact match: "next" is not "text"
 // when "next" is a word of the catalogue.
 func TestTypo(t *testing.T) {
 	x := index(nil,
@@ -130,10 +131,12 @@ func TestTypo(t *testing.T) {
 		tool("next_page", "Get the next page of results."),
 		tool("search_repositories", "Search for repositories."),
 		tool("get_sum", "Add up numbers."),
+		tool("create_relations", "Create relations between entities."),
 	)
 	first(t, x, "calender", "list_calendars")
 	first(t, x, "repo", "search_repositories")
 	first(t, x, "getsum", "get_sum")
+	first(t, x, "relationship", "create_relations")
 	if got := names(x, x.Search("next", 5)); len(got) != 1 || got[0] != "next_page" {
 		t.Fatalf("next: got %v, want only next_page", got)
 	}
