@@ -234,7 +234,10 @@ func (c *cli) search(s *appSettings, rest []string, asJSON bool, limit int) erro
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	entries, down, stale := a.pool.Catalogue(ctx, 30*time.Second)
-	hits := upstream.Rank(strings.Join(rest, " "), entries, limit)
+	hits, cut := upstream.Search(strings.Join(rest, " "), entries, limit)
+	if cut != "" {
+		fmt.Fprintln(c.stderr, cut)
+	}
 	if asJSON {
 		out := []protocol.SearchHit{}
 		for _, h := range hits {
@@ -243,7 +246,7 @@ func (c *cli) search(s *appSettings, rest []string, asJSON bool, limit int) erro
 		return printJSON(c.stdout, out)
 	}
 	for _, h := range hits {
-		fmt.Fprintf(c.stdout, "%5.1f  %s.%s  %s\n", h.Score, termtext.Line(h.Server), termtext.Line(h.Tool.Name), termtext.Line(clip(firstLine(h.Tool.Description), 80)))
+		fmt.Fprintf(c.stdout, "%5.2f  %s.%s  %s\n", h.Score, termtext.Line(h.Server), termtext.Line(h.Tool.Name), termtext.Line(clip(firstLine(h.Tool.Description), 80)))
 	}
 	if len(hits) == 0 {
 		fmt.Fprintln(c.stdout, "no tool matches")
