@@ -96,7 +96,7 @@
 //
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
-// of the runs is shown. Targets are the design's, as README's benchmark table lists them.
+// of the runs is shown. Targets are the design's, as docs/performance.md lists them.
 package main
 
 import (
