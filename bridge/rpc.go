@@ -155,23 +155,57 @@ func searchTools(ctx context.Context, h *call, p protocol.SearchToolsParams) (js
 	if p.Limit <= 0 {
 		p.Limit = 5
 	}
+	res := h.search(ctx, p.Query, p.Limit, p.Detail == "full")
+	out := []any{}
+	if res.Cut != "" {
+		out = append(out, protocol.SearchNote{Note: res.Cut})
+	}
+	for _, hit := range res.Hits {
+		out = append(out, hit)
+	}
+	for _, d := range res.Down {
+		out = append(out, protocol.SearchDown{Server: d.Server, Unavailable: d.Err.Error()})
+	}
+	return json.Marshal(out)
+}
+
+// SearchResult is one search as the sandbox and `codebridge search` get
+// it: the hits, best first; the servers that could not be searched; those
+// searched from a listing saved before their entry changed; and, when the
+// query was cut to its budget, what was cut.
+type SearchResult struct {
+	Hits  []protocol.SearchHit
+	Down  []upstream.Unavailable
+	Stale []upstream.Stale
+	Cut   string
+}
+
+// search ranks, for query, what the session may see: every server's
+// tools, resources and prompts the policy does not hide, and the
+// principal's skills. It is the one search: the sandbox's search_tools
+// and `codebridge search` ([Bridge.Search]) both answer with it.
+func (h *sandboxHost) search(ctx context.Context, query string, limit int, full bool) SearchResult {
 	entries, down, stale := h.pool.Catalogue(ctx, searchWait)
 	entries = h.visibleEntries(entries)
 	entries, skills := h.withSkills(entries)
-	out := []any{}
-	for _, hit := range upstream.Rank(p.Query, entries, p.Limit) {
-		r := SearchHit(hit, p.Detail == "full")
+	hits, cut := upstream.Search(query, entries, limit)
+	res := SearchResult{Down: down, Stale: stale, Cut: cut}
+	for _, hit := range hits {
+		r := SearchHit(hit, full)
 		r.Skill = skills[hit.Tool]
 		if !r.Skill {
 			r.Returns = h.returnsLine(hit)
 			r.Stale = staleNote(stale, hit.Server)
 		}
-		out = append(out, r)
+		res.Hits = append(res.Hits, r)
 	}
-	for _, d := range down {
-		out = append(out, protocol.SearchDown{Server: d.Server, Unavailable: d.Err.Error()})
-	}
-	return json.Marshal(out)
+	return res
+}
+
+// Search is the search the local user's sandbox has (see
+// [sandboxHost.search]), for `codebridge search`.
+func (b *Bridge) Search(ctx context.Context, query string, limit int) SearchResult {
+	return b.single.host.search(ctx, query, limit, false)
 }
 
 // staleNote says why a hit of server may be out of date, when the search

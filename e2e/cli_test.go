@@ -139,6 +139,14 @@ func TestExecAndListings(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(strings.Fields(out)[1], "stub.add") {
 		t.Fatalf("search: exit %d\n%s", code, out)
 	}
+	// The command line's search is the sandbox's: a saved skill is found too.
+	if out, errOut, code = cli(t, h, "def total_of_numbers(xs):\n    return sum(xs)\nruntime.save_skill('total_of_numbers', total_of_numbers, description='Add up a list of numbers')\n", nil, "exec", "-"); code != 0 {
+		t.Fatalf("saving a skill: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = cli(t, h, "", nil, "search", "total", "of", "numbers")
+	if code != 0 || !strings.Contains(out, "skills.total_of_numbers") {
+		t.Fatalf("search does not find the saved skill: exit %d\n%s", code, out)
+	}
 	_, errOut, code = cli(t, h, "", nil, "tools", "nope")
 	if code != 1 || !strings.Contains(errOut, `no MCP server "nope"`) {
 		t.Fatalf("tools of an unknown server: exit %d\n%s", code, errOut)

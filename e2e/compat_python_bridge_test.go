@@ -196,7 +196,7 @@ except runtime.MCPError as e:
 	})
 }
 
-// The README promises decorators in skills: a function whose decorator
+// The user guide promises decorators in skills: a function whose decorator
 // returns a wrapper (no functools.wraps) is saved with its decorator and
 // works when loaded as a skill (issue 22, item 6).
 func TestCompatSkillOfDecoratedFunction(t *testing.T) {

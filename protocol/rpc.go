@@ -105,6 +105,12 @@ type SearchHit struct {
 	Stale string `json:"stale,omitempty"`
 }
 
+// SearchNote comes first in the answer to search_tools when the query was
+// cut to its budget: it says what was cut.
+type SearchNote struct {
+	Note string `json:"note"`
+}
+
 // SearchDown names a server that could not be searched; such entries come
 // after the hits in the answer to search_tools.
 type SearchDown struct {

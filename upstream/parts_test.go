@@ -203,14 +203,14 @@ func TestWordIndex(t *testing.T) {
 	var x wordIndex
 	tools := []*mcp.Tool{{Name: "readFile"}, {Name: "write_file"}}
 	w := x.of("fs", tools)
-	if len(w) != 2 || len(w[0].name) != 2 || w[0].name[0] != "read" || w[0].server[0] != "fs" {
+	if len(w) != 2 || w[0].Doc.Name != "readFile" || w[0].Doc.Server != "fs" {
 		t.Fatalf("words: %+v", w[0])
 	}
 	if again := x.of("fs", tools); again[0] != w[0] {
 		t.Fatal("the words were computed again for the same list")
 	}
 	other := []*mcp.Tool{{Name: "list_dir"}}
-	if got := x.of("fs", other); len(got) != 1 || got[0].name[0] != "list" {
+	if got := x.of("fs", other); len(got) != 1 || got[0].Doc.Name != "list_dir" {
 		t.Fatalf("words of another list: %+v", got)
 	}
 }

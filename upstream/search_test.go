@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,34 +92,33 @@ func TestRankNoMatch(t *testing.T) {
 	}
 }
 
-func TestWords(t *testing.T) {
-	cases := map[string]string{
-		"readFile":            "[read file]",
-		"read_multiple-files": "[read multiple files]",
-		"HTTPServer v2":       "[httpserver v2]",
-		"café.menu":           "[café menu]",
+// TestRankServerDescription: a server's own description (from its config
+// entry) finds its tools.
+func TestRankServerDescription(t *testing.T) {
+	x := wordIndex{description: "Payroll and invoices of the accounting department."}
+	tools := []*mcp.Tool{{Name: "list_items", Description: "List the items."}}
+	entries := catalogue()
+	for i, w := range x.of("acme", tools) {
+		entries = append(entries, Entry{Server: "acme", Tool: tools[i], words: w})
 	}
-	for in, want := range cases {
-		if got := fmt.Sprint(words(in)); got != want {
-			t.Errorf("words(%q) = %s, want %s", in, got, want)
-		}
+	hits := Rank("payroll", entries, 3)
+	if len(hits) == 0 || hits[0].Server != "acme" {
+		t.Fatalf("payroll: %v", describe(hits))
 	}
 }
 
-func TestTypoDistance(t *testing.T) {
-	cases := []struct {
-		a, b string
-		d    int
-	}{
-		{"calender", "calendar", 1},
-		{"fielsystem", "filesystem", 1},
-		{"same", "same", 0},
-		{"abc", "abcdef", 3},
+// TestRankLongQuery: a query over the budget is cut, and Search says so.
+func TestRankLongQuery(t *testing.T) {
+	long := strings.Repeat("lorem ipsum dolor sit amet ", 200) + "add two numbers"
+	hits, cut := Search(long, catalogue(), 3)
+	if cut == "" {
+		t.Fatal("a 1,000-word query was not said to be cut")
 	}
-	for _, c := range cases {
-		if got := typoDistance(c.a, c.b); got != c.d {
-			t.Errorf("typoDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
-		}
+	if len(hits) == 0 || hits[0].Tool.Name != "add" {
+		t.Fatalf("the question at the end of a long query: %v", describe(hits))
+	}
+	if _, cut := Search("add two numbers", catalogue(), 3); cut != "" {
+		t.Fatalf("a short query was said to be cut: %s", cut)
 	}
 }
 

@@ -41,6 +41,7 @@ func newServer(spec discovery.Server, opts Options) *Server {
 	}
 	log := opts.Log.With("server", spec.Name)
 	s := &Server{spec: spec, opts: opts, log: log}
+	s.words.description = spec.Description
 	s.sup = &supervisor{
 		spec:           spec,
 		connectTimeout: opts.ConnectTimeout,

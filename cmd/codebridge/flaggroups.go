@@ -94,7 +94,7 @@ func dirList(v string) ([]string, error) {
 // sandboxFlags say which engine and image the sandbox uses and how it is
 // bounded.
 type sandboxFlags struct {
-	Engine string `flag:"engine" env:"CODEBRIDGE_ENGINE,MCP_BRIDGE_RUNTIME" default:"auto" type:"name" parse:"engine" usage:"container engine: auto, podman, docker or kubernetes (sandboxes as Pods; KUBECONFIG, or in-cluster in a Pod)" doc:"DOCKER_HOST and CONTAINER_HOST are honoured; see the README's Kubernetes section."`
+	Engine string `flag:"engine" env:"CODEBRIDGE_ENGINE,MCP_BRIDGE_RUNTIME" default:"auto" type:"name" parse:"engine" usage:"container engine: auto, podman, docker or kubernetes (sandboxes as Pods; KUBECONFIG, or in-cluster in a Pod)" doc:"DOCKER_HOST and CONTAINER_HOST are honoured; see docs/operator-guide.md, Kubernetes."`
 	// Namespace, SeccompLocalhost, StorageClass and WorkspaceSize are the
 	// kubernetes engine's (see sandbox.EngineOptions).
 	Namespace        string `flag:"namespace" env:"CODEBRIDGE_NAMESPACE" type:"name" usage:"Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default"`

@@ -17,7 +17,7 @@ import (
 
 // httpFlags are the settings of serving MCP over HTTP (serve --http).
 type httpFlags struct {
-	Addr        string        `flag:"http" env:"CODEBRIDGE_HTTP" type:"addr" usage:"serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session" doc:"The endpoint is /mcp; see the README's section on serving a team over HTTP."`
+	Addr        string        `flag:"http" env:"CODEBRIDGE_HTTP" type:"addr" usage:"serve MCP over streamable HTTP on this address (such as 127.0.0.1:8080) instead of stdio: a sandbox per session" doc:"The endpoint is /mcp; see docs/operator-guide.md, Serving a team over HTTP."`
 	TokenFile   string        `flag:"token-file" env:"CODEBRIDGE_TOKEN_FILE" type:"file" usage:"bearer tokens HTTP clients must send, one a line (or: name token); CODEBRIDGE_TOKEN adds one"`
 	Token       string        `env:"CODEBRIDGE_TOKEN" usage:"a bearer token HTTP clients may send, besides those of --token-file"`
 	TLSCert     string        `flag:"tls-cert" env:"CODEBRIDGE_TLS_CERT" type:"file" usage:"TLS certificate (PEM) for HTTP; with --tls-key"`

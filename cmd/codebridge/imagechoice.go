@@ -38,7 +38,7 @@ func chooseImage(ctx context.Context, configured string, has func(context.Contex
 // local name (localhost/...): an image built here from Debian packages is
 // never named as a registry's image, which it is not.
 func (c imageChoice) fix() string {
-	const debian = "where no registry is reachable it builds from Debian packages, which needs root: see the README's Install section for rootless Podman"
+	const debian = "where no registry is reachable it builds from Debian packages, which needs root: see docs/user-guide.md, The sandbox image, for rootless Podman"
 	switch {
 	case !c.configured || c.name == imagebuild.DefaultTag:
 		return fmt.Sprintf("codebridge image build (%s), or pull %s", debian, c.name)

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/protocol"
@@ -233,25 +232,28 @@ func (c *cli) search(s *appSettings, rest []string, asJSON bool, limit int) erro
 	defer a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	entries, down, stale := a.pool.Catalogue(ctx, 30*time.Second)
-	hits := upstream.Rank(strings.Join(rest, " "), entries, limit)
+	res := a.bridge.Search(ctx, strings.Join(rest, " "), limit)
+	if res.Cut != "" {
+		fmt.Fprintln(c.stderr, termtext.Line(res.Cut))
+	}
+	hits := res.Hits
 	if asJSON {
-		out := []protocol.SearchHit{}
-		for _, h := range hits {
-			out = append(out, bridge.SearchHit(h, false))
-		}
-		return printJSON(c.stdout, out)
+		return printJSON(c.stdout, append([]protocol.SearchHit{}, hits...))
 	}
 	for _, h := range hits {
-		fmt.Fprintf(c.stdout, "%5.1f  %s.%s  %s\n", h.Score, termtext.Line(h.Server), termtext.Line(h.Tool.Name), termtext.Line(clip(firstLine(h.Tool.Description), 80)))
+		name := termtext.Line(h.Server) + "." + termtext.Line(h.Tool)
+		if h.Skill {
+			name = "skills." + termtext.Line(h.Tool)
+		}
+		fmt.Fprintf(c.stdout, "%5.2f  %s  %s\n", h.Score, name, termtext.Line(clip(firstLine(h.Description), 80)))
 	}
 	if len(hits) == 0 {
 		fmt.Fprintln(c.stdout, "no tool matches")
 	}
-	for _, d := range down {
+	for _, d := range res.Down {
 		fmt.Fprintf(c.stderr, "not searched: %s: %s\n", termtext.Line(d.Server), termtext.Line(d.Err.Error()))
 	}
-	for _, s := range stale {
+	for _, s := range res.Stale {
 		fmt.Fprintf(c.stderr, "searched from a listing made before its entry changed: %s (listed %s)\n", termtext.Line(s.Server), s.Saved.Local().Format(time.DateTime))
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 // oauthFlags make the HTTP server an OAuth 2.1 resource server: the
 // issuers whose access tokens it accepts, beside the static tokens.
 type oauthFlags struct {
-	Issuers    []string      `flag:"oauth-issuer,repeatable" env:"CODEBRIDGE_OAUTH_ISSUERS" type:"url" parse:"commas" usage:"an OAuth authorization server whose JWT access tokens HTTP clients may send (repeatable; the variable takes a comma-separated list): its issuer URL, https (http only on loopback)" doc:"See the README's section on signing in with OAuth."`
+	Issuers    []string      `flag:"oauth-issuer,repeatable" env:"CODEBRIDGE_OAUTH_ISSUERS" type:"url" parse:"commas" usage:"an OAuth authorization server whose JWT access tokens HTTP clients may send (repeatable; the variable takes a comma-separated list): its issuer URL, https (http only on loopback)" doc:"See docs/operator-guide.md, Signing in with OAuth."`
 	Resource   string        `flag:"oauth-resource" env:"CODEBRIDGE_OAUTH_RESOURCE" type:"url" usage:"this server's resource URL, the audience its access tokens must have (default: /mcp at the address listened on, such as http://127.0.0.1:8080/mcp)"`
 	Scopes     []string      `flag:"oauth-scopes" env:"CODEBRIDGE_OAUTH_SCOPES" type:"scopes" parse:"commas" usage:"comma-separated scopes every access token must carry (a token without one is refused with 403 insufficient_scope)"`
 	Claim      string        `flag:"oauth-principal-claim" env:"CODEBRIDGE_OAUTH_PRINCIPAL_CLAIM" default:"{oauth.DefaultPrincipalClaim}" type:"claim" parse:"claim" usage:"the access token's claim that names its holder, whose skills and sessions are their own: sub, or such as email or preferred_username"`

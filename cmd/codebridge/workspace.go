@@ -33,7 +33,7 @@ var ephemeralNames = map[string]bool{"ephemeral": true, "none": true, "tmpfs": t
 // workspaceFlags say what the sandbox's /workspace is and which host
 // directories it sees besides.
 type workspaceFlags struct {
-	Workspace workspaceSetting `flag:"workspace" env:"CODEBRIDGE_WORKSPACE" default:"{DefaultWorkspace}" type:"where" parse:"workspace" usage:"the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral" doc:"The project is the working directory, or the first --root; a host directory is any value with a /, or starting with ~ or . (see the README's Skills section)."`
+	Workspace workspaceSetting `flag:"workspace" env:"CODEBRIDGE_WORKSPACE" default:"{DefaultWorkspace}" type:"where" parse:"workspace" usage:"the sandbox's /workspace: project (an engine volume of the working directory's project), an engine volume name, a host directory (a path), or ephemeral" doc:"The project is the working directory, or the first --root; a host directory is any value with a /, or starting with ~ or . (see docs/user-guide.md, A workspace that persists)."`
 	Mounts    []sandbox.Mount  `flag:"mount,repeatable" env:"CODEBRIDGE_MOUNTS" type:"HOST[:CONTAINER][:ro|rw]" parse:"mounts" usage:"a host directory the code may read (repeatable; read-only unless :rw; default CONTAINER /mnt/NAME); the variable takes a ;-separated list"`
 }
 

@@ -179,13 +179,15 @@ def _skill_result(entry):
 def _search_results(entries, detail, limit):
     """The results, at most ``limit`` of them; each has ``server`` and
     ``tool`` keys (None where there is no such thing)."""
-    results = []
+    results, notes = [], []
     for entry in entries or ():
         if len(results) >= limit:
             break
         if not isinstance(entry, dict):
             continue
-        if "unavailable" in entry:
+        if "note" in entry:    # the query was cut to its budget: what was cut
+            notes.append({"server": None, "tool": None, "note": str(entry["note"])})
+        elif "unavailable" in entry:
             results.append({"server": entry.get("server"), "tool": None, "unavailable": entry["unavailable"]})
         elif entry.get("skill"):
             results.append(_skill_result(entry))
@@ -193,7 +195,7 @@ def _search_results(entries, detail, limit):
             result = _search_result(entry, detail)
             result.setdefault("tool", result.get("name"))
             results.append(result)
-    return results
+    return notes + results
 
 
 def _searched_servers(entries):
@@ -201,8 +203,8 @@ def _searched_servers(entries):
     stale listing (their tool lists would wait for them to start)."""
     found = []
     for entry in entries or ():
-        if isinstance(entry, dict) and "unavailable" not in entry and not entry.get("skill") and not entry.get("kind") \
-                and not entry.get("stale"):
+        if isinstance(entry, dict) and "unavailable" not in entry and "note" not in entry and not entry.get("skill") \
+                and not entry.get("kind") and not entry.get("stale"):
             try:
                 server = _proxy.find_server(entry.get("server"))
             except MCPError:
@@ -331,9 +333,11 @@ def search_tool_docs(query, limit=5, detail="summary"):
     "prompt"), with their name, uri and the ``python`` that reads them.
     A hit read from a listing saved before its server's entry changed has
     ``stale`` (why it may be out of date). Servers that could not be
-    searched (yet) come last as {server, tool: None, unavailable}. Every
-    result has ``server`` and ``tool``; there are at most ``limit``
-    results in all.
+    searched (yet) come last as {server, tool: None, unavailable}. A query
+    too long to search whole is cut to its head and tail, and a first
+    {server: None, tool: None, note} says what was cut. Every result has
+    ``server`` and ``tool``; there are at most ``limit`` results besides
+    that note.
     """
     params = _search_params(query, limit, detail)
     entries = yield ("search_tools", params)

@@ -127,6 +127,9 @@ class FakeUpstream:
                 return False, {"type": "unknown_server",
                                "message": f"unknown server {params['server']!r}"}
             return True, TOOLS[params["server"]]
+        if method == "search_tools" and params["query"].startswith("cut "):
+            return True, [{"note": "the query was cut to its first and last 32 words"},
+                          {"server": "everything", "tool": "echo", "score": 10, "description": "Echoes back the input."}]
         if method == "search_tools" and params["query"] == "stale":
             return True, [{"server": "my-server.v2", "tool": "get.item", "score": 5, "description": "Tool get.item",
                            "stale": "listed before the server's entry changed"}]

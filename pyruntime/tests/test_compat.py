@@ -1,6 +1,5 @@
 """Code written for the Python code-execution bridge keeps working: its
-documented helpers, dictionary keys and globals (see README, "Coming from
-the Python code-execution bridge"; e2e/compat_python_bridge_test.go runs
+documented helpers, dictionary keys and globals (see docs/migration.md; e2e/compat_python_bridge_test.go runs
 its README snippet against real servers)."""
 
 import unittest

@@ -32,7 +32,7 @@ class SourceOf(unittest.TestCase):
         self.assertIn("import functools", source)
 
     def test_decorator_returning_a_wrapper(self):
-        # The README promises decorators; one without functools.wraps leaves
+        # The user guide promises decorators; one without functools.wraps leaves
         # a wrapper (a closure) under the name: the definition of that name
         # in the cell history is saved, decorator and all.
         _cell(9004, "def shout(f):\n    def wrapper(*a):\n        return f(*a).upper()\n    return wrapper\n", self.ns)

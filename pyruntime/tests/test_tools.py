@@ -210,6 +210,15 @@ class ToolTest(RuntimeTestCase):
         rpc = [r for r in self.rt.rpcs if r["method"] == "search_tools"][-1]
         self.assertEqual(rpc["params"], {"query": "echo", "limit": 1, "detail": "full"})
 
+    def test_search_cut_note(self):
+        # A query cut to its budget: the host's note comes first, outside
+        # the limit, and its Python names are still fetched for the hits.
+        results = eval(self.value("runtime.search_tool_docs_sync('cut ' + 'word ' * 500, limit=1)"))
+        self.assertEqual(results[0], {"server": None, "tool": None,
+                                      "note": "the query was cut to its first and last 32 words"})
+        self.assertEqual(results[1]["python"], "mcp_everything.echo")
+        self.assertEqual(len(results), 2)
+
     def test_search_stale_hit(self):
         # A hit from a listing saved before its server's entry changed keeps
         # its mark, and its server's tools are not fetched for the Python
