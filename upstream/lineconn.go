@@ -199,7 +199,7 @@ func (c *lineConn) slotOf(req *jsonrpc.Request) *rawSlot {
 	if req.Method != "tools/call" {
 		return nil
 	}
-	if w := c.calls.callOf(progressTokenOf(req.Params)); w != nil {
+	if w := c.calls.callOf(progressTokenOf(json.NewDecoder(bytes.NewReader(req.Params)))); w != nil {
 		return w.slot
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/codebridge/codebridge/internal/envelope"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,42 +58,53 @@ func tagLog(line []byte, call *callWatch) []byte {
 	return out
 }
 
-// progressTokenOf is the progress token in the _meta of a request's
-// params (JSON), or nil. The go-sdk writes _meta first, so the rest of
-// the params (a tool call's arguments) is not read.
-func progressTokenOf(params []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(params))
+// eachMember calls f with the key of each member of the JSON object dec
+// reads next, in order; f reads (or skips) the member's value, and stops
+// the walk when it reports false.
+func eachMember(dec *json.Decoder, f func(key string) (more bool, err error)) error {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
+		return errors.New("not a JSON object")
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		key, ok := t.(string)
 		if err != nil || !ok {
-			return nil
+			return errors.New("not a JSON object")
 		}
-		if key != "_meta" {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return nil
-			}
-			continue
+		if more, err := f(key); err != nil || !more {
+			return err
 		}
-		var meta struct {
-			ProgressToken any `json:"progressToken"`
-		}
-		if dec.Decode(&meta) != nil {
-			return nil
-		}
-		return meta.ProgressToken
 	}
 	return nil
 }
 
+// skipMember reads past the value of the member dec is at.
+func skipMember(dec *json.Decoder) (bool, error) {
+	var v json.RawMessage
+	return true, dec.Decode(&v)
+}
+
+// progressTokenOf is the progress token in the _meta of the request
+// params dec reads next, or nil. The go-sdk writes _meta first, so the
+// rest of the params (a tool call's arguments, of any size) is not read.
+func progressTokenOf(dec *json.Decoder) any {
+	var meta struct {
+		ProgressToken any `json:"progressToken"`
+	}
+	_ = eachMember(dec, func(key string) (bool, error) {
+		if key != "_meta" {
+			return skipMember(dec)
+		}
+		return false, dec.Decode(&meta)
+	})
+	return meta.ProgressToken
+}
+
 // callOfRequest is the tool call in calls that an HTTP request to a
 // remote server is, found by the progress token of the tools/call it
-// carries, or nil. The request is the bridge's own (its body is what the
-// go-sdk wrote for the call): nothing a server sends chooses the call.
+// carries (the go-sdk writes the method before the params), or nil. The
+// request is the bridge's own (its body is what the go-sdk wrote for the
+// call): nothing a server sends chooses the call.
 func callOfRequest(calls *callWatchers, req *http.Request) *callWatch {
 	if calls == nil || req.Method != http.MethodPost || req.GetBody == nil {
 		return nil
@@ -104,15 +114,22 @@ func callOfRequest(calls *callWatchers, req *http.Request) *callWatch {
 		return nil
 	}
 	defer body.Close()
-	raw, err := io.ReadAll(body)
-	if err != nil || !json.Valid(raw) {
-		return nil
-	}
-	f := envelope.Of(raw)
-	if f.Unusual || string(f.Method) != `"tools/call"` || f.Params == nil {
-		return nil
-	}
-	return calls.callOf(progressTokenOf(f.Params))
+	dec := json.NewDecoder(body)
+	var method string
+	var token any
+	_ = eachMember(dec, func(key string) (bool, error) {
+		switch key {
+		case "method":
+			return true, dec.Decode(&method)
+		case "params":
+			if method == "tools/call" {
+				token = progressTokenOf(dec)
+			}
+			return false, nil
+		}
+		return skipMember(dec)
+	})
+	return calls.callOf(token)
 }
 
 // tieStream ties the log messages a remote server sends in the response
