@@ -107,7 +107,9 @@ func (s *Server) Tools(ctx context.Context) ([]*mcp.Tool, error) { return s.cata
 // moves, so that whoever holds them lists again. A listing that fails is
 // caller's to hear of.
 func (s *Server) Listed(ctx context.Context, caller Caller) ([]*mcp.Tool, error) {
-	if !s.sup.running() {
+	// A per_session server's listing is one session's: another session of
+	// the same principal has a server of its own, which may list otherwise.
+	if !s.sup.running() && !s.spec.PerSession {
 		if tools, ok := s.saved.lend(); ok {
 			return tools, nil
 		}
