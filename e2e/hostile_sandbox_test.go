@@ -117,10 +117,6 @@ func TestHostileMountsAreSized(t *testing.T) {
 		case f[2] == "tmpfs" && f[3] == "sized":
 		case f[1] == "/dev/mqueue" && f[2] == "mqueue":
 			// Bounded by the kernel's per-user RLIMIT_MSGQUEUE (800 KiB).
-		case onKubernetes() && f[1] == "/dev/termination-log":
-			// The kubelet's, on the node's disk: bounded by the Pod's
-			// ephemeral-storage limit (eviction), checked in
-			// TestKubernetesPodHardening.
 		default:
 			t.Errorf("%s (%s) is writable and has no size", f[1], f[2])
 		}

@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -291,4 +294,101 @@ func accountKubeconfig(t *testing.T, rules []rbacv1.PolicyRule) string {
 		t.Fatal(err)
 	}
 	return kc
+}
+
+// writableProbe walks the sandbox's whole filesystem as its user and
+// tries to write to every file and directory it finds (a file opened for
+// appending, nothing written; a directory by making a file in it and
+// removing it), outside /proc and /sys and the scratch mounts that
+// have a size (which it checks are sized tmpfs). It prints what it
+// could open, as JSON, with the mounts it did not walk and how the two
+// termination-log paths answer an open.
+const writableProbe = `import errno, json, os, stat
+sized = ["/tmp", "/workspace", "/var/tmp", "/dev/shm"]
+mounts = {}
+for line in open("/proc/mounts"):
+    dev, mnt, fs, opts = line.split()[:4]
+    mounts[mnt] = (fs, opts.split(","))
+unsized = [m for m in sized if mounts.get(m, ("", []))[0] != "tmpfs" or not any(o.startswith("size=") for o in mounts[m][1])]
+found, devices = [], []
+def open_file(p):
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY))
+        return True
+    except OSError:
+        return False
+def make_in(d):
+    q = os.path.join(d, ".codebridge-write-probe")
+    try:
+        os.close(os.open(q, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    os.unlink(q)
+    return True
+for root, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(root, d) not in sized + ["/proc", "/sys"]]
+    if make_in(root):
+        found.append(root.rstrip("/") + "/")
+    for name in dirs + files:
+        p = os.path.join(root, name)
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) and open_file(p):
+            found.append(p)
+        elif (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)) and open_file(p):
+            devices.append(p)
+def answer(p):
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_APPEND))
+        return "opened"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({"found": found, "devices": devices, "unsized": unsized,
+                  "default": answer("/dev/termination-log"), "path": answer(TERMINATION)}))`
+
+// TestKubernetesNoUnboundedWrites: a sandbox Pod offers its code no
+// writable path outside the sized in-memory scratch mounts, /dev/mqueue
+// (bounded by RLIMIT_MSGQUEUE) and character devices. In particular the
+// termination-message file, which the kubelet keeps on the node's disk
+// and counts against no limit (kubernetes#122224), is where the
+// sandbox's user cannot open it, and /dev/termination-log does not
+// exist.
+func TestKubernetesNoUnboundedWrites(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil))
+	mustContain(t, b.ok("print('up')"), "up")
+	pods := bridgePods(t, b.pid)
+	if len(pods) == 0 {
+		t.Fatal("no sandbox Pod of this bridge")
+	}
+	path := pods[0].Spec.Containers[0].TerminationMessagePath
+	out := b.ok(strings.Replace(writableProbe, "TERMINATION", strconv.Quote(path), 1))
+	var probe struct {
+		Found, Devices, Unsized []string
+		Default, Path           string
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &probe); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, p := range probe.Found {
+		if p != "/dev/mqueue/" {
+			t.Errorf("the sandbox can write to %s, which no size bounds", p)
+		}
+	}
+	for _, d := range probe.Devices {
+		if !slices.Contains([]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"}, d) {
+			t.Errorf("the sandbox can open %s for writing", d)
+		}
+	}
+	if len(probe.Unsized) > 0 {
+		t.Errorf("scratch mounts without a size: %v", probe.Unsized)
+	}
+	if probe.Default != "ENOENT" {
+		t.Errorf("/dev/termination-log answers an open with %s, want ENOENT (no such file)", probe.Default)
+	}
+	if probe.Path != "EACCES" {
+		t.Errorf("the termination-message file %s answers an open with %s, want EACCES", path, probe.Path)
+	}
 }

@@ -99,6 +99,11 @@ func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	holds(t, "command", strings.Join(c.Command, " ") == "python3 -c x")
 	holds(t, "env", len(c.Env) == 2 && c.Env[1].Name == "A" && c.Env[1].Value == "b=c")
 	holds(t, "stdin open, once, no TTY", c.Stdin && c.StdinOnce && !c.TTY)
+	// The kubelet's default, /dev/termination-log, is a file on the
+	// node's disk that no limit counts: it must be where uid 65534
+	// cannot open it.
+	holds(t, "termination message under root's 0700 /root", strings.HasPrefix(c.TerminationMessagePath, "/root/") &&
+		c.TerminationMessagePolicy == corev1.TerminationMessageReadFile)
 	sc := c.SecurityContext
 	holds(t, "container runAsUser/Group/NonRoot", *sc.RunAsUser == 65534 && *sc.RunAsGroup == 65534 && *sc.RunAsNonRoot)
 	holds(t, "readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem)
@@ -108,7 +113,7 @@ func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	holds(t, "container seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
 	holds(t, "memory limit", c.Resources.Limits.Memory().Value() == 300<<20)
 	holds(t, "cpu limit", c.Resources.Limits.Cpu().MilliValue() == 1500)
-	holds(t, "ephemeral-storage limit (the termination log, the logs)", c.Resources.Limits.StorageEphemeral().Value() == 1<<30)
+	holds(t, "ephemeral-storage limit (the logs)", c.Resources.Limits.StorageEphemeral().Value() == 1<<30)
 	holds(t, "requests at most the limits", c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()) <= 0 &&
 		c.Resources.Requests.Cpu().Cmp(*c.Resources.Limits.Cpu()) <= 0)
 }

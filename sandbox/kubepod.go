@@ -30,12 +30,24 @@ var (
 	kubeRequestMemory = resource.MustParse("64Mi")
 )
 
-// kubeEphemeralStorage bounds the node's disk a sandbox Pod may use: the
-// container's logs (the runtime writes everything the sandbox prints to
-// them, the frames included, and the kubelet rotates them) and
-// /dev/termination-log, which the kubelet mounts writable from the node.
-// The kubelet evicts a Pod beyond it (at its next check, not at once).
+// kubeEphemeralStorage bounds the node's disk a sandbox Pod's emptyDirs on
+// disk and writable layer may use (it has neither: its root is read-only
+// and its scratch space is in memory) and what the kubelet counts of its
+// container's logs. The kubelet evicts a Pod beyond it, at its next
+// check. It does not bound the termination-message file, which the
+// kubelet leaves out of the count (kubernetes#122224): see
+// [kubeTerminationPath].
 var kubeEphemeralStorage = resource.MustParse("1Gi")
+
+// kubeTerminationPath is where the kubelet mounts the container's
+// termination-message file, a file on the node's disk that it bind-mounts
+// writable and does not count against any limit: at the default
+// /dev/termination-log, code could fill the node's disk through it. Under
+// /root, which is root's and 0700 in Debian's images (the sandbox image
+// and python:*-slim), uid 65534 cannot open it; the sandbox leaves no
+// message (the bridge reads how it ended from the container's state).
+// An image whose /root is not root's and 0700 reopens the hole.
+const kubeTerminationPath = "/root/.codebridge-termination-log"
 
 // podOptions is what a sandbox Pod needs besides the [ContainerSpec].
 type podOptions struct {
@@ -94,6 +106,9 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				Stdin:           true,
 				StdinOnce:       true,
 				TTY:             false,
+
+				TerminationMessagePath:   kubeTerminationPath,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{
 					RunAsUser: &uid, RunAsGroup: &gid, RunAsNonRoot: &yes,
 					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
