@@ -20,6 +20,7 @@ def call(name, *args):
 r = libc.unshare(0x10000000)  # CLONE_NEWUSER
 print("unshare(CLONE_NEWUSER)", "ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
 call("clone3", 435, 0, 0)
+call("io_uring_setup", 425, 1, ctypes.create_string_buffer(120))
 call("ptrace", 101, 0, 0, 0, 0)  # PTRACE_TRACEME
 call("keyctl", 250, 0, 0, 0, 0)
 call("bpf", 321, 0, 0, 0)
@@ -37,7 +38,7 @@ func TestHostileSeccomp(t *testing.T) {
 	b := startBridge(t, home(t, nil))
 	out := b.ok(seccompProbe)
 	mustContain(t, out,
-		"unshare(CLONE_NEWUSER) EPERM", "clone3 ENOSYS", "ptrace EPERM", "keyctl EPERM", "bpf EPERM",
+		"unshare(CLONE_NEWUSER) EPERM", "clone3 ENOSYS", "io_uring_setup EPERM", "ptrace EPERM", "keyctl EPERM", "bpf EPERM",
 		"userfaultfd EPERM", "perf_event_open EPERM",
 		"thread ok", "subprocess ok", "pool [1, 2]", "seccomp mode 2")
 }

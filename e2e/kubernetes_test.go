@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/codebridge/codebridge/sandbox"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 )
 
 // kubeNamespace is where the end-to-end tests put sandbox Pods, unless
@@ -30,16 +33,20 @@ import (
 const kubeNamespace = "codebridge-e2e"
 
 // seccompAsConfigured reports whether a Pod's profile is the one the run
-// asks for: codebridge's on the nodes when CODEBRIDGE_SECCOMP_LOCALHOST
-// names it, else RuntimeDefault.
+// asks for: the one CODEBRIDGE_SECCOMP_LOCALHOST names, codebridge's on
+// the nodes by default, or RuntimeDefault when it says so.
 func seccompAsConfigured(p *corev1.SeccompProfile) bool {
 	if p == nil {
 		return false
 	}
-	if name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST"); name != "" {
-		return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
+	name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST")
+	switch name {
+	case sandbox.SeccompRuntimeDefault:
+		return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+	case "":
+		name = sandbox.DefaultSeccompLocalhost
 	}
-	return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+	return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
 }
 
 // kubeSetup prepares a kubernetes run: the namespace (created when
@@ -59,7 +66,30 @@ func kubeSetup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return ensureNamespace(ctx, cs, ns)
+	if err := ensureNamespace(ctx, cs, ns); err != nil {
+		return err
+	}
+	return ensureNetworkPolicy(ctx, cs, ns)
+}
+
+// ensureNetworkPolicy puts deploy/kubernetes/networkpolicy.yaml in
+// namespace ns, as an operator does: the bridge refuses to start
+// sandboxes in a namespace without it.
+func ensureNetworkPolicy(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy/kubernetes/networkpolicy.yaml"))
+	if err != nil {
+		return err
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(b, &np); err != nil {
+		return fmt.Errorf("deploy/kubernetes/networkpolicy.yaml: %w", err)
+	}
+	np.Namespace = ns
+	_, err = cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &np, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the sandboxes' NetworkPolicy in namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 // ensureNamespace creates namespace ns when missing and waits (watching)
@@ -210,6 +240,7 @@ func TestKubernetesMissingPermissionNamed(t *testing.T) {
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		policyListRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") + ": list on events"
 	stdout, _, exit := cli(t, home(t, nil), "", []string{"KUBECONFIG=" + kc}, "doctor")
@@ -233,6 +264,7 @@ func TestKubernetesLeastRoleWorks(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		policyListRule,
 	})
 	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
 	mustContain(t, b.ok("x = 20\nprint(x + 1)"), "21")
@@ -243,6 +275,10 @@ func TestKubernetesLeastRoleWorks(t *testing.T) {
 		t.Errorf("%d sandbox Pod(s) left", len(left))
 	}
 }
+
+// policyListRule is the Role's rule that lets the bridge check the
+// namespace's NetworkPolicies (deploy/kubernetes/rbac.yaml).
+var policyListRule = rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list"}}
 
 // accountKubeconfig makes a service account in the test namespace bound
 // to a Role of rules, and a kubeconfig that acts as it.

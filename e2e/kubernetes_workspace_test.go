@@ -198,6 +198,7 @@ func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		policyListRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") +
 		": create on persistentvolumeclaims, get on persistentvolumeclaims;"

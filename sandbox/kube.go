@@ -40,6 +40,12 @@ type kubeEngine struct {
 	owner   kubeOwner
 	seccomp *corev1.SeccompProfile // a node's Localhost profile, or nil for RuntimeDefault
 
+	// allowWeakSeccomp lets Pods run whose filter the start check finds
+	// weaker than codebridge's profile; findings are what the start
+	// checks and the network policy check found, for doctor.
+	allowWeakSeccomp bool
+	findings         kubeFindings
+
 	// The persistent workspaces' claims: their client, class (empty:
 	// the cluster's default) and size.
 	claims       claimClient
@@ -64,7 +70,9 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	if len(spec.Mounts) > 0 {
 		return nil, kubeMountRefusal(spec.Mounts[0])
 	}
-	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp}
+	counted := e.findings.claimPidsCount()
+	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp,
+		measurePids: counted}
 	if ws := spec.Workspace; ws != nil {
 		if !ws.Volume {
 			return nil, kubeMountRefusal(*ws)
@@ -74,6 +82,16 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 			return nil, err
 		}
 	}
+	c, err := e.startPod(ctx, spec, o)
+	if err != nil && counted {
+		e.findings.pidsUncounted()
+	}
+	return c, err
+}
+
+// startPod makes the sandbox Pod, waits until it runs, attaches to it
+// and applies its start check. A Pod that fails any of these is deleted.
+func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOptions) (Container, error) {
 	pod, err := podSpec(spec, o)
 	if err != nil {
 		return nil, err
@@ -94,6 +112,13 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	}
 	if err := c.attach(); err != nil {
 		return fail(fmt.Errorf("sandbox: attaching to Pod %s on %s: %w", c.name, e.name, err))
+	}
+	report, err := c.startCheck(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: sandbox Pod %s on %s: %w", c.name, e.name, err))
+	}
+	if err := e.judge(c.name, report, o.measurePids); err != nil {
+		return fail(err)
 	}
 	return c, nil
 }

@@ -68,6 +68,9 @@ func TestPodSpecHardening(t *testing.T) {
 	}
 }
 
+// testCmd is a sandbox command of the shape the engine needs.
+var testCmd = []string{"python3", "-c", "x"}
+
 func holds(t *testing.T, what string, ok bool) {
 	t.Helper()
 	if !ok {
@@ -96,7 +99,8 @@ func checkPodLevel(t *testing.T, pod *corev1.Pod) {
 func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	t.Helper()
 	holds(t, "image and pull policy Never for localhost/", c.Image == spec.Image && c.ImagePullPolicy == corev1.PullNever)
-	holds(t, "command", strings.Join(c.Command, " ") == "python3 -c x")
+	holds(t, "command: the start check, then the code", len(c.Command) == 3 && c.Command[0] == "python3" && c.Command[1] == "-c" &&
+		strings.HasPrefix(c.Command[2], "def _codebridge_check(") && strings.HasSuffix(c.Command[2], "\nx"))
 	holds(t, "env", len(c.Env) == 2 && c.Env[1].Name == "A" && c.Env[1].Value == "b=c")
 	holds(t, "stdin open, once, no TTY", c.Stdin && c.StdinOnce && !c.TTY)
 	// The kubelet's default, /dev/termination-log, is a file on the
@@ -170,7 +174,7 @@ func TestKubeStartFailsFastWithEvents(t *testing.T) {
 	type result struct{ err error }
 	done := make(chan result, 1)
 	go func() {
-		_, err := e.Start(context.Background(), ContainerSpec{Image: "localhost/absent:1", Cmd: []string{"python3"}})
+		_, err := e.Start(context.Background(), ContainerSpec{Image: "localhost/absent:1", Cmd: testCmd})
 		done <- result{err}
 	}()
 	<-watching
@@ -217,7 +221,7 @@ func TestKubeStartUnschedulable(t *testing.T) {
 			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient memory."}}
 		return false, nil, nil
 	})
-	_, err := testKubeEngine(cs).Start(context.Background(), ContainerSpec{Image: "i"})
+	_, err := testKubeEngine(cs).Start(context.Background(), ContainerSpec{Image: "i", Cmd: testCmd})
 	if err == nil || !strings.Contains(err.Error(), "no node can take it (0/1 nodes are available: 1 Insufficient memory.)") {
 		t.Fatalf("err = %v", err)
 	}
@@ -338,7 +342,7 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		}
 		var review struct {
 			Spec struct {
-				ResourceAttributes struct{ Namespace, Verb, Resource, Subresource string } `json:"resourceAttributes"`
+				ResourceAttributes struct{ Namespace, Verb, Group, Resource, Subresource string } `json:"resourceAttributes"`
 			} `json:"spec"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
@@ -347,6 +351,9 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		}
 		a := review.Spec.ResourceAttributes
 		what := a.Verb + " " + a.Resource
+		if a.Group != "" {
+			what += "." + a.Group
+		}
 		if a.Subresource != "" {
 			what += "/" + a.Subresource
 		}
@@ -369,6 +376,12 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", append(kubeNeeds, kubeClaimNeeds...))
 	if err == nil || !strings.Contains(err.Error(), "list on events, get on persistentvolumeclaims;") {
 		t.Fatalf("with workspaces: err = %v", err)
+	}
+	// The network policy check's verb is of another API group.
+	denied["list networkpolicies.networking.k8s.io"] = true
+	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", append(kubeNeeds, kubePolicyNeed))
+	if err == nil || !strings.Contains(err.Error(), "list on events, list on networkpolicies.networking.k8s.io;") {
+		t.Fatalf("with the policy check: err = %v", err)
 	}
 	denied = nil
 	if err := checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", kubeNeeds); err != nil {

@@ -44,7 +44,7 @@ func TestClaimName(t *testing.T) {
 // other scratch volumes stay in memory), the volume is the sandbox
 // group's (fsGroup), and the Pod is labelled with it.
 func TestPodSpecWorkspaceClaim(t *testing.T) {
-	pod, err := podSpec(ContainerSpec{Image: "i"}, podOptions{name: "p", labels: map[string]string{LabelKey: "1"}, claim: "ws-1"})
+	pod, err := podSpec(ContainerSpec{Image: "i", Cmd: testCmd}, podOptions{name: "p", labels: map[string]string{LabelKey: "1"}, claim: "ws-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestPodSpecWorkspaceClaim(t *testing.T) {
 	holds(t, "still runs as 65534, non-root", *psc.RunAsUser == 65534 && *psc.RunAsNonRoot)
 	holds(t, "labelled with its claim", pod.Labels[LabelWorkspace] == "ws-1")
 
-	pod, _ = podSpec(ContainerSpec{Image: "i"}, podOptions{name: "p", labels: map[string]string{}})
+	pod, _ = podSpec(ContainerSpec{Image: "i", Cmd: testCmd}, podOptions{name: "p", labels: map[string]string{}})
 	holds(t, "no fsGroup without a claim", pod.Spec.SecurityContext.FSGroup == nil && claimOf(pod) == "")
 }
 
@@ -135,7 +135,7 @@ func TestKubeClaimUnbindableFailsFast(t *testing.T) {
 		return false, nil, err
 	})
 	e := testKubeEngine(cs)
-	_, err := e.Start(context.Background(), ContainerSpec{Image: "i", Workspace: &Mount{Source: "ws", Volume: true}})
+	_, err := e.Start(context.Background(), ContainerSpec{Image: "i", Cmd: testCmd, Workspace: &Mount{Source: "ws", Volume: true}})
 	if err == nil {
 		t.Fatal("the start succeeded")
 	}

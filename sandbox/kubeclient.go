@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,14 +159,17 @@ func (e restEvents) List(ctx context.Context, opts metav1.ListOptions) (*corev1.
 }
 
 // accessReview asks the API server whether this client may do verb on
-// resource (with subresource) in namespace ns: a SelfSubjectAccessReview,
-// sent as JSON so that the authorization group needs no scheme.
+// resource (with subresource; of another API group than the core one
+// after a '.', as kubectl names it) in namespace ns: a
+// SelfSubjectAccessReview, sent as JSON so that the authorization group
+// needs no scheme.
 func accessReview(ctx context.Context, c rest.Interface, ns, verb, resource, sub string) (bool, error) {
+	resource, group, _ := strings.Cut(resource, ".") // "networkpolicies.networking.k8s.io"
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": "authorization.k8s.io/v1",
 		"kind":       "SelfSubjectAccessReview",
 		"spec": map[string]any{"resourceAttributes": map[string]string{
-			"namespace": ns, "verb": verb, "resource": resource, "subresource": sub,
+			"namespace": ns, "verb": verb, "group": group, "resource": resource, "subresource": sub,
 		}},
 	})
 	if err != nil {

@@ -46,7 +46,8 @@ var kubeEphemeralStorage = resource.MustParse("1Gi")
 // /root, which is root's and 0700 in Debian's images (the sandbox image
 // and python:*-slim), uid 65534 cannot open it; the sandbox leaves no
 // message (the bridge reads how it ended from the container's state).
-// An image whose /root is not root's and 0700 reopens the hole.
+// The start check (kubestart.go) fails a sandbox that can open it, as
+// in an image whose /root is not root's and 0700.
 const kubeTerminationPath = "/root/.codebridge-termination-log"
 
 // podOptions is what a sandbox Pod needs besides the [ContainerSpec].
@@ -57,6 +58,9 @@ type podOptions struct {
 	ownerRef  *metav1.OwnerReference // the bridge Pod, when in a cluster
 	seccomp   *corev1.SeccompProfile // nil: RuntimeDefault
 	claim     string                 // the workspace's PersistentVolumeClaim; "": an emptyDir
+	// measurePids asks the start check to count the tasks the Pod may
+	// start (kubestart.go).
+	measurePids bool
 }
 
 // podSpec maps the sandbox's hardening onto a Pod: the same user, no
@@ -68,6 +72,10 @@ type podOptions struct {
 func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 	l := spec.Limits.withDefaults()
 	uid, gid, err := parseUser(spec.User)
+	if err != nil {
+		return nil, err
+	}
+	command, err := kubeCommand(spec.Cmd, o.measurePids)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +108,7 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				Name:            sandboxContainer,
 				Image:           spec.Image,
 				ImagePullPolicy: pullPolicy(spec.Image),
-				Command:         spec.Cmd,
+				Command:         command,
 				Env:             envVars(spec.Env),
 				WorkingDir:      WorkspacePath,
 				Stdin:           true,

@@ -80,13 +80,17 @@ type sandboxFlags struct {
 	// sandbox.EngineOptions).
 	namespace        string
 	seccompLocalhost string
-	storageClass     string // empty: the cluster's default
-	workspaceSize    int64
-	image            string // empty: the built image when the engine has it, else the registry image
-	limits           sandbox.Limits
-	channel          sandbox.ChannelMode
-	user             string
-	pip              []string // the command that runs pip on the host (on-demand packages)
+	// The kubernetes engine's opt-outs of its checks (see
+	// sandbox.EngineOptions).
+	allowWeakSeccomp     bool
+	allowNoNetworkPolicy bool
+	storageClass         string // empty: the cluster's default
+	workspaceSize        int64
+	image                string // empty: the built image when the engine has it, else the registry image
+	limits               sandbox.Limits
+	channel              sandbox.ChannelMode
+	user                 string
+	pip                  []string // the command that runs pip on the host (on-demand packages)
 }
 
 var sandboxKnobs = []knob[sandboxFlags]{
@@ -105,15 +109,22 @@ var sandboxKnobs = []knob[sandboxFlags]{
 	{flag: "namespace", envs: []string{"CODEBRIDGE_NAMESPACE"}, typ: "name",
 		usage: "Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default",
 		set:   func(g *sandboxFlags, v string) error { g.namespace = v; return nil }},
-	{flag: "seccomp-localhost", envs: []string{"CODEBRIDGE_SECCOMP_LOCALHOST"}, typ: "profile",
-		usage: "seccomp profile installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (e.g. codebridge.json; see docs/scale-out.md); empty means RuntimeDefault",
+	{flag: "seccomp-localhost", envs: []string{"CODEBRIDGE_SECCOMP_LOCALHOST"}, def: sandbox.DefaultSeccompLocalhost, typ: "profile",
+		usage: "seccomp profile of the sandbox Pods, installed on the Kubernetes nodes, relative to the kubelet's seccomp directory " +
+			"(codebridge image seccomp prints codebridge's; see docs/scale-out.md); " + sandbox.SeccompRuntimeDefault + " means the container runtime's own",
 		set: func(g *sandboxFlags, v string) error {
 			if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
-				return fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as codebridge.json", v)
+				return fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as %s", v, sandbox.DefaultSeccompLocalhost)
 			}
 			g.seccompLocalhost = v
 			return nil
 		}},
+	{flag: "allow-weak-seccomp", envs: []string{"CODEBRIDGE_ALLOW_WEAK_SECCOMP"}, def: "false", typ: "bool",
+		usage: "run sandbox Pods whose seccomp filter lets io_uring, user namespaces, ptrace or keyctl through (--engine kubernetes; each Pod checks at its start, and fails it without this); doctor names it",
+		set:   func(g *sandboxFlags, v string) (err error) { g.allowWeakSeccomp, err = parseBool(v); return }},
+	{flag: "allow-no-network-policy", envs: []string{"CODEBRIDGE_ALLOW_NO_NETWORK_POLICY"}, def: "false", typ: "bool",
+		usage: "start sandbox Pods in a namespace where no NetworkPolicy denies them all ingress and egress (--engine kubernetes; refused without this); doctor names it",
+		set:   func(g *sandboxFlags, v string) (err error) { g.allowNoNetworkPolicy, err = parseBool(v); return }},
 	{flag: "storage-class", envs: []string{"CODEBRIDGE_STORAGE_CLASS"}, typ: "name",
 		usage: "StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class",
 		set: func(g *sandboxFlags, v string) error {
@@ -187,6 +198,7 @@ var sandboxKnobs = []knob[sandboxFlags]{
 func (s *settings) engineOptions(log *slog.Logger) sandbox.EngineOptions {
 	w := s.workspace
 	return sandbox.EngineOptions{Kind: s.engine, Log: log, Namespace: s.namespace, SeccompLocalhost: s.seccompLocalhost,
+		AllowWeakSeccomp: s.allowWeakSeccomp, AllowNoNetworkPolicy: s.allowNoNetworkPolicy,
 		StorageClass: s.storageClass, WorkspaceSize: s.workspaceSize,
 		Workspaces: s.engine == sandbox.EngineKubernetes && (w.project || w.volume != "")}
 }
