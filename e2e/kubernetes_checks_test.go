@@ -13,6 +13,7 @@ import (
 
 	"github.com/codebridge/codebridge/sandbox"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -160,4 +161,48 @@ func TestKubernetesNetworkPolicyRequired(t *testing.T) {
 	}
 	mustContain(t, stdout, "ok    network    NetworkPolicy codebridge-sandboxes-deny-all denies the sandbox Pods all ingress and egress",
 		"ok    seccomp", "refuses io_uring", "ok    pids", "the Pod's pids limit binds")
+}
+
+// TestKubernetesPodEndedOutside: a sandbox Pod deleted from outside
+// codebridge mid-cell (as kubectl delete does, while the cell waits on
+// an upstream), or evicted through the Eviction API while the cell
+// floods its output, is answered as that: the Pod ended from outside,
+// not memory, not a broken frame, not the code.
+func TestKubernetesPodEndedOutside(t *testing.T) {
+	kubeOnly(t)
+	cs, _ := kubeAdmin(t)
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	for _, tc := range []struct {
+		name, code string
+		end        func(ctx context.Context, pod string) error
+	}{
+		{"deleted while waiting on an upstream", "await mcp_stub.sleep(seconds=600)", func(ctx context.Context, pod string) error {
+			return cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{})
+		}},
+		{"evicted while printing", "while True:\n    print('x' * 4000)", func(ctx context.Context, pod string) error {
+			return cs.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, events := eventStub(t)
+			b := startBridge(t, home(t, map[string]map[string]server{"s.json": {"stub": s}}))
+			pod := strings.TrimSpace(b.ok("import socket\nprint(socket.gethostname())"))
+			done := make(chan runResult, 1)
+			go func() { done <- b.run("await mcp_stub.sleep(seconds=0)\n" + tc.code) }()
+			waitForLine(t, events, "sleep-started")
+			if err := tc.end(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			t.Logf("the answer ends: %s", r.text[max(0, len(r.text)-400):])
+			mustFail(t, r, restartWords...)
+			mustContain(t, r.text, "outside codebridge", pod)
+			for _, wrong := range []string{"memory", "frame channel broke", "descriptors"} {
+				if strings.Contains(r.text, wrong) {
+					t.Errorf("the answer says %q: %s", wrong, r.text)
+				}
+			}
+			mustContain(t, b.ok("print('after')"), "after")
+		})
+	}
 }

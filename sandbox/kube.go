@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -274,6 +275,7 @@ type kubeContainer struct {
 
 	removeOnce sync.Once
 	removeErr  error
+	removed    atomic.Bool // the bridge removes it: its end is not news
 }
 
 func (c *kubeContainer) ID() string            { return c.name }
@@ -328,8 +330,58 @@ func (c *kubeContainer) attach() error {
 // so the container has ended or is ending.
 const kubeExitWait = 15 * time.Second
 
+// Exited says how the container ended. Once the cluster has said, the
+// Pod is read once more: the kubelet may have marked it evicted in the
+// same update, and that is then the reason, not the kill it caused.
 func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
-	return waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
+	why := waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
+	if outside := c.EndedOutside(ctx); outside != "" {
+		return outside
+	}
+	return why
+}
+
+// EndedOutside says whether something outside codebridge ended the Pod:
+// it is gone, or being deleted, and the bridge did not remove it; or the
+// node evicted it. One read of the Pod; "" when it shows none of these
+// (yet: a kubelet that evicts writes the reason after the kill, which
+// Exited reads again).
+func (c *kubeContainer) EndedOutside(ctx context.Context) string {
+	if c.removed.Load() {
+		return ""
+	}
+	p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
+	if isKubeNotFound(err) {
+		return "its Pod " + c.name + " is gone: something outside codebridge deleted it (kubectl delete, a controller, or the node); " +
+			"the sandbox was not at fault"
+	}
+	if err != nil {
+		return ""
+	}
+	return outsideReason(p)
+}
+
+// outsideReason words what the Pod's status says ended it from outside:
+// the kubelet's Evicted reason and message, a deletion (with the
+// cluster's DisruptionTarget reason when it gave one), or "". The
+// messages are the cluster's, clipped.
+func outsideReason(p *corev1.Pod) string {
+	var disruption string
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue {
+			disruption = " (" + cond.Reason + ": " + clipText(cond.Message, 300) + ")"
+		}
+	}
+	switch {
+	case p.Status.Reason == "Evicted":
+		return "the node evicted its Pod " + p.Name + ": " + clipText(p.Status.Message, 300) + "; the Pod's own limits were not what ended it"
+	case p.DeletionTimestamp != nil:
+		return "its Pod " + p.Name + " was deleted from outside codebridge at " + p.DeletionTimestamp.UTC().Format(time.RFC3339) + disruption +
+			" (kubectl delete, a controller, or the node); the sandbox was not at fault"
+	case disruption != "" && terminated(p) != nil:
+		return "the cluster ended its Pod " + p.Name + disruption + "; the sandbox was not at fault"
+	}
+	return ""
 }
 
 // ended is how the sandbox container ended, or nil while it runs. The
@@ -375,6 +427,7 @@ func memoryLimit(p *corev1.Pod) int64 {
 }
 
 func (c *kubeContainer) Remove(ctx context.Context) error {
+	c.removed.Store(true)
 	c.removeOnce.Do(func() {
 		if c.cancel != nil {
 			c.cancel()

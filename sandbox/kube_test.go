@@ -388,3 +388,52 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		t.Errorf("all granted: %v", err)
 	}
 }
+
+// TestKubeEndedOutside: a Pod deleted or evicted from outside is the
+// reason the sandbox ended, with the cluster's words; one the bridge
+// removed itself, or that simply ended, is not.
+func TestKubeEndedOutside(t *testing.T) {
+	cs := fake.NewClientset()
+	e := testKubeEngine(cs)
+	ctx := context.Background()
+	at := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	killed := corev1.ContainerStatus{Name: sandboxContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "deleted", DeletionTimestamp: &at}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "preempted", DeletionTimestamp: &at}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "evicted"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+			Message: "The node was low on resource: ephemeral-storage.", ContainerStatuses: []corev1.ContainerStatus{killed}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "ended"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{killed}}},
+	}
+	for _, p := range pods {
+		p.Namespace = "ns"
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"deleted":   "its Pod deleted was deleted from outside codebridge at 2026-11-27T10:00:00Z",
+		"preempted": "(EvictionByEvictionAPI: Eviction API: evicting)",
+		"evicted":   "the node evicted its Pod evicted: The node was low on resource: ephemeral-storage.",
+		"gone":      "its Pod gone is gone: something outside codebridge deleted it",
+		"ended":     "",
+	} {
+		c := &kubeContainer{engine: e, name: name}
+		got := c.EndedOutside(ctx)
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	// The evicted Pod's container was killed: Exited names the eviction,
+	// not the kill (or memory).
+	c := &kubeContainer{engine: e, name: "evicted", stderr: &logWriter{log: e.log}}
+	if got := c.Exited(ctx, 0); !strings.HasPrefix(got, "the node evicted its Pod") {
+		t.Errorf("Exited of an evicted Pod: %q", got)
+	}
+	c = &kubeContainer{engine: e, name: "deleted"}
+	c.removed.Store(true)
+	if got := c.EndedOutside(ctx); got != "" {
+		t.Errorf("a Pod the bridge removed: %q", got)
+	}
+}

@@ -1,5 +1,7 @@
 package sandbox
 
+import "context"
+
 // What the kubernetes engine checks of the cluster it runs sandboxes on,
 // stated here (in both builds) because the command line names it: the
 // seccomp profile the Pods get by default, and the checks' findings that
@@ -35,4 +37,15 @@ type CheckedEngine interface {
 	// Checks are the findings so far (those from inside a sandbox
 	// appear once one has started).
 	Checks() []EngineCheck
+}
+
+// outsideEnder is a [Container] that can tell that something outside
+// codebridge ended it (the kubernetes engine: its Pod deleted, or
+// evicted by the node). Its stream then ends, perhaps in the middle of a
+// frame, and its process is killed: neither the frames nor the code nor
+// its memory are why.
+type outsideEnder interface {
+	// EndedOutside says what ended the container from outside, or ""
+	// when nothing did (or the engine cannot tell yet).
+	EndedOutside(ctx context.Context) string
 }
