@@ -216,7 +216,9 @@ func (e *kubeEngine) remove(ctx context.Context, name string) error {
 func isKubeNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
 
 // Workspaces lists the workspace claims codebridge made in the
-// namespace, by name, with the sandbox Pods that mount each now.
+// namespace, by name, with the sandbox Pods that mount each now, and the
+// digest of each one's principal (the claims keep neither the principal's
+// name nor the project's path: see claimSpec).
 func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) {
 	list, err := e.claims.List(ctx, metav1.ListOptions{LabelSelector: LabelKey + "=1"})
 	if err != nil {
@@ -236,7 +238,11 @@ func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) 
 	}
 	out := make([]WorkspaceVolume, 0, len(list.Items))
 	for _, c := range list.Items {
-		out = append(out, WorkspaceVolume{Name: c.Name, Project: c.Annotations[LabelProject], Principal: c.Annotations[LabelPrincipal],
+		var principal string
+		if d := c.Labels[LabelPrincipal]; d != "" {
+			principal = "sha256:" + d
+		}
+		out = append(out, WorkspaceVolume{Name: c.Name, Principal: principal,
 			Created: c.CreationTimestamp.UTC().Format(time.RFC3339), InUse: used[c.Name]})
 	}
 	slices.SortFunc(out, func(a, b WorkspaceVolume) int { return strings.Compare(a.Name, b.Name) })
