@@ -186,13 +186,18 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 	}
 	removed := 0
 	var errs []error
+	now := time.Now()
 	for _, p := range list.Items {
 		stale, err := e.owner.stale(ctx, e.pods, p.Labels)
+		why := "left by a bridge that is gone"
+		if err == nil && !stale && endedBefore(&p, now.Add(-kubeEndedKeep)) {
+			stale, why = true, "ended long ago, left by a bridge that did not remove it (killed, or its host gone)"
+		}
 		if err == nil && stale {
 			err = e.remove(ctx, p.Name)
 			if err == nil {
 				removed++
-				e.log.Info("removed a sandbox Pod left by a bridge that is gone", "pod", p.Name)
+				e.log.Info("removed a sandbox Pod "+why, "pod", p.Name)
 			}
 		}
 		if err != nil {
@@ -200,6 +205,36 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// kubeEndedKeep is how long a sandbox Pod may stay after its container
+// ended before any bridge of the namespace removes it. A bridge that
+// runs removes its own ended Pods within seconds (once it has read how
+// they ended); one that was killed cannot, and outside a cluster no
+// owner reference lets the cluster do it, while the owner labels let
+// only a bridge of the same host know that it is gone. An ended Pod is
+// of no use to anyone: past this, whoever sweeps (a bridge starting,
+// doctor, `codebridge workspace`) removes it.
+const kubeEndedKeep = 5 * time.Minute
+
+// endedBefore reports whether the Pod ended (its phase says so) before
+// t: by its sandbox container's end, else the last change of its
+// conditions. A Pod that shows no time is not judged.
+func endedBefore(p *corev1.Pod, t time.Time) bool {
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	var end time.Time
+	if term := terminated(p); term != nil {
+		end = term.FinishedAt.Time
+	} else {
+		for _, c := range p.Status.Conditions {
+			if c.LastTransitionTime.After(end) {
+				end = c.LastTransitionTime.Time
+			}
+		}
+	}
+	return !end.IsZero() && end.Before(t)
 }
 
 // remove deletes a Pod at once (no grace period). A Pod already gone is

@@ -248,7 +248,9 @@ func TestKubeStartRefusesHostState(t *testing.T) {
 // TestKubeRemoveStale: the sweep removes the Pods of bridges that are
 // gone (a process of this host that ended; a bridge Pod that no longer
 // exists, or exists with another UID; an earlier process of this very
-// Pod, restarted in place) and no other.
+// Pod, restarted in place), and any bridge's Pods that ended more than
+// kubeEndedKeep ago (a killed bridge of another host cannot remove
+// them), and no other.
 func TestKubeRemoveStale(t *testing.T) {
 	me := currentOwner()
 	me.host = labelValue(me.host)
@@ -279,6 +281,11 @@ func TestKubeRemoveStale(t *testing.T) {
 			return l
 		}()),
 		pod("of-this-pod-restarted", podLabels("me", "my-uid")),
+		// Another host's bridge that was killed: its Pods ended and
+		// stay, unless they ended long enough ago.
+		endedAt(pod("other-host-ended-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), true),
+		endedAt(pod("other-host-failed-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), false),
+		endedAt(pod("other-host-just-ended", procLabels("another-host", 1<<22+1, "1")), time.Now(), true),
 	)
 	e := testKubeEngine(cs)
 	e.owner.pod, e.owner.podUID = "me", "my-uid"
@@ -292,9 +299,9 @@ func TestKubeRemoveStale(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	got := strings.Join(names, " ")
-	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host"
-	if n != 4 || got != want {
-		t.Errorf("removed %d, left %q; want 4 removed, %q left", n, got, want)
+	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host other-host-just-ended"
+	if n != 6 || got != want {
+		t.Errorf("removed %d, left %q; want 6 removed, %q left", n, got, want)
 	}
 	for _, a := range cs.Actions() {
 		if d, ok := a.(k8stesting.DeleteAction); ok {
@@ -303,6 +310,19 @@ func TestKubeRemoveStale(t *testing.T) {
 			}
 		}
 	}
+}
+
+// endedAt marks a Pod as ended at t: by its container's state, or (as a
+// Pod that failed before its container ran) by its conditions only.
+func endedAt(p *corev1.Pod, t time.Time, container bool) *corev1.Pod {
+	p.Status.Phase = corev1.PodFailed
+	if container {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: sandboxContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: metav1.NewTime(t)}}}}
+	} else {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(t)}}
+	}
+	return p
 }
 
 // TestKubeExitedReasons: a stopped sandbox Pod says why, in the local
