@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,5 +207,61 @@ func TestKubernetesPodEndedOutside(t *testing.T) {
 			}
 			mustContain(t, b.ok("print('after')"), "after")
 		})
+	}
+}
+
+// TestKubernetesFramesOffTheNodeLog: what a cell prints and the frames
+// that carry it never reach the node's container log (the kubelet writes
+// there all a container's own process prints; the runtime runs through
+// pods/exec, whose stream it does not log); code cannot write there
+// through the init's descriptors either. When the bridge is killed, its
+// Pod ends by itself (the init exits once the runtime is gone), so that
+// any bridge's sweep can remove it.
+func TestKubernetesFramesOffTheNodeLog(t *testing.T) {
+	kubeOnly(t)
+	cs, _ := kubeAdmin(t)
+	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
+	b := startBridge(t, home(t, nil))
+	mark := "tenant-data-" + randomSuffix()
+	out := b.ok(`import socket, sys
+print("` + mark + `", socket.gethostname())
+print("` + mark + `", file=sys.stderr)
+for fd in (1, 2):
+    try:
+        open("/proc/1/fd/%d" % fd, "w").write("` + mark + ` via the init\n")
+        print("wrote to the init's", fd)
+    except OSError as e:
+        print("init fd", fd, type(e).__name__)`)
+	mustContain(t, out, "init fd 1 PermissionError", "init fd 2 PermissionError")
+	pod := strings.Fields(out)[1]
+	ctx := context.Background()
+	raw, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: "sandbox"}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 0 {
+		t.Errorf("the node's container log of %s holds %d bytes (want none): %.300q", pod, len(raw), raw)
+	}
+
+	b.kill(syscall.SIGKILL)
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of Pod %s ended", pod)
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+				_ = cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{})
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the sandbox Pod %s of a killed bridge still runs after 2 minutes", pod)
+		}
 	}
 }

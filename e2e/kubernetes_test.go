@@ -239,7 +239,7 @@ func TestKubernetesMissingPermissionNamed(t *testing.T) {
 	// The deploy Role without "list" on events.
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 		policyListRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") + ": list on events"
@@ -255,14 +255,14 @@ func TestKubernetesMissingPermissionNamed(t *testing.T) {
 }
 
 // TestKubernetesLeastRoleWorks: with exactly the permissions the engine
-// asks for (create, not get, on pods/attach: the WebSocket attach is
+// asks for (create, not get, on pods/exec: the WebSocket exec is
 // refused and the bridge falls back to SPDY), cells run and the sandbox
 // is removed.
 func TestKubernetesLeastRoleWorks(t *testing.T) {
 	kubeOnly(t)
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		policyListRule,
 	})

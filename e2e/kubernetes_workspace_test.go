@@ -217,7 +217,7 @@ func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
 	kubeOnly(t)
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		policyListRule,
 	})

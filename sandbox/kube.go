@@ -20,20 +20,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 )
 
-// kubeEngine runs each sandbox as a Pod of one container and carries its
-// frames over the Pod's attach stream (WebSocket, or SPDY where the API
-// server has only that). Nothing is mounted from the bridge: the runtime
-// arrives on stdin, as with the other engines' attach channel. It has no
-// direct channel (it is not a [channelEngine]).
+// kubeEngine runs each sandbox as a Pod of one container, whose main
+// process is a minimal init, and starts the runtime in it through
+// pods/exec, whose stream carries the frames (WebSocket, or SPDY where
+// the API server has only that): an exec stream goes from the container
+// runtime through the kubelet and the API server to the bridge, and the
+// kubelet writes none of it to the node's container log, as it does all
+// a container's main process prints. Nothing is mounted from the bridge:
+// the runtime arrives on stdin, as with the other engines' attach
+// channel. It has no direct channel (it is not a [channelEngine]).
 type kubeEngine struct {
 	name    string
 	ns      string
-	cfg     *rest.Config   // for the attach streams; nil in unit tests
+	cfg     *rest.Config   // for the exec streams; nil in unit tests
 	rest    rest.Interface // the core group's REST client
 	pods    podClient
 	events  eventClient
@@ -72,8 +74,7 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 		return nil, kubeMountRefusal(spec.Mounts[0])
 	}
 	counted := e.findings.claimPidsCount()
-	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp,
-		measurePids: counted}
+	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp}
 	if ws := spec.Workspace; ws != nil {
 		if !ws.Volume {
 			return nil, kubeMountRefusal(*ws)
@@ -83,16 +84,23 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 			return nil, err
 		}
 	}
-	c, err := e.startPod(ctx, spec, o)
-	if err != nil && counted {
+	command, err := kubeCommand(spec.Cmd, counted)
+	if err == nil {
+		var c Container
+		if c, err = e.startPod(ctx, spec, o, command, counted); err == nil {
+			return c, nil
+		}
+	}
+	if counted {
 		e.findings.pidsUncounted()
 	}
-	return c, err
+	return nil, err
 }
 
-// startPod makes the sandbox Pod, waits until it runs, attaches to it
-// and applies its start check. A Pod that fails any of these is deleted.
-func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOptions) (Container, error) {
+// startPod makes the sandbox Pod, waits until it runs, starts the
+// runtime's command in it and applies its start check. A Pod that
+// fails any of these is deleted.
+func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOptions, command []string, measurePids bool) (Container, error) {
 	pod, err := podSpec(spec, o)
 	if err != nil {
 		return nil, err
@@ -101,7 +109,8 @@ func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOpti
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %s refused the sandbox Pod: %w%s", e.name, err, createHint(spec.Limits, err))
 	}
-	c := &kubeContainer{engine: e, name: created.Name}
+	c := &kubeContainer{engine: e, name: created.Name, memory: memoryLimit(created), oomKills: -1,
+		stderr: &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("pod", created.Name)}}
 	fail := func(err error) (Container, error) {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -111,16 +120,17 @@ func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOpti
 	if err := e.waitRunning(ctx, created); err != nil {
 		return fail(err)
 	}
-	if err := c.attach(); err != nil {
-		return fail(fmt.Errorf("sandbox: attaching to Pod %s on %s: %w", c.name, e.name, err))
+	if err := c.exec(command); err != nil {
+		return fail(fmt.Errorf("sandbox: starting the runtime in Pod %s on %s (pods/exec): %w", c.name, e.name, err))
 	}
 	report, err := c.startCheck(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("sandbox: sandbox Pod %s on %s: %w", c.name, e.name, err))
 	}
-	if err := e.judge(c.name, report, o.measurePids); err != nil {
+	if err := e.judge(c.name, report, measurePids); err != nil {
 		return fail(err)
 	}
+	c.oomKills = report.OOMKills
 	return c, nil
 }
 
@@ -304,15 +314,25 @@ func (e *kubeEngine) RemoveWorkspace(ctx context.Context, name string) error {
 	return nil
 }
 
-// kubeContainer is a sandbox Pod started by [kubeEngine], with its attach
-// stream.
+// kubeContainer is a sandbox Pod started by [kubeEngine], with the exec
+// stream of its runtime (kubeexec.go).
 type kubeContainer struct {
 	engine *kubeEngine
 	name   string
+	memory int64 // the memory limit, for the exit's words
 	stdin  *io.PipeWriter
 	stdout io.Reader
-	stderr *logWriter
-	cancel context.CancelFunc // ends the attach stream
+	stderr *logWriter         // the runtime's stderr, to the log
+	cancel context.CancelFunc // ends the exec stream
+
+	// The exec stream's end: streamErr (the runtime's exit status, as
+	// client-go words it) is valid once streamDone is closed.
+	streamDone chan struct{}
+	streamErr  error
+	// oomKills is how many processes the Pod's memory cgroup had
+	// killed when the runtime started (the start check's count; -1:
+	// unknown).
+	oomKills int
 
 	removeOnce sync.Once
 	removeErr  error
@@ -323,58 +343,27 @@ func (c *kubeContainer) ID() string            { return c.name }
 func (c *kubeContainer) Stdout() io.Reader     { return c.stdout }
 func (c *kubeContainer) Stdin() io.WriteCloser { return c.stdin }
 
-// attach opens the Pod's attach stream: WebSocket first, SPDY when the
-// API server (or a proxy on the way) cannot upgrade to it. The stream
-// lives until the container ends or [kubeContainer.Remove]; what the
-// container writes to stderr goes to the log.
-func (c *kubeContainer) attach() error {
-	e := c.engine
-	u := restPods{c: e.rest, ns: e.ns}.attachURL(c.name, &corev1.PodAttachOptions{
-		Container: sandboxContainer, Stdin: true, Stdout: true, Stderr: true,
-	})
-	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", u.String())
-	if err != nil {
-		return err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
-	if err != nil {
-		return err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return err
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c.stdin, c.stdout = inW, outR
-	c.stderr = &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("pod", c.name)}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: c.stderr})
-		c.stderr.close()
-		if err == nil {
-			err = io.EOF
-		}
-		outW.CloseWithError(err)
-		inR.CloseWithError(err)
-	}()
-	return nil
-}
-
 // kubeExitWait is the least time Exited gives the cluster to report how a
-// container ended: the kubelet notices at its next relist (every second)
-// and then updates the Pod's status through the API server, seconds
-// later on a loaded node. Exited is asked when the attach stream ended,
-// so the container has ended or is ending.
+// container ended when the runtime's exec stream ended without its exit
+// status (the connection to the API server broke): the kubelet notices
+// at its next relist (every second) and then updates the Pod's status
+// through the API server, seconds later on a loaded node.
 const kubeExitWait = 15 * time.Second
 
-// Exited says how the container ended. Once the cluster has said, the
-// Pod is read once more: the kubelet may have marked it evicted in the
-// same update, and that is then the reason, not the kill it caused.
+// Exited says how the runtime ended: a Pod ended from outside codebridge
+// first; else the runtime's exit status from its exec stream, with the
+// Pod's memory cgroup asked whether the kernel's out-of-memory killer
+// struck; else, without a status, the Pod's container state, read again
+// once the cluster has said (the kubelet may have marked it evicted in
+// the same update, and that is then the reason, not the kill it caused).
 func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
+	if outside := c.EndedOutside(ctx); outside != "" {
+		return outside
+	}
+	if code, ok := c.runtimeExit(ctx, wait); ok {
+		oom, known := c.oomKilled(ctx)
+		return exitReason(oom, known, code, c.memory)
+	}
 	why := waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
 	if outside := c.EndedOutside(ctx); outside != "" {
 		return outside

@@ -51,7 +51,7 @@ type eventClient interface {
 }
 
 // kubeCodecs is the scheme of the core group (Pods, Events and the
-// options of list, watch and attach), made on first use.
+// options of list, watch and exec), made on first use.
 var kubeCodecs = sync.OnceValues(func() (*runtime.Scheme, serializer.CodecFactory) {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
@@ -111,9 +111,9 @@ func (p restPods) Delete(ctx context.Context, name string, opts metav1.DeleteOpt
 	return p.c.Delete().Namespace(p.ns).Resource("pods").Name(name).Body(&opts).Do(ctx).Error()
 }
 
-// attachURL is the address of a Pod's attach subresource.
-func (p restPods) attachURL(name string, opts *corev1.PodAttachOptions) *url.URL {
-	return p.c.Post().Namespace(p.ns).Resource("pods").Name(name).SubResource("attach").VersionedParams(opts, params()).URL()
+// execURL is the address of a Pod's exec subresource.
+func (p restPods) execURL(name string, opts *corev1.PodExecOptions) *url.URL {
+	return p.c.Post().Namespace(p.ns).Resource("pods").Name(name).SubResource("exec").VersionedParams(opts, params()).URL()
 }
 
 // restClaims is [claimClient] over a core REST client, in one namespace.

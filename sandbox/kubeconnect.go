@@ -35,7 +35,7 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 // [kubePolicyNeed] and [kubeClaimNeeds].
 var kubeNeeds = []kubeNeed{
 	{"create", "pods"}, {"get", "pods"}, {"list", "pods"}, {"watch", "pods"}, {"delete", "pods"},
-	{"create", "pods/attach"},
+	{"create", "pods/exec"},
 	{"list", "events"},
 }
 
@@ -97,7 +97,7 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 		return nil, err
 	}
 	quietKlog(log)
-	// Each sandbox costs a create, a watch, an attach and a delete; the
+	// Each sandbox costs a create, a watch, an exec and a delete; the
 	// client's default of 5 requests a second would queue a warm pool.
 	cfg.QPS, cfg.Burst = 50, 100
 	rc, err := coreClient(cfg)
@@ -140,7 +140,7 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 
 // quietKlog sends what client-go logs (through klog, to stderr by
 // default) to the bridge's log; the errors it reports from streams that
-// end (an attach stream the bridge closed when it removed the sandbox)
+// end (an exec stream the bridge closed when it removed the sandbox)
 // are expected, so they are logged at debug level.
 func quietKlog(log *slog.Logger) {
 	klogOnce.Do(func() {

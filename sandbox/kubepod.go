@@ -58,10 +58,52 @@ type podOptions struct {
 	ownerRef  *metav1.OwnerReference // the bridge Pod, when in a cluster
 	seccomp   *corev1.SeccompProfile // nil: RuntimeDefault
 	claim     string                 // the workspace's PersistentVolumeClaim; "": an emptyDir
-	// measurePids asks the start check to count the tasks the Pod may
-	// start (kubestart.go).
-	measurePids bool
 }
+
+// kubeInitSource is the sandbox container's main process: a minimal init
+// that prints nothing and reads nothing. It points its standard streams
+// at /dev/null (what a container's main process prints, the kubelet
+// writes to the node's disk: nothing of the sandbox's goes there),
+// makes itself non-dumpable (code of the sandbox's user cannot open its
+// /proc entries or trace it), and reaps the processes that end up with
+// it, as a container's pid 1 must. It handles no signal: pid 1 of a
+// Pod ignores those sent from inside the Pod that it does not handle, so
+// code cannot end it; the kubelet's, from outside, end it when the Pod
+// is deleted. SIGCHLD is blocked and waited for, so that a child that
+// ends between a reap and the wait is not missed. It looks at /proc at
+// least every kubeInitLook seconds, and exits once the runtime the bridge
+// started in the Pod, and every process after it, has ended: the Pod of
+// a bridge that was killed then ends too, and the sweeps remove it
+// (RemoveStale). A runtime it never saw still counts: its stderr's
+// holder (kubestart.go) outlives it, becomes the init's child, and is
+// reaped.
+const kubeInitSource = `import os, signal
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+seen = False
+while True:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            seen = True
+    except ChildProcessError:
+        pass
+    if any(p.isdigit() and p != "1" for p in os.listdir("/proc")):
+        seen = True
+    elif seen:
+        os._exit(0)
+    signal.sigtimedwait({signal.SIGCHLD}, LOOK)
+`
+
+// kubeInitLook is how often, in seconds, the init looks whether any
+// process is left besides itself when none of its children ended.
+const kubeInitLook = 10
 
 // podSpec maps the sandbox's hardening onto a Pod: the same user, no
 // capabilities, no new privileges, seccomp, a read-only root, sized
@@ -72,10 +114,6 @@ type podOptions struct {
 func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 	l := spec.Limits.withDefaults()
 	uid, gid, err := parseUser(spec.User)
-	if err != nil {
-		return nil, err
-	}
-	command, err := kubeCommand(spec.Cmd, o.measurePids)
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +146,10 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				Name:            sandboxContainer,
 				Image:           spec.Image,
 				ImagePullPolicy: pullPolicy(spec.Image),
-				Command:         command,
+				Command:         []string{"python3", "-I", "-c", strings.Replace(kubeInitSource, "LOOK", strconv.Itoa(kubeInitLook), 1)},
 				Env:             envVars(spec.Env),
 				WorkingDir:      WorkspacePath,
-				Stdin:           true,
-				StdinOnce:       true,
+				Stdin:           false,
 				TTY:             false,
 
 				TerminationMessagePath:   kubeTerminationPath,

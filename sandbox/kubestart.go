@@ -18,24 +18,69 @@ import (
 // The start check of a sandbox Pod. What a Pod's sandbox may do depends
 // on the cluster as well as on the Pod: the seccomp profile a node has
 // under the name the Pod gives (or the container runtime's default),
-// and the pids limit, which is the kubelet's. So every new sandbox Pod
-// checks itself before it runs any other code: its command is this
-// check, then the runtime's loader. The check waits for one byte on
-// stdin (sent once the bridge is attached: what a container prints
-// before the attach is lost to it), then, in a child process (so that a
-// call that works changes nothing in the process that goes on to be the
-// init), tries the calls codebridge's profile refuses and a runtime's
-// default may not, tries to open the termination-message file, reads
-// the pids limit of its cgroup and, in the first Pod, counts how many
-// more tasks it can start; and writes one line of JSON on stdout. No
-// code of the model's has run yet, so the line can be believed; it is
-// still read as data from the sandbox (bounded, parsed, clipped).
+// and the pids limit, which is the kubelet's. So every new sandbox
+// checks itself before it runs any other code: the command the bridge
+// starts in the Pod (pods/exec) is this check, then the runtime's
+// loader. In a child process (so that a call that works changes nothing
+// in the process that goes on to be the runtime), the check tries the
+// calls codebridge's profile refuses and a runtime's default may not,
+// tries to open the termination-message file, reads the pids limit of
+// its cgroup and, in the first Pod, counts how many more tasks it can
+// start, and counts the out-of-memory kills of its memory cgroup so far
+// (kubeexec.go reads them again when the runtime is killed); and it
+// writes one line of JSON on stdout. No code of the model's has run yet,
+// so the line can be believed; it is still read as data from the
+// sandbox (bounded, parsed, clipped).
+
+// kubeOOMSource defines _codebridge_oom_kills(), how many processes the
+// memory cgroup's out-of-memory killer has killed (v2 or v1), or None,
+// as the loader's init counts them.
+const kubeOOMSource = `def _codebridge_oom_kills():
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+    return None
+`
+
+// kubeHoldSource defines _codebridge_hold(), which forks the process that
+// keeps the exec stream's stderr open while the runtime lives. The
+// runtime points its fd 2 at a pipe of its own once it runs (what code
+// prints there travels as frames) and closes the stream it was given;
+// containerd ends an exec's stdin as soon as nothing holds its stderr,
+// which would end the runtime. The holder keeps only that (its other
+// descriptors are /dev/null), is non-dumpable (code of the sandbox's
+// user cannot open its /proc entries), and exits when the runtime and
+// its forks have closed the write end of a pipe it reads.
+const kubeHoldSource = `def _codebridge_hold():
+    import os
+    r, w = os.pipe()
+    if os.fork():
+        os.close(r)
+        return w
+    os.close(w)
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+    except Exception:
+        pass
+    try:
+        os.read(r, 1)
+    finally:
+        os._exit(0)
+`
 
 // kubeCheckSource defines the check; kubeCommand calls it.
-const kubeCheckSource = `def _codebridge_check(term, room):
+const kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
     import os
-    if os.read(0, 1) != b"\n":
-        os._exit(3)
     child = os.fork()
     if child:
         os.waitpid(child, 0)
@@ -58,6 +103,7 @@ const kubeCheckSource = `def _codebridge_check(term, room):
                 return "ok"
             except OSError as e:
                 return errno.errorcode.get(e.errno, "E?")
+        r["oom_kills"] = _codebridge_oom_kills()
         r["termination"] = opens(term)
         r["dev_termination_log"] = opens("/dev/termination-log")
         for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):
@@ -87,8 +133,9 @@ const kubeCheckSource = `def _codebridge_check(term, room):
 // kubeCheckLineMax bounds the check's line.
 const kubeCheckLineMax = 4096
 
-// kubeCommand is the sandbox container's command: cmd, a `python3 ... -c
-// CODE` command, with the start check run before CODE. measurePids asks
+// kubeCommand is the command the bridge starts in a sandbox Pod: cmd, a
+// `python3 ... -c CODE` command, with stderr's holder forked and the start
+// check run before CODE. measurePids asks
 // the check to count the tasks the Pod may start, up to one more than
 // [DefaultPids].
 func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
@@ -100,8 +147,8 @@ func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
 		room = DefaultPids
 	}
 	out := slices.Clone(cmd)
-	out[len(out)-1] = fmt.Sprintf("%s_codebridge_check(%q, %d)\ndel _codebridge_check\n%s",
-		kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
+	out[len(out)-1] = fmt.Sprintf("%s%s_codebridge_hold()\n_codebridge_check(%q, %d)\ndel _codebridge_hold, _codebridge_check, _codebridge_oom_kills\n%s",
+		kubeHoldSource, kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
 	return out, nil
 }
 
@@ -118,12 +165,13 @@ type kubeReport struct {
 	DevTermination string `json:"dev_termination_log"`
 	PidsMax        string `json:"pids_max"`
 	PidsRoom       int    `json:"pids_room"`
+	OOMKills       int    `json:"oom_kills"`
 	Error          string `json:"error"`
 }
 
 // parseKubeReport reads the check's line.
 func parseKubeReport(line []byte) (kubeReport, error) {
-	r := kubeReport{PidsRoom: -1}
+	r := kubeReport{PidsRoom: -1, OOMKills: -1}
 	if err := json.Unmarshal(line, &r); err != nil {
 		return r, fmt.Errorf("its start check wrote %q, not its report", clipText(string(line), 200))
 	}
@@ -296,8 +344,8 @@ func (e *kubeEngine) Checks() []EngineCheck {
 	return out
 }
 
-// startCheck lets the new Pod's check run (one byte on stdin) and reads
-// its line from stdout, then hands the rest of stdout to the frames.
+// startCheck reads the new runtime's start check line from stdout, then
+// hands the rest of stdout to the frames.
 func (c *kubeContainer) startCheck(ctx context.Context) (kubeReport, error) {
 	type answer struct {
 		line []byte
@@ -306,10 +354,6 @@ func (c *kubeContainer) startCheck(ctx context.Context) (kubeReport, error) {
 	br := bufio.NewReaderSize(c.stdout, kubeCheckLineMax)
 	got := make(chan answer, 1)
 	go func() {
-		if _, err := c.stdin.Write([]byte("\n")); err != nil {
-			got <- answer{err: err}
-			return
-		}
 		line, err := br.ReadSlice('\n')
 		got <- answer{line, err}
 	}()
