@@ -95,12 +95,16 @@ print("init environ", "open" if os.access("/proc/1/environ", os.R_OK) else "clos
 // mountsProbe lists every mount the sandbox's user can write to, with its
 // type and whether it has a size.
 // Device nodes (rootless Podman binds /dev/null and the like from the
-// host) and /proc files are not storage, and are left out.
+// host), /proc files and mounts the user cannot even reach are not
+// storage it can write, and are left out.
 const mountsProbe = `import os, stat
 for line in open("/proc/mounts"):
     dev, mnt, fs, opts = line.split()[:4]
     o = opts.split(",")
-    if mnt.startswith("/proc/") or stat.S_ISCHR(os.stat(mnt).st_mode):
+    try:
+        if mnt.startswith("/proc/") or stat.S_ISCHR(os.stat(mnt).st_mode):
+            continue
+    except PermissionError:  # under a directory the user cannot enter (a Pod's termination log)
         continue
     if "rw" in o and os.access(mnt, os.W_OK):
         print("writable", mnt, fs, "sized" if any(x.startswith("size=") for x in o) else "unsized")`
