@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
 	corev1 "k8s.io/api/core/v1"
@@ -244,24 +243,6 @@ for fd in (1, 2):
 	}
 
 	b.kill(syscall.SIGKILL)
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	deadline := time.After(2 * time.Minute)
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("the watch of Pod %s ended", pod)
-			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
-				_ = cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{})
-				return
-			}
-		case <-deadline:
-			t.Fatalf("the sandbox Pod %s of a killed bridge still runs after 2 minutes", pod)
-		}
-	}
+	readyPod(t, cs, ns, "", func(p *corev1.Pod) bool { return p.Name == pod }, podEnded)
+	_ = cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{})
 }

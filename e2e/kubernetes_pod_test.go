@@ -265,30 +265,37 @@ func checkSeccompInstaller(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	}
 }
 
-// readyPod waits (watching) for a ready Pod that selector selects and
-// for which want holds.
-func readyPod(t *testing.T, cs *kubernetes.Clientset, ns, selector string, want func(*corev1.Pod) bool) *corev1.Pod {
+// readyPod waits (watching; again when a watch ends) for a Pod that
+// selector selects (all in ns when empty), that is not being deleted, for
+// which state holds (podReady, podEnded) and want holds, and returns it.
+func readyPod(t *testing.T, cs *kubernetes.Clientset, ns, selector string, want func(*corev1.Pod) bool, state ...func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
+	if len(state) == 0 {
+		state = []func(*corev1.Pod) bool{podReady}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("the watch of the Pods %s ended", selector)
-			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil && podReady(p) && want(p) {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatalf("watching the Pods %q: %v; %s", selector, err, bridgeDiagnosis(cs, ns))
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil && state[0](p) && want(p) {
+				w.Stop()
 				return p
 			}
-		case <-ctx.Done():
-			t.Fatalf("no Pod %s became ready: %s", selector, bridgeDiagnosis(cs, ns))
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			t.Fatalf("no Pod %q came to the state wanted in 3 minutes: %s", selector, bridgeDiagnosis(cs, ns))
 		}
 	}
+}
+
+// podEnded says whether a Pod's containers have all ended.
+func podEnded(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // readYAML decodes the documents of a file of deploy/kubernetes/ into

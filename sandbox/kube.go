@@ -322,7 +322,7 @@ type kubeContainer struct {
 	memory int64 // the memory limit, for the exit's words
 	stdin  *io.PipeWriter
 	stdout io.Reader
-	stderr *logWriter         // the runtime's stderr, to the log
+	stderr *logWriter         // the runtime's stderr, to the log (never believed: kubestart.go)
 	cancel context.CancelFunc // ends the exec stream
 
 	// The exec stream's end: streamErr (the runtime's exit status, as
@@ -364,7 +364,9 @@ func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
 		oom, known := c.oomKilled(ctx)
 		return exitReason(oom, known, code, c.memory)
 	}
-	why := waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
+	// The runtime's stderr is not the init's: code can write to it, so
+	// none of its lines is believed (a fresh writer that saw nothing).
+	why := waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, &logWriter{}, c.ended, isKubeNotFound)
 	if outside := c.EndedOutside(ctx); outside != "" {
 		return outside
 	}

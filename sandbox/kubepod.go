@@ -66,18 +66,20 @@ type podOptions struct {
 // writes to the node's disk: nothing of the sandbox's goes there),
 // makes itself non-dumpable (code of the sandbox's user cannot open its
 // /proc entries or trace it), and reaps the processes that end up with
-// it, as a container's pid 1 must. It handles no signal: pid 1 of a
-// Pod ignores those sent from inside the Pod that it does not handle, so
-// code cannot end it; the kubelet's, from outside, end it when the Pod
-// is deleted. SIGCHLD is blocked and waited for, so that a child that
-// ends between a reap and the wait is not missed. It looks at /proc at
-// least every kubeInitLook seconds, and exits once the runtime the bridge
-// started in the Pod, and every process after it, has ended: the Pod of
-// a bridge that was killed then ends too, and the sweeps remove it
-// (RemoveStale). A runtime it never saw still counts: its stderr's
-// holder (kubestart.go) outlives it, becomes the init's child, and is
-// reaped.
-const kubeInitSource = `import os, signal
+// it, as a container's pid 1 must. It handles no signal (Python's own
+// SIGINT handler is undone): pid 1 of a Pod ignores those sent from
+// inside the Pod that it does not handle, so code cannot end it; the
+// kubelet's, from outside, end it when the Pod is deleted. SIGCHLD is
+// blocked and waited for, so that a child that ends between a reap and
+// the wait is not missed. It looks at /proc at least every kubeInitLook
+// seconds, and exits once the runtime the bridge started in the Pod,
+// and every process after it, has been gone that long (the bridge reads
+// the Pod's out-of-memory count after a runtime dies, with a command in
+// the Pod): the Pod of a bridge that was killed then ends too, and the
+// sweeps remove it (RemoveStale). It knows a runtime ran by seeing it
+// (the runtime's start check wakes it with a SIGCHLD), or by reaping a
+// process it left.
+const kubeInitSource = `import os, signal, time
 null = os.open("/dev/null", os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
@@ -86,24 +88,28 @@ try:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 except Exception:
     pass
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-seen = False
+seen, alone = False, None
 while True:
     try:
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             seen = True
     except ChildProcessError:
         pass
+    now = time.monotonic()
     if any(p.isdigit() and p != "1" for p in os.listdir("/proc")):
-        seen = True
-    elif seen:
+        seen, alone = True, None
+    elif seen and alone is None:
+        alone = now
+    elif seen and now - alone >= LOOK:
         os._exit(0)
     signal.sigtimedwait({signal.SIGCHLD}, LOOK)
 `
 
 // kubeInitLook is how often, in seconds, the init looks whether any
 // process is left besides itself when none of its children ended.
-const kubeInitLook = 10
+const kubeInitLook = 5
 
 // podSpec maps the sandbox's hardening onto a Pod: the same user, no
 // capabilities, no new privileges, seccomp, a read-only root, sized
@@ -146,7 +152,7 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				Name:            sandboxContainer,
 				Image:           spec.Image,
 				ImagePullPolicy: pullPolicy(spec.Image),
-				Command:         []string{"python3", "-I", "-c", strings.Replace(kubeInitSource, "LOOK", strconv.Itoa(kubeInitLook), 1)},
+				Command:         []string{"python3", "-I", "-c", strings.ReplaceAll(kubeInitSource, "LOOK", strconv.Itoa(kubeInitLook))},
 				Env:             envVars(spec.Env),
 				WorkingDir:      WorkspacePath,
 				Stdin:           false,

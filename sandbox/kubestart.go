@@ -48,42 +48,16 @@ const kubeOOMSource = `def _codebridge_oom_kills():
     return None
 `
 
-// kubeHoldSource defines _codebridge_hold(), which forks the process that
-// keeps the exec stream's stderr open while the runtime lives. The
-// runtime points its fd 2 at a pipe of its own once it runs (what code
-// prints there travels as frames) and closes the stream it was given;
-// containerd ends an exec's stdin as soon as nothing holds its stderr,
-// which would end the runtime. The holder keeps only that (its other
-// descriptors are /dev/null), is non-dumpable (code of the sandbox's
-// user cannot open its /proc entries), and exits when the runtime and
-// its forks have closed the write end of a pipe it reads.
-const kubeHoldSource = `def _codebridge_hold():
-    import os
-    r, w = os.pipe()
-    if os.fork():
-        os.close(r)
-        return w
-    os.close(w)
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
-    except Exception:
-        pass
-    try:
-        os.read(r, 1)
-    finally:
-        os._exit(0)
-`
-
 // kubeCheckSource defines the check; kubeCommand calls it.
 const kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
     import os
     child = os.fork()
     if child:
         os.waitpid(child, 0)
+        os.dup(2)
+        os.environ["CODEBRIDGE_OWN_PIDS"] = "1"
+        import signal
+        os.kill(1, signal.SIGCHLD)
         return
     r = {}
     try:
@@ -134,8 +108,19 @@ const kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
 const kubeCheckLineMax = 4096
 
 // kubeCommand is the command the bridge starts in a sandbox Pod: cmd, a
-// `python3 ... -c CODE` command, with stderr's holder forked and the start
-// check run before CODE. measurePids asks
+// `python3 ... -c CODE` command, with the start check run before CODE.
+// Then the check keeps a second descriptor of the exec stream's stderr:
+// the runtime points its fd 2 at a pipe of its own once it runs (what
+// code prints there travels as frames) and closes the stream it was
+// given, and containerd ends an exec's stdin as soon as nothing holds its
+// stderr, which would end the runtime. Code can write to that descriptor:
+// what it writes reaches the bridge's log, within the log's budget
+// (containerLogBudget), and decides nothing (Exited reads the exit status
+// and the cgroup, never these lines). And it tells the runtime, in
+// CODEBRIDGE_OWN_PIDS, that the Pod's processes are its own but for the
+// init, as a runtime under the loader's init knows by its parent (it may
+// then stop what an interrupted cell left running, and a fork bomb); and
+// it wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
 // the check to count the tasks the Pod may start, up to one more than
 // [DefaultPids].
 func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
@@ -147,8 +132,8 @@ func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
 		room = DefaultPids
 	}
 	out := slices.Clone(cmd)
-	out[len(out)-1] = fmt.Sprintf("%s%s_codebridge_hold()\n_codebridge_check(%q, %d)\ndel _codebridge_hold, _codebridge_check, _codebridge_oom_kills\n%s",
-		kubeHoldSource, kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
+	out[len(out)-1] = fmt.Sprintf("%s_codebridge_check(%q, %d)\ndel _codebridge_check, _codebridge_oom_kills\n%s",
+		kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
 	return out, nil
 }
 

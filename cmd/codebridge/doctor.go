@@ -238,17 +238,22 @@ func kubeChecks(in []check) []check {
 	return out
 }
 
-// engineChecks puts an engine's own findings in place of the lines of
-// the same name, and adds the others after them.
+// engineChecks adds an engine's own findings: to a passed line of the
+// same name when the finding passed too, in its place when it did not
+// (or the line failed), after the others when there is none.
 func engineChecks(in []check, found []sandbox.EngineCheck) []check {
 	out := slices.Clone(in)
 	for _, f := range found {
 		ch := check{Name: f.Name, OK: f.OK, Warn: f.Warn, Detail: f.Detail, Fix: f.Fix}
-		if i := slices.IndexFunc(out, func(c check) bool { return c.Name == f.Name }); i >= 0 {
+		i := slices.IndexFunc(out, func(c check) bool { return c.Name == f.Name })
+		switch {
+		case i < 0:
+			out = append(out, ch)
+		case f.OK && !f.Warn && out[i].OK && !out[i].Warn:
+			out[i].Detail += "; " + f.Detail
+		default:
 			ch.TookMS = out[i].TookMS
 			out[i] = ch
-		} else {
-			out = append(out, ch)
 		}
 	}
 	return out
