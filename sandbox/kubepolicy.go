@@ -112,7 +112,7 @@ func (e *kubeEngine) checkNetworkPolicy(ctx context.Context, rc rest.Interface, 
 	}
 	ch.OK = false
 	ch.Detail = why + " in namespace " + e.ns
-	ch.Fix = "kubectl -n " + e.ns + " apply -f deploy/kubernetes/networkpolicy.yaml, or --allow-no-network-policy when something else closes the sandbox Pods' network"
-	return fmt.Errorf("sandbox: %s: %s (labelled %s=1), so they would have the Pod network: %s; "+
-		"or pass --allow-no-network-policy when something the namespace cannot show closes it (a cluster-wide policy)", e.name, ch.Detail, LabelKey, ch.Fix)
+	ch.Fix = "kubectl -n " + e.ns + " apply -f deploy/kubernetes/networkpolicy.yaml; or pass --allow-no-network-policy " +
+		"when something the namespace cannot show closes the sandbox Pods' network (a cluster-wide policy)"
+	return fmt.Errorf("sandbox: %s: %s (labelled %s=1), so they would have the Pod network: %s", e.name, ch.Detail, LabelKey, ch.Fix)
 }
