@@ -80,7 +80,7 @@ func (c *cli) doctor(s *settings, asJSON bool) error {
 	} else {
 		detail := eng.Name()
 		if s.engine == sandbox.EngineKubernetes {
-			detail += "; the bridge may create, get, list, watch and delete pods, attach to them and list events"
+			detail += "; the bridge may create, get, list, watch and delete pods, exec in them, list events and network policies"
 		}
 		add(check{Name: "engine", OK: true, Detail: detail}, start)
 		sc := sandboxChecks(ctx, a, eng)
