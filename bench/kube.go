@@ -3,9 +3,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,8 +17,13 @@ import (
 	"github.com/codebridge/codebridge/sandbox"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // The kubernetes part of the bench (-engine kubernetes; `make
@@ -30,8 +37,9 @@ const kubeBuilt = true
 // kubeCluster is the cluster of KUBECONFIG, read with the cluster
 // admin's view (nodes, their stats summary through the API server).
 type kubeCluster struct {
-	cs *kubernetes.Clientset
-	ns string
+	cs  *kubernetes.Clientset
+	cfg *rest.Config
+	ns  string
 }
 
 func connectCluster() (*kubeCluster, error) {
@@ -50,7 +58,7 @@ func connectCluster() (*kubeCluster, error) {
 			ns = "default"
 		}
 	}
-	return &kubeCluster{cs: cs, ns: ns}, nil
+	return &kubeCluster{cs: cs, cfg: cfg, ns: ns}, nil
 }
 
 // bridgePods are the running sandbox Pods the bridge of pid made.
@@ -302,4 +310,134 @@ func (k *kubeCluster) removeLeft(ctx context.Context, pid int) int {
 		_ = k.cs.CoreV1().Pods(k.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	}
 	return len(pods)
+}
+
+// The frames' channel: a sandbox Pod's frames travelled over pods/attach
+// to the container's own process, whose output the kubelet also writes
+// to the node's container log; they now travel over pods/exec to a
+// command started in the Pod, which it does not log. measureKubeChannels
+// times a line's round trip over each, side by side, to the same echo
+// program in one Pod, through the same API server and kubelet.
+
+// echoSource copies stdin to stdout line by line.
+const echoSource = `import sys
+for line in sys.stdin.buffer:
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()`
+
+// channelTrips is how many round trips each channel is timed for.
+const channelTrips = 500
+
+func (e *env) measureKubeChannels(ctx context.Context) ([]row, error) {
+	k, err := connectCluster()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := k.echoPod(ctx, e.image)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		grace := int64(0)
+		_ = k.cs.CoreV1().Pods(k.ns).Delete(context.WithoutCancel(ctx), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	}()
+	var rows []row
+	for _, ch := range []struct {
+		what string
+		sub  string
+		opts runtime.Object
+	}{
+		{"pods/attach to the container's process (before; the kubelet logs it)", "attach",
+			&corev1.PodAttachOptions{Container: "echo", Stdin: true, Stdout: true}},
+		{"pods/exec to a command in the Pod (the runtime's channel now; not logged)", "exec",
+			&corev1.PodExecOptions{Container: "echo", Command: []string{"python3", "-I", "-u", "-c", echoSource}, Stdin: true, Stdout: true}},
+	} {
+		trips, err := k.roundTrips(ctx, pod, ch.sub, ch.opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ch.sub, err)
+		}
+		rows = append(rows, row{name: fmt.Sprintf("Kubernetes: a line's round trip over %s (%d trips)", ch.what, len(trips)),
+			value: fmtSeconds(trips.median()) + " median", spread: "p99 " + fmtSeconds(trips.p99()), info: true})
+	}
+	return rows, nil
+}
+
+// echoPod starts a Pod whose process echoes its stdin, hardened as a
+// sandbox's is, and waits (watching) until it runs.
+func (k *kubeCluster) echoPod(ctx context.Context, image string) (string, error) {
+	no, yes, uid := false, true, int64(65534)
+	name := fmt.Sprintf("codebridge-bench-echo-%d", time.Now().UnixNano())
+	pull := corev1.PullIfNotPresent
+	if strings.HasPrefix(image, "localhost/") {
+		pull = corev1.PullNever
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.ns, Labels: map[string]string{"app.kubernetes.io/name": "codebridge-bench"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{
+				Name: "echo", Image: image, ImagePullPolicy: pull, Stdin: true,
+				Command: []string{"python3", "-I", "-u", "-c", echoSource},
+				SecurityContext: &corev1.SecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: &yes,
+					AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	if _, err := k.cs.CoreV1().Pods(k.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	w, err := k.cs.CoreV1().Pods(k.ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return name, err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning {
+			return name, nil
+		}
+	}
+	return name, fmt.Errorf("the watch of Pod %s ended before it ran", name)
+}
+
+// roundTrips opens sub (attach or exec) of the Pod with opts and times
+// channelTrips lines sent and echoed, one at a time.
+func (k *kubeCluster) roundTrips(ctx context.Context, pod, sub string, opts runtime.Object) (sample, error) {
+	u := k.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(k.ns).Name(pod).SubResource(sub).
+		VersionedParams(opts, scheme.ParameterCodec).URL()
+	ex, err := remotecommand.NewWebSocketExecutor(k.cfg, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW})
+		outW.Close()
+	}()
+	br := bufio.NewReader(outR)
+	var trips sample
+	for i := range channelTrips + 10 {
+		line := fmt.Sprintf("frame %d %s\n", i, strings.Repeat("x", 100))
+		start := time.Now()
+		if _, err := io.WriteString(inW, line); err != nil {
+			return nil, err
+		}
+		got, err := br.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("after %d trips: %w", i, err)
+		}
+		if got != line {
+			return nil, fmt.Errorf("sent %q, got %q", line, got)
+		}
+		if i >= 10 { // the first trips warm the stream up
+			trips = append(trips, time.Since(start).Seconds())
+		}
+	}
+	inW.Close()
+	cancel()
+	<-done
+	return trips, nil
 }

@@ -14,3 +14,5 @@ const kubeBuilt = false
 func (e *env) measureKubeNode(context.Context) ([]row, error) {
 	return nil, errors.New("built without the tag kubernetes: run go run -tags kubernetes ./bench -engine kubernetes (make bench-kube)")
 }
+
+func (e *env) measureKubeChannels(ctx context.Context) ([]row, error) { return e.measureKubeNode(ctx) }

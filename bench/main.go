@@ -92,7 +92,10 @@
 //     from their memory cgroups on this machine), and the node's capacity
 //     as the least of its max Pods, its allocatable memory over each Pod's
 //     request (what the scheduler counts) and over each idle Pod's working
-//     set. Every Pod it made is removed, and one left is an error.
+//     set; and a line's round trip over pods/attach and over pods/exec
+//     side by side, to one echo Pod (the frames' channel was the first
+//     and is the second). Every Pod it made is removed, and one left is
+//     an error.
 //
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
@@ -316,6 +319,7 @@ func (e *env) sections() []section {
 			{name: "latency and throughput", measure: e.measureLatency},
 			{name: "serving HTTP", measure: e.measureHTTP},
 			{name: "idle sessions per node", measure: e.measureKubeNode},
+			{name: "the frames' channel: attach and exec", measure: e.measureKubeChannels},
 		}
 	}
 	return []section{

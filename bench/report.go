@@ -122,7 +122,7 @@ func procMeminfo(field string) (float64, error) {
 // checkEngine makes sure the engine is reachable and has the image, so the
 // bench fails early with a clear message instead of inside a measurement.
 func (e *env) checkEngine(ctx context.Context) error {
-	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE")})
+	eng, err := sandbox.Connect(ctx, sandbox.EngineOptions{Kind: os.Getenv("CODEBRIDGE_ENGINE"), Namespace: os.Getenv("CODEBRIDGE_NAMESPACE")})
 	if err != nil {
 		return fmt.Errorf("no container engine: %w", err)
 	}

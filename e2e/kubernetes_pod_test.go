@@ -67,6 +67,7 @@ func TestKubernetesBridgeInCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	applyDeploy(t, cs, cfg, ns)
+	checkSeccompInstaller(t, cs, ns)
 
 	first := readyBridgePod(t, cs, ns, func(*corev1.Pod) bool { return true })
 	port := int(first.Spec.Containers[0].Ports[0].ContainerPort)
@@ -229,6 +230,74 @@ func applyDeploy(t *testing.T, cs *kubernetes.Clientset, cfg *rest.Config, ns st
 	must(cs.AppsV1().Deployments(ns).Create(ctx, &dep, metav1.CreateOptions{}))
 }
 
+// checkSeccompInstaller runs deploy/kubernetes/seccomp-installer.yaml's
+// DaemonSet with the bridge's image, its hostPath moved to a directory
+// of the test's on this node, and checks that once its Pod is ready the
+// directory holds codebridge.json, the profile the bridge's build prints.
+func checkSeccompInstaller(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	var ds appsv1.DaemonSet
+	readYAML(t, "seccomp-installer.yaml", &ds)
+	ds.Namespace = ns
+	dir := t.TempDir()
+	spec := &ds.Spec.Template.Spec
+	spec.Volumes[0].HostPath.Path = dir
+	spec.Containers[0].Image = bridgeImage
+	spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	ctx := context.Background()
+	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, &ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readyPod(t, cs, ns, "app.kubernetes.io/name=codebridge-seccomp", func(*corev1.Pod) bool { return true })
+	got, err := os.ReadFile(filepath.Join(dir, sandbox.DefaultSeccompLocalhost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sandbox.SeccompProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != string(want) {
+		t.Errorf("the DaemonSet wrote %d bytes that are not codebridge's profile (%d bytes)", len(got), len(want))
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("the DaemonSet left %v", left)
+	}
+}
+
+// readyPod waits (watching; again when a watch ends) for a Pod that
+// selector selects (all in ns when empty), that is not being deleted, for
+// which state holds (podReady, podEnded) and want holds, and returns it.
+func readyPod(t *testing.T, cs *kubernetes.Clientset, ns, selector string, want func(*corev1.Pod) bool, state ...func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	if len(state) == 0 {
+		state = []func(*corev1.Pod) bool{podReady}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatalf("watching the Pods %q: %v; %s", selector, err, bridgeDiagnosis(cs, ns))
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil && state[0](p) && want(p) {
+				w.Stop()
+				return p
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			t.Fatalf("no Pod %q came to the state wanted in 3 minutes: %s", selector, bridgeDiagnosis(cs, ns))
+		}
+	}
+}
+
+// podEnded says whether a Pod's containers have all ended.
+func podEnded(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
 // readYAML decodes the documents of a file of deploy/kubernetes/ into
 // objs, in order.
 func readYAML(t *testing.T, name string, objs ...any) {
@@ -262,27 +331,7 @@ func freePort(t *testing.T) int {
 // Deployment for which want holds, and returns it.
 func readyBridgePod(t *testing.T, cs *kubernetes.Clientset, ns string, want func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=codebridge"}
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatal("the watch of the bridge's Pods ended")
-			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil && podReady(p) && want(p) {
-				return p
-			}
-		case <-ctx.Done():
-			t.Fatalf("no bridge Pod became ready: %s", bridgeDiagnosis(cs, ns))
-		}
-	}
+	return readyPod(t, cs, ns, "app.kubernetes.io/name=codebridge", want)
 }
 
 func podReady(p *corev1.Pod) bool {

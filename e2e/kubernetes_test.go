@@ -4,8 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"github.com/codebridge/codebridge/sandbox"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 )
 
 // kubeNamespace is where the end-to-end tests put sandbox Pods, unless
@@ -27,16 +33,20 @@ import (
 const kubeNamespace = "codebridge-e2e"
 
 // seccompAsConfigured reports whether a Pod's profile is the one the run
-// asks for: codebridge's on the nodes when CODEBRIDGE_SECCOMP_LOCALHOST
-// names it, else RuntimeDefault.
+// asks for: the one CODEBRIDGE_SECCOMP_LOCALHOST names, codebridge's on
+// the nodes by default, or RuntimeDefault when it says so.
 func seccompAsConfigured(p *corev1.SeccompProfile) bool {
 	if p == nil {
 		return false
 	}
-	if name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST"); name != "" {
-		return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
+	name := os.Getenv("CODEBRIDGE_SECCOMP_LOCALHOST")
+	switch name {
+	case sandbox.SeccompRuntimeDefault:
+		return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+	case "":
+		name = sandbox.DefaultSeccompLocalhost
 	}
-	return p.Type == corev1.SeccompProfileTypeRuntimeDefault
+	return p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == name
 }
 
 // kubeSetup prepares a kubernetes run: the namespace (created when
@@ -56,7 +66,30 @@ func kubeSetup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return ensureNamespace(ctx, cs, ns)
+	if err := ensureNamespace(ctx, cs, ns); err != nil {
+		return err
+	}
+	return ensureNetworkPolicy(ctx, cs, ns)
+}
+
+// ensureNetworkPolicy puts deploy/kubernetes/networkpolicy.yaml in
+// namespace ns, as an operator does: the bridge refuses to start
+// sandboxes in a namespace without it.
+func ensureNetworkPolicy(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy/kubernetes/networkpolicy.yaml"))
+	if err != nil {
+		return err
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(b, &np); err != nil {
+		return fmt.Errorf("deploy/kubernetes/networkpolicy.yaml: %w", err)
+	}
+	np.Namespace = ns
+	_, err = cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &np, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the sandboxes' NetworkPolicy in namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 // ensureNamespace creates namespace ns when missing and waits (watching)
@@ -206,7 +239,8 @@ func TestKubernetesMissingPermissionNamed(t *testing.T) {
 	// The deploy Role without "list" on events.
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
+		policyListRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") + ": list on events"
 	stdout, _, exit := cli(t, home(t, nil), "", []string{"KUBECONFIG=" + kc}, "doctor")
@@ -221,15 +255,16 @@ func TestKubernetesMissingPermissionNamed(t *testing.T) {
 }
 
 // TestKubernetesLeastRoleWorks: with exactly the permissions the engine
-// asks for (create, not get, on pods/attach: the WebSocket attach is
+// asks for (create, not get, on pods/exec: the WebSocket exec is
 // refused and the bridge falls back to SPDY), cells run and the sandbox
 // is removed.
 func TestKubernetesLeastRoleWorks(t *testing.T) {
 	kubeOnly(t)
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		policyListRule,
 	})
 	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
 	mustContain(t, b.ok("x = 20\nprint(x + 1)"), "21")
@@ -240,6 +275,10 @@ func TestKubernetesLeastRoleWorks(t *testing.T) {
 		t.Errorf("%d sandbox Pod(s) left", len(left))
 	}
 }
+
+// policyListRule is the Role's rule that lets the bridge check the
+// namespace's NetworkPolicies (deploy/kubernetes/rbac.yaml).
+var policyListRule = rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list"}}
 
 // accountKubeconfig makes a service account in the test namespace bound
 // to a Role of rules, and a kubeconfig that acts as it.
@@ -291,4 +330,101 @@ func accountKubeconfig(t *testing.T, rules []rbacv1.PolicyRule) string {
 		t.Fatal(err)
 	}
 	return kc
+}
+
+// writableProbe walks the sandbox's whole filesystem as its user and
+// tries to write to every file and directory it finds (a file opened for
+// appending, nothing written; a directory by making a file in it and
+// removing it), outside /proc and /sys and the scratch mounts that
+// have a size (which it checks are sized tmpfs). It prints what it
+// could open, as JSON, with the mounts it did not walk and how the two
+// termination-log paths answer an open.
+const writableProbe = `import errno, json, os, stat
+sized = ["/tmp", "/workspace", "/var/tmp", "/dev/shm"]
+mounts = {}
+for line in open("/proc/mounts"):
+    dev, mnt, fs, opts = line.split()[:4]
+    mounts[mnt] = (fs, opts.split(","))
+unsized = [m for m in sized if mounts.get(m, ("", []))[0] != "tmpfs" or not any(o.startswith("size=") for o in mounts[m][1])]
+found, devices = [], []
+def open_file(p):
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY))
+        return True
+    except OSError:
+        return False
+def make_in(d):
+    q = os.path.join(d, ".codebridge-write-probe")
+    try:
+        os.close(os.open(q, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    os.unlink(q)
+    return True
+for root, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(root, d) not in sized + ["/proc", "/sys"]]
+    if make_in(root):
+        found.append(root.rstrip("/") + "/")
+    for name in dirs + files:
+        p = os.path.join(root, name)
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) and open_file(p):
+            found.append(p)
+        elif (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)) and open_file(p):
+            devices.append(p)
+def answer(p):
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_APPEND))
+        return "opened"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({"found": found, "devices": devices, "unsized": unsized,
+                  "default": answer("/dev/termination-log"), "path": answer(TERMINATION)}))`
+
+// TestKubernetesNoUnboundedWrites: a sandbox Pod offers its code no
+// writable path outside the sized in-memory scratch mounts, /dev/mqueue
+// (bounded by RLIMIT_MSGQUEUE) and character devices. In particular the
+// termination-message file, which the kubelet keeps on the node's disk
+// and counts against no limit (kubernetes#122224), is where the
+// sandbox's user cannot open it, and /dev/termination-log does not
+// exist.
+func TestKubernetesNoUnboundedWrites(t *testing.T) {
+	kubeOnly(t)
+	b := startBridge(t, home(t, nil))
+	mustContain(t, b.ok("print('up')"), "up")
+	pods := bridgePods(t, b.pid)
+	if len(pods) == 0 {
+		t.Fatal("no sandbox Pod of this bridge")
+	}
+	path := pods[0].Spec.Containers[0].TerminationMessagePath
+	out := b.ok(strings.Replace(writableProbe, "TERMINATION", strconv.Quote(path), 1))
+	var probe struct {
+		Found, Devices, Unsized []string
+		Default, Path           string
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &probe); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, p := range probe.Found {
+		if p != "/dev/mqueue/" {
+			t.Errorf("the sandbox can write to %s, which no size bounds", p)
+		}
+	}
+	for _, d := range probe.Devices {
+		if !slices.Contains([]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"}, d) {
+			t.Errorf("the sandbox can open %s for writing", d)
+		}
+	}
+	if len(probe.Unsized) > 0 {
+		t.Errorf("scratch mounts without a size: %v", probe.Unsized)
+	}
+	if probe.Default != "ENOENT" {
+		t.Errorf("/dev/termination-log answers an open with %s, want ENOENT (no such file)", probe.Default)
+	}
+	if probe.Path != "EACCES" {
+		t.Errorf("the termination-message file %s answers an open with %s, want EACCES", path, probe.Path)
+	}
 }

@@ -4,9 +4,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,8 +71,11 @@ func TestKubernetesPersistentWorkspace(t *testing.T) {
 
 	// The bridge restarts: its Pods are gone, the claim is not, and the
 	// next bridge's sandbox finds the file.
+	// The claim says whose it is only as a digest, and nothing of the
+	// project's path: anyone who may list claims reads its metadata.
 	pvc := getClaim(t, claim)
-	if pvc.Status.Phase != corev1.ClaimBound || pvc.Labels[sandbox.LabelKey] != "1" || pvc.Annotations[sandbox.LabelProject] != root {
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Labels[sandbox.LabelKey] != "1" || pvc.Labels[sandbox.LabelPrincipal] != digestOf("local") ||
+		slices.ContainsFunc(slices.Collect(maps.Keys(pvc.Annotations)), func(k string) bool { return strings.HasPrefix(k, sandbox.LabelKey) }) {
 		t.Errorf("claim %s: phase %s, labels %v, annotations %v", claim, pvc.Status.Phase, pvc.Labels, pvc.Annotations)
 	}
 	b2 := startBridge(t, h, env...)
@@ -75,7 +83,7 @@ func TestKubernetesPersistentWorkspace(t *testing.T) {
 	b2.close()
 
 	stdout, stderr, exit := cli(t, h, "", env, "workspace", "--json")
-	if exit != 0 || !strings.Contains(stdout, `"name": "`+claim+`"`) || !strings.Contains(stdout, `"principal": "local"`) {
+	if exit != 0 || !strings.Contains(stdout, `"name": "`+claim+`"`) || !strings.Contains(stdout, `"principal": "sha256:`+digestOf("local")+`"`) {
 		t.Errorf("codebridge workspace: exit %d, the claim %s not listed:\n%s\n%s", exit, claim, stdout, stderr)
 	}
 
@@ -141,12 +149,25 @@ func checkPrincipalClaims(t *testing.T, h string, env []string, mark string) {
 	byPrincipal := map[string]string{}
 	for _, p := range pods {
 		if c := claimOfPod(&p); c != "" {
-			byPrincipal[getClaim(t, c).Annotations[sandbox.LabelPrincipal]] = c
+			pvc := getClaim(t, c)
+			byPrincipal[pvc.Labels[sandbox.LabelPrincipal]] = c
+			if meta, _ := json.Marshal(pvc.ObjectMeta); strings.Contains(string(meta), "alice") || strings.Contains(string(meta), "bob") {
+				t.Errorf("claim %s names its principal: %s", c, meta)
+			}
 		}
 	}
-	if len(byPrincipal) != 2 || byPrincipal["token:alice"] == "" || byPrincipal["token:alice"] == byPrincipal["token:bob"] {
-		t.Errorf("the HTTP sessions' claims by principal: %v", byPrincipal)
+	a, b := byPrincipal[digestOf("token:alice")], byPrincipal[digestOf("token:bob")]
+	if len(byPrincipal) != 2 || a == "" || b == "" || a == b {
+		t.Errorf("the HTTP sessions' claims by principal digest: %v", byPrincipal)
 	}
+}
+
+// digestOf is the label value that stands for a principal on its claims:
+// the first 32 hex digits of the SHA-256 of its name as the audit gives
+// it (docs/scale-out.md says how an operator computes it).
+func digestOf(principal string) string {
+	sum := sha256.Sum256([]byte(principal))
+	return hex.EncodeToString(sum[:16])
 }
 
 // workspacePod is the one live sandbox Pod of the bridge with this pid.
@@ -196,8 +217,9 @@ func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
 	kubeOnly(t)
 	kc := accountKubeconfig(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		policyListRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") +
 		": create on persistentvolumeclaims, get on persistentvolumeclaims;"

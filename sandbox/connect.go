@@ -48,10 +48,19 @@ type EngineOptions struct {
 	// "kubernetes"). Empty means the bridge Pod's own in a cluster, else
 	// the kubeconfig context's, else "default".
 	Namespace string
-	// SeccompLocalhost names a seccomp profile installed on the
-	// Kubernetes nodes (a path relative to the kubelet's seccomp
-	// directory, such as "codebridge.json"). Empty means RuntimeDefault.
+	// SeccompLocalhost names the seccomp profile of the sandbox Pods,
+	// installed on the Kubernetes nodes (a path relative to the kubelet's
+	// seccomp directory). Empty means [DefaultSeccompLocalhost];
+	// [SeccompRuntimeDefault] means the container runtime's own.
 	SeccompLocalhost string
+	// AllowWeakSeccomp lets sandbox Pods run whose seccomp filter lets
+	// through what codebridge's profile refuses (io_uring, user
+	// namespaces, ptrace, keyctl); without it such a Pod fails its start.
+	AllowWeakSeccomp bool
+	// AllowNoNetworkPolicy lets the kubernetes engine start sandboxes in
+	// a namespace where no NetworkPolicy denies the sandbox Pods all
+	// ingress and egress; without it the engine refuses to connect.
+	AllowNoNetworkPolicy bool
 	// Workspaces says that sandboxes will mount persistent workspaces:
 	// the kubernetes engine then checks, when it connects, that it may
 	// make their PersistentVolumeClaims and that a storage class exists.

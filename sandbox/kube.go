@@ -13,32 +13,41 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 )
 
-// kubeEngine runs each sandbox as a Pod of one container and carries its
-// frames over the Pod's attach stream (WebSocket, or SPDY where the API
-// server has only that). Nothing is mounted from the bridge: the runtime
-// arrives on stdin, as with the other engines' attach channel. It has no
-// direct channel (it is not a [channelEngine]).
+// kubeEngine runs each sandbox as a Pod of one container, whose main
+// process is a minimal init, and starts the runtime in it through
+// pods/exec, whose stream carries the frames (WebSocket, or SPDY where
+// the API server has only that): an exec stream goes from the container
+// runtime through the kubelet and the API server to the bridge, and the
+// kubelet writes none of it to the node's container log, as it does all
+// a container's main process prints. Nothing is mounted from the bridge:
+// the runtime arrives on stdin, as with the other engines' attach
+// channel. It has no direct channel (it is not a [channelEngine]).
 type kubeEngine struct {
 	name    string
 	ns      string
-	cfg     *rest.Config   // for the attach streams; nil in unit tests
+	cfg     *rest.Config   // for the exec streams; nil in unit tests
 	rest    rest.Interface // the core group's REST client
 	pods    podClient
 	events  eventClient
 	log     *slog.Logger
 	owner   kubeOwner
 	seccomp *corev1.SeccompProfile // a node's Localhost profile, or nil for RuntimeDefault
+
+	// allowWeakSeccomp lets Pods run whose filter the start check finds
+	// weaker than codebridge's profile; findings are what the start
+	// checks and the network policy check found, for doctor.
+	allowWeakSeccomp bool
+	findings         kubeFindings
 
 	// The persistent workspaces' claims: their client, class (empty:
 	// the cluster's default) and size.
@@ -64,6 +73,7 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	if len(spec.Mounts) > 0 {
 		return nil, kubeMountRefusal(spec.Mounts[0])
 	}
+	counted := e.findings.claimPidsCount()
 	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp}
 	if ws := spec.Workspace; ws != nil {
 		if !ws.Volume {
@@ -74,6 +84,23 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 			return nil, err
 		}
 	}
+	command, err := kubeCommand(spec.Cmd, counted)
+	if err == nil {
+		var c Container
+		if c, err = e.startPod(ctx, spec, o, command, counted); err == nil {
+			return c, nil
+		}
+	}
+	if counted {
+		e.findings.pidsUncounted()
+	}
+	return nil, err
+}
+
+// startPod makes the sandbox Pod, waits until it runs, starts the
+// runtime's command in it and applies its start check. A Pod that
+// fails any of these is deleted.
+func (e *kubeEngine) startPod(ctx context.Context, spec ContainerSpec, o podOptions, command []string, measurePids bool) (Container, error) {
 	pod, err := podSpec(spec, o)
 	if err != nil {
 		return nil, err
@@ -82,7 +109,8 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %s refused the sandbox Pod: %w%s", e.name, err, createHint(spec.Limits, err))
 	}
-	c := &kubeContainer{engine: e, name: created.Name}
+	c := &kubeContainer{engine: e, name: created.Name, memory: memoryLimit(created), oomKills: -1,
+		stderr: &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("pod", created.Name)}}
 	fail := func(err error) (Container, error) {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -92,9 +120,17 @@ func (e *kubeEngine) Start(ctx context.Context, spec ContainerSpec) (Container, 
 	if err := e.waitRunning(ctx, created); err != nil {
 		return fail(err)
 	}
-	if err := c.attach(); err != nil {
-		return fail(fmt.Errorf("sandbox: attaching to Pod %s on %s: %w", c.name, e.name, err))
+	if err := c.exec(command); err != nil {
+		return fail(fmt.Errorf("sandbox: starting the runtime in Pod %s on %s (pods/exec): %w", c.name, e.name, err))
 	}
+	report, err := c.startCheck(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: sandbox Pod %s on %s: %w", c.name, e.name, err))
+	}
+	if err := e.judge(c.name, report, measurePids); err != nil {
+		return fail(err)
+	}
+	c.oomKills = report.OOMKills
 	return c, nil
 }
 
@@ -160,13 +196,18 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 	}
 	removed := 0
 	var errs []error
+	now := time.Now()
 	for _, p := range list.Items {
 		stale, err := e.owner.stale(ctx, e.pods, p.Labels)
+		why := "left by a bridge that is gone"
+		if err == nil && !stale && endedBefore(&p, now.Add(-kubeEndedKeep)) {
+			stale, why = true, "ended long ago, left by a bridge that did not remove it (killed, or its host gone)"
+		}
 		if err == nil && stale {
 			err = e.remove(ctx, p.Name)
 			if err == nil {
 				removed++
-				e.log.Info("removed a sandbox Pod left by a bridge that is gone", "pod", p.Name)
+				e.log.Info("removed a sandbox Pod "+why, "pod", p.Name)
 			}
 		}
 		if err != nil {
@@ -174,6 +215,36 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// kubeEndedKeep is how long a sandbox Pod may stay after its container
+// ended before any bridge of the namespace removes it. A bridge that
+// runs removes its own ended Pods within seconds (once it has read how
+// they ended); one that was killed cannot, and outside a cluster no
+// owner reference lets the cluster do it, while the owner labels let
+// only a bridge of the same host know that it is gone. An ended Pod is
+// of no use to anyone: past this, whoever sweeps (a bridge starting,
+// doctor, `codebridge workspace`) removes it.
+const kubeEndedKeep = 5 * time.Minute
+
+// endedBefore reports whether the Pod ended (its phase says so) before
+// t: by its sandbox container's end, else the last change of its
+// conditions. A Pod that shows no time is not judged.
+func endedBefore(p *corev1.Pod, t time.Time) bool {
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	var end time.Time
+	if term := terminated(p); term != nil {
+		end = term.FinishedAt.Time
+	} else {
+		for _, c := range p.Status.Conditions {
+			if c.LastTransitionTime.After(end) {
+				end = c.LastTransitionTime.Time
+			}
+		}
+	}
+	return !end.IsZero() && end.Before(t)
 }
 
 // remove deletes a Pod at once (no grace period). A Pod already gone is
@@ -190,7 +261,9 @@ func (e *kubeEngine) remove(ctx context.Context, name string) error {
 func isKubeNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
 
 // Workspaces lists the workspace claims codebridge made in the
-// namespace, by name, with the sandbox Pods that mount each now.
+// namespace, by name, with the sandbox Pods that mount each now, and the
+// digest of each one's principal (the claims keep neither the principal's
+// name nor the project's path: see claimSpec).
 func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) {
 	list, err := e.claims.List(ctx, metav1.ListOptions{LabelSelector: LabelKey + "=1"})
 	if err != nil {
@@ -210,7 +283,11 @@ func (e *kubeEngine) Workspaces(ctx context.Context) ([]WorkspaceVolume, error) 
 	}
 	out := make([]WorkspaceVolume, 0, len(list.Items))
 	for _, c := range list.Items {
-		out = append(out, WorkspaceVolume{Name: c.Name, Project: c.Annotations[LabelProject], Principal: c.Annotations[LabelPrincipal],
+		var principal string
+		if d := c.Labels[LabelPrincipal]; d != "" {
+			principal = "sha256:" + d
+		}
+		out = append(out, WorkspaceVolume{Name: c.Name, Principal: principal,
 			Created: c.CreationTimestamp.UTC().Format(time.RFC3339), InUse: used[c.Name]})
 	}
 	slices.SortFunc(out, func(a, b WorkspaceVolume) int { return strings.Compare(a.Name, b.Name) })
@@ -237,74 +314,106 @@ func (e *kubeEngine) RemoveWorkspace(ctx context.Context, name string) error {
 	return nil
 }
 
-// kubeContainer is a sandbox Pod started by [kubeEngine], with its attach
-// stream.
+// kubeContainer is a sandbox Pod started by [kubeEngine], with the exec
+// stream of its runtime (kubeexec.go).
 type kubeContainer struct {
 	engine *kubeEngine
 	name   string
+	memory int64 // the memory limit, for the exit's words
 	stdin  *io.PipeWriter
 	stdout io.Reader
-	stderr *logWriter
-	cancel context.CancelFunc // ends the attach stream
+	stderr *logWriter         // the runtime's stderr, to the log (never believed: kubestart.go)
+	cancel context.CancelFunc // ends the exec stream
+
+	// The exec stream's end: streamErr (the runtime's exit status, as
+	// client-go words it) is valid once streamDone is closed.
+	streamDone chan struct{}
+	streamErr  error
+	// oomKills is how many processes the Pod's memory cgroup had
+	// killed when the runtime started (the start check's count; -1:
+	// unknown).
+	oomKills int
 
 	removeOnce sync.Once
 	removeErr  error
+	removed    atomic.Bool // the bridge removes it: its end is not news
 }
 
 func (c *kubeContainer) ID() string            { return c.name }
 func (c *kubeContainer) Stdout() io.Reader     { return c.stdout }
 func (c *kubeContainer) Stdin() io.WriteCloser { return c.stdin }
 
-// attach opens the Pod's attach stream: WebSocket first, SPDY when the
-// API server (or a proxy on the way) cannot upgrade to it. The stream
-// lives until the container ends or [kubeContainer.Remove]; what the
-// container writes to stderr goes to the log.
-func (c *kubeContainer) attach() error {
-	e := c.engine
-	u := restPods{c: e.rest, ns: e.ns}.attachURL(c.name, &corev1.PodAttachOptions{
-		Container: sandboxContainer, Stdin: true, Stdout: true, Stderr: true,
-	})
-	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", u.String())
-	if err != nil {
-		return err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
-	if err != nil {
-		return err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return err
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c.stdin, c.stdout = inW, outR
-	c.stderr = &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: e.log.With("pod", c.name)}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: c.stderr})
-		c.stderr.close()
-		if err == nil {
-			err = io.EOF
-		}
-		outW.CloseWithError(err)
-		inR.CloseWithError(err)
-	}()
-	return nil
-}
-
 // kubeExitWait is the least time Exited gives the cluster to report how a
-// container ended: the kubelet notices at its next relist (every second)
-// and then updates the Pod's status through the API server, seconds
-// later on a loaded node. Exited is asked when the attach stream ended,
-// so the container has ended or is ending.
+// container ended when the runtime's exec stream ended without its exit
+// status (the connection to the API server broke): the kubelet notices
+// at its next relist (every second) and then updates the Pod's status
+// through the API server, seconds later on a loaded node.
 const kubeExitWait = 15 * time.Second
 
+// Exited says how the runtime ended: a Pod ended from outside codebridge
+// first; else the runtime's exit status from its exec stream, with the
+// Pod's memory cgroup asked whether the kernel's out-of-memory killer
+// struck; else, without a status, the Pod's container state, read again
+// once the cluster has said (the kubelet may have marked it evicted in
+// the same update, and that is then the reason, not the kill it caused).
 func (c *kubeContainer) Exited(ctx context.Context, wait time.Duration) string {
-	return waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, c.stderr, c.ended, isKubeNotFound)
+	if outside := c.EndedOutside(ctx); outside != "" {
+		return outside
+	}
+	if code, ok := c.runtimeExit(ctx, wait); ok {
+		oom, known := c.oomKilled(ctx)
+		return exitReason(oom, known, code, c.memory)
+	}
+	// The runtime's stderr is not the init's: code can write to it, so
+	// none of its lines is believed (a fresh writer that saw nothing).
+	why := waitEnded(ctx, max(wait, kubeExitWait), 50*time.Millisecond, &logWriter{}, c.ended, isKubeNotFound)
+	if outside := c.EndedOutside(ctx); outside != "" {
+		return outside
+	}
+	return why
+}
+
+// EndedOutside says whether something outside codebridge ended the Pod:
+// it is gone, or being deleted, and the bridge did not remove it; or the
+// node evicted it. One read of the Pod; "" when it shows none of these
+// (yet: a kubelet that evicts writes the reason after the kill, which
+// Exited reads again).
+func (c *kubeContainer) EndedOutside(ctx context.Context) string {
+	if c.removed.Load() {
+		return ""
+	}
+	p, err := c.engine.pods.Get(ctx, c.name, metav1.GetOptions{})
+	if isKubeNotFound(err) {
+		return "its Pod " + c.name + " is gone: something outside codebridge deleted it (kubectl delete, a controller, or the node); " +
+			"the sandbox was not at fault"
+	}
+	if err != nil {
+		return ""
+	}
+	return outsideReason(p)
+}
+
+// outsideReason words what the Pod's status says ended it from outside:
+// the kubelet's Evicted reason and message, a deletion (with the
+// cluster's DisruptionTarget reason when it gave one), or "". The
+// messages are the cluster's, clipped.
+func outsideReason(p *corev1.Pod) string {
+	var disruption string
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue {
+			disruption = " (" + cond.Reason + ": " + clipText(cond.Message, 300) + ")"
+		}
+	}
+	switch {
+	case p.Status.Reason == "Evicted":
+		return "the node evicted its Pod " + p.Name + ": " + clipText(p.Status.Message, 300) + "; the Pod's own limits were not what ended it"
+	case p.DeletionTimestamp != nil:
+		return "its Pod " + p.Name + " was deleted from outside codebridge at " + p.DeletionTimestamp.UTC().Format(time.RFC3339) + disruption +
+			" (kubectl delete, a controller, or the node); the sandbox was not at fault"
+	case disruption != "" && terminated(p) != nil:
+		return "the cluster ended its Pod " + p.Name + disruption + "; the sandbox was not at fault"
+	}
+	return ""
 }
 
 // ended is how the sandbox container ended, or nil while it runs. The
@@ -350,6 +459,7 @@ func memoryLimit(p *corev1.Pod) int64 {
 }
 
 func (c *kubeContainer) Remove(ctx context.Context) error {
+	c.removed.Store(true)
 	c.removeOnce.Do(func() {
 		if c.cancel != nil {
 			c.cancel()

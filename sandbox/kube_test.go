@@ -68,6 +68,9 @@ func TestPodSpecHardening(t *testing.T) {
 	}
 }
 
+// testCmd is a sandbox command of the shape the engine needs.
+var testCmd = []string{"python3", "-c", "x"}
+
 func holds(t *testing.T, what string, ok bool) {
 	t.Helper()
 	if !ok {
@@ -96,9 +99,18 @@ func checkPodLevel(t *testing.T, pod *corev1.Pod) {
 func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	t.Helper()
 	holds(t, "image and pull policy Never for localhost/", c.Image == spec.Image && c.ImagePullPolicy == corev1.PullNever)
-	holds(t, "command", strings.Join(c.Command, " ") == "python3 -c x")
+	// The runtime is started through pods/exec, whose stream the kubelet
+	// does not log; the container's own process is the init, which
+	// prints nothing.
+	holds(t, "command: the minimal init", len(c.Command) == 4 && c.Command[0] == "python3" && c.Command[2] == "-c" &&
+		strings.Contains(c.Command[3], "os.dup2(null, fd)") && !strings.Contains(c.Command[3], "LOOK"))
 	holds(t, "env", len(c.Env) == 2 && c.Env[1].Name == "A" && c.Env[1].Value == "b=c")
-	holds(t, "stdin open, once, no TTY", c.Stdin && c.StdinOnce && !c.TTY)
+	holds(t, "no stdin, no TTY", !c.Stdin && !c.StdinOnce && !c.TTY)
+	// The kubelet's default, /dev/termination-log, is a file on the
+	// node's disk that no limit counts: it must be where uid 65534
+	// cannot open it.
+	holds(t, "termination message under root's 0700 /root", strings.HasPrefix(c.TerminationMessagePath, "/root/") &&
+		c.TerminationMessagePolicy == corev1.TerminationMessageReadFile)
 	sc := c.SecurityContext
 	holds(t, "container runAsUser/Group/NonRoot", *sc.RunAsUser == 65534 && *sc.RunAsGroup == 65534 && *sc.RunAsNonRoot)
 	holds(t, "readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem)
@@ -108,7 +120,7 @@ func checkContainer(t *testing.T, spec ContainerSpec, c corev1.Container) {
 	holds(t, "container seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
 	holds(t, "memory limit", c.Resources.Limits.Memory().Value() == 300<<20)
 	holds(t, "cpu limit", c.Resources.Limits.Cpu().MilliValue() == 1500)
-	holds(t, "ephemeral-storage limit (the termination log, the logs)", c.Resources.Limits.StorageEphemeral().Value() == 1<<30)
+	holds(t, "ephemeral-storage limit (the logs)", c.Resources.Limits.StorageEphemeral().Value() == 1<<30)
 	holds(t, "requests at most the limits", c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()) <= 0 &&
 		c.Resources.Requests.Cpu().Cmp(*c.Resources.Limits.Cpu()) <= 0)
 }
@@ -165,7 +177,7 @@ func TestKubeStartFailsFastWithEvents(t *testing.T) {
 	type result struct{ err error }
 	done := make(chan result, 1)
 	go func() {
-		_, err := e.Start(context.Background(), ContainerSpec{Image: "localhost/absent:1", Cmd: []string{"python3"}})
+		_, err := e.Start(context.Background(), ContainerSpec{Image: "localhost/absent:1", Cmd: testCmd})
 		done <- result{err}
 	}()
 	<-watching
@@ -212,7 +224,7 @@ func TestKubeStartUnschedulable(t *testing.T) {
 			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient memory."}}
 		return false, nil, nil
 	})
-	_, err := testKubeEngine(cs).Start(context.Background(), ContainerSpec{Image: "i"})
+	_, err := testKubeEngine(cs).Start(context.Background(), ContainerSpec{Image: "i", Cmd: testCmd})
 	if err == nil || !strings.Contains(err.Error(), "no node can take it (0/1 nodes are available: 1 Insufficient memory.)") {
 		t.Fatalf("err = %v", err)
 	}
@@ -239,7 +251,9 @@ func TestKubeStartRefusesHostState(t *testing.T) {
 // TestKubeRemoveStale: the sweep removes the Pods of bridges that are
 // gone (a process of this host that ended; a bridge Pod that no longer
 // exists, or exists with another UID; an earlier process of this very
-// Pod, restarted in place) and no other.
+// Pod, restarted in place), and any bridge's Pods that ended more than
+// kubeEndedKeep ago (a killed bridge of another host cannot remove
+// them), and no other.
 func TestKubeRemoveStale(t *testing.T) {
 	me := currentOwner()
 	me.host = labelValue(me.host)
@@ -270,6 +284,11 @@ func TestKubeRemoveStale(t *testing.T) {
 			return l
 		}()),
 		pod("of-this-pod-restarted", podLabels("me", "my-uid")),
+		// Another host's bridge that was killed: its Pods ended and
+		// stay, unless they ended long enough ago.
+		endedAt(pod("other-host-ended-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), true),
+		endedAt(pod("other-host-failed-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), false),
+		endedAt(pod("other-host-just-ended", procLabels("another-host", 1<<22+1, "1")), time.Now(), true),
 	)
 	e := testKubeEngine(cs)
 	e.owner.pod, e.owner.podUID = "me", "my-uid"
@@ -283,9 +302,9 @@ func TestKubeRemoveStale(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	got := strings.Join(names, " ")
-	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host"
-	if n != 4 || got != want {
-		t.Errorf("removed %d, left %q; want 4 removed, %q left", n, got, want)
+	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host other-host-just-ended"
+	if n != 6 || got != want {
+		t.Errorf("removed %d, left %q; want 6 removed, %q left", n, got, want)
 	}
 	for _, a := range cs.Actions() {
 		if d, ok := a.(k8stesting.DeleteAction); ok {
@@ -294,6 +313,19 @@ func TestKubeRemoveStale(t *testing.T) {
 			}
 		}
 	}
+}
+
+// endedAt marks a Pod as ended at t: by its container's state, or (as a
+// Pod that failed before its container ran) by its conditions only.
+func endedAt(p *corev1.Pod, t time.Time, container bool) *corev1.Pod {
+	p.Status.Phase = corev1.PodFailed
+	if container {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: sandboxContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: metav1.NewTime(t)}}}}
+	} else {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(t)}}
+	}
+	return p
 }
 
 // TestKubeExitedReasons: a stopped sandbox Pod says why, in the local
@@ -324,7 +356,7 @@ func TestKubeExitedReasons(t *testing.T) {
 // each permission it needs and names every one that is missing, verb on
 // resource.
 func TestKubeAccessNamesMissingVerbs(t *testing.T) {
-	denied := map[string]bool{"list events": true, "create pods/attach": true, "get persistentvolumeclaims": true}
+	denied := map[string]bool{"list events": true, "create pods/exec": true, "get persistentvolumeclaims": true}
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" || r.Method != http.MethodPost {
@@ -333,7 +365,7 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		}
 		var review struct {
 			Spec struct {
-				ResourceAttributes struct{ Namespace, Verb, Resource, Subresource string } `json:"resourceAttributes"`
+				ResourceAttributes struct{ Namespace, Verb, Group, Resource, Subresource string } `json:"resourceAttributes"`
 			} `json:"spec"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
@@ -342,6 +374,9 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		}
 		a := review.Spec.ResourceAttributes
 		what := a.Verb + " " + a.Resource
+		if a.Group != "" {
+			what += "." + a.Group
+		}
 		if a.Subresource != "" {
 			what += "/" + a.Subresource
 		}
@@ -354,7 +389,7 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", kubeNeeds)
-	if err == nil || !strings.Contains(err.Error(), "lacks these permissions in namespace team: create on pods/attach, list on events;") {
+	if err == nil || !strings.Contains(err.Error(), "lacks these permissions in namespace team: create on pods/exec, list on events;") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(asked) != len(kubeNeeds) || asked[0] != "team: create pods" {
@@ -365,8 +400,63 @@ func TestKubeAccessNamesMissingVerbs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "list on events, get on persistentvolumeclaims;") {
 		t.Fatalf("with workspaces: err = %v", err)
 	}
+	// The network policy check's verb is of another API group.
+	denied["list networkpolicies.networking.k8s.io"] = true
+	err = checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", append(kubeNeeds, kubePolicyNeed))
+	if err == nil || !strings.Contains(err.Error(), "list on events, list on networkpolicies.networking.k8s.io;") {
+		t.Fatalf("with the policy check: err = %v", err)
+	}
 	denied = nil
 	if err := checkKubeAccess(context.Background(), rc, "team", "kubernetes at test", kubeNeeds); err != nil {
 		t.Errorf("all granted: %v", err)
+	}
+}
+
+// TestKubeEndedOutside: a Pod deleted or evicted from outside is the
+// reason the sandbox ended, with the cluster's words; one the bridge
+// removed itself, or that simply ended, is not.
+func TestKubeEndedOutside(t *testing.T) {
+	cs := fake.NewClientset()
+	e := testKubeEngine(cs)
+	ctx := context.Background()
+	at := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	killed := corev1.ContainerStatus{Name: sandboxContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "deleted", DeletionTimestamp: &at}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "preempted", DeletionTimestamp: &at}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "evicted"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+			Message: "The node was low on resource: ephemeral-storage.", ContainerStatuses: []corev1.ContainerStatus{killed}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "ended"}, Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{killed}}},
+	}
+	for _, p := range pods {
+		p.Namespace = "ns"
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"deleted":   "its Pod deleted was deleted from outside codebridge at 2026-11-27T10:00:00Z",
+		"preempted": "(EvictionByEvictionAPI: Eviction API: evicting)",
+		"evicted":   "the node evicted its Pod evicted: The node was low on resource: ephemeral-storage.",
+		"gone":      "its Pod gone is gone: something outside codebridge deleted it",
+		"ended":     "",
+	} {
+		c := &kubeContainer{engine: e, name: name}
+		got := c.EndedOutside(ctx)
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	// The evicted Pod's container was killed: Exited names the eviction,
+	// not the kill (or memory).
+	c := &kubeContainer{engine: e, name: "evicted", stderr: &logWriter{log: e.log}}
+	if got := c.Exited(ctx, 0); !strings.HasPrefix(got, "the node evicted its Pod") {
+		t.Errorf("Exited of an evicted Pod: %q", got)
+	}
+	c = &kubeContainer{engine: e, name: "deleted"}
+	c.removed.Store(true)
+	if got := c.EndedOutside(ctx); got != "" {
+		t.Errorf("a Pod the bridge removed: %q", got)
 	}
 }

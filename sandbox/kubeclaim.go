@@ -24,10 +24,6 @@ import (
 // and outlives the sandbox Pods that mount it: only `codebridge
 // workspace rm` removes it.
 
-// annotationVolume keeps the workspace volume's name as given (the
-// claim's name is it made a DNS label).
-const annotationVolume = "io.codebridge.volume"
-
 // claimPoll is how often a claim that is not bound yet is looked at: its
 // phase, and its events, which say when it never will be.
 const claimPoll = 100 * time.Millisecond
@@ -62,20 +58,22 @@ func claimName(source string) string {
 }
 
 // claimSpec is the claim of workspace ws: ReadWriteOnce, size bytes, of
-// class (empty: the cluster's default), labelled as codebridge's (and
-// with its principal, made a label value), with the volume's name, its
-// project and principal whole in annotations.
+// class (empty: the cluster's default), labelled as codebridge's and,
+// when it is a principal's, with a digest of the principal
+// ([principalDigest]). Anyone who may list claims in the namespace reads
+// their labels and annotations, and the namespace is shared by every
+// principal of the bridge (and perhaps by other teams' bridges): so
+// neither the principal's name nor the project's path is kept on it. The
+// claim's name keeps what the operator's commands use (`codebridge
+// workspace here`, `rm NAME`): the project directory's last element,
+// which is the bridge's (all its principals share it), and digests.
 func claimSpec(name string, ws Mount, class string, size resource.Quantity) *corev1.PersistentVolumeClaim {
 	labels := map[string]string{LabelKey: "1"}
-	annotations := map[string]string{annotationVolume: ws.Source}
-	for k, v := range ws.Labels {
-		annotations[k] = v
-	}
 	if p := ws.Labels[LabelPrincipal]; p != "" {
-		labels[LabelPrincipal] = labelValue(p)
+		labels[LabelPrincipal] = principalDigest(p)
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
@@ -85,6 +83,16 @@ func claimSpec(name string, ws Mount, class string, size resource.Quantity) *cor
 		pvc.Spec.StorageClassName = &class
 	}
 	return pvc
+}
+
+// principalDigest is the label value that stands for a principal (as
+// the audit names it: "local", "token:NAME", "oauth:SUBJECT@ISSUER"):
+// the first 32 hex digits of its SHA-256, which an operator who knows
+// the name can compute (`printf %s token:alice | sha256sum | cut -c1-32`)
+// and no one can read a name from.
+func principalDigest(principal string) string {
+	sum := sha256.Sum256([]byte(principal))
+	return hex.EncodeToString(sum[:16])
 }
 
 // ensureClaim makes the claim of workspace ws unless it exists, and waits

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestClaimName(t *testing.T) {
 // other scratch volumes stay in memory), the volume is the sandbox
 // group's (fsGroup), and the Pod is labelled with it.
 func TestPodSpecWorkspaceClaim(t *testing.T) {
-	pod, err := podSpec(ContainerSpec{Image: "i"}, podOptions{name: "p", labels: map[string]string{LabelKey: "1"}, claim: "ws-1"})
+	pod, err := podSpec(ContainerSpec{Image: "i", Cmd: testCmd}, podOptions{name: "p", labels: map[string]string{LabelKey: "1"}, claim: "ws-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +65,15 @@ func TestPodSpecWorkspaceClaim(t *testing.T) {
 	holds(t, "still runs as 65534, non-root", *psc.RunAsUser == 65534 && *psc.RunAsNonRoot)
 	holds(t, "labelled with its claim", pod.Labels[LabelWorkspace] == "ws-1")
 
-	pod, _ = podSpec(ContainerSpec{Image: "i"}, podOptions{name: "p", labels: map[string]string{}})
+	pod, _ = podSpec(ContainerSpec{Image: "i", Cmd: testCmd}, podOptions{name: "p", labels: map[string]string{}})
 	holds(t, "no fsGroup without a claim", pod.Spec.SecurityContext.FSGroup == nil && claimOf(pod) == "")
 }
 
 // TestKubeEnsureClaim: a missing claim is made (ReadWriteOnce, the size
-// and class given, labelled, the project and principal whole in
-// annotations) and waited for until bound; an existing one is used as
-// it is.
+// and class given, labelled with a digest of its principal, and nothing
+// readable of the principal or the project on it: anyone who lists
+// claims in the namespace would read it) and waited for until bound; an
+// existing one is used as it is.
 func TestKubeEnsureClaim(t *testing.T) {
 	cs := fake.NewClientset()
 	cs.PrependReactor("create", "persistentvolumeclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -94,12 +96,17 @@ func TestKubeEnsureClaim(t *testing.T) {
 	holds(t, "ReadWriteOnce", len(pvc.Spec.AccessModes) == 1 && pvc.Spec.AccessModes[0] == corev1.ReadWriteOnce)
 	holds(t, "size", pvc.Spec.Resources.Requests.Storage().Value() == 2<<30)
 	holds(t, "class", pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName == "fast")
-	holds(t, "labels", pvc.Labels[LabelKey] == "1" && pvc.Labels[LabelPrincipal] == "token_alice")
-	holds(t, "annotations", pvc.Annotations[LabelProject] == "/home/me/proj x" && pvc.Annotations[LabelPrincipal] == "token:alice" &&
-		pvc.Annotations[annotationVolume] == ws.Source)
+	// sha256("token:alice"), its first 32 hex digits.
+	const digest = "142cf5f743a90ad4ee6dc54c46e017cf"
+	holds(t, "labels: codebridge's, the principal's digest", len(pvc.Labels) == 2 && pvc.Labels[LabelKey] == "1" && pvc.Labels[LabelPrincipal] == digest)
+	holds(t, "no annotations", len(pvc.Annotations) == 0)
+	meta, _ := json.Marshal(pvc.ObjectMeta)
+	for _, secret := range []string{"alice", "proj x", "/home/me"} {
+		holds(t, "the claim's metadata does not hold "+secret, !strings.Contains(string(meta), secret))
+	}
 
 	list, err := e.Workspaces(context.Background())
-	if err != nil || len(list) != 1 || list[0].Name != name || list[0].Principal != "token:alice" || list[0].Project != "/home/me/proj x" {
+	if err != nil || len(list) != 1 || list[0].Name != name || list[0].Principal != "sha256:"+digest || list[0].Project != "" {
 		t.Errorf("Workspaces = %+v, %v", list, err)
 	}
 	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -135,7 +142,7 @@ func TestKubeClaimUnbindableFailsFast(t *testing.T) {
 		return false, nil, err
 	})
 	e := testKubeEngine(cs)
-	_, err := e.Start(context.Background(), ContainerSpec{Image: "i", Workspace: &Mount{Source: "ws", Volume: true}})
+	_, err := e.Start(context.Background(), ContainerSpec{Image: "i", Cmd: testCmd, Workspace: &Mount{Source: "ws", Volume: true}})
 	if err == nil {
 		t.Fatal("the start succeeded")
 	}

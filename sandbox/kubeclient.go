@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +51,7 @@ type eventClient interface {
 }
 
 // kubeCodecs is the scheme of the core group (Pods, Events and the
-// options of list, watch and attach), made on first use.
+// options of list, watch and exec), made on first use.
 var kubeCodecs = sync.OnceValues(func() (*runtime.Scheme, serializer.CodecFactory) {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
@@ -110,9 +111,9 @@ func (p restPods) Delete(ctx context.Context, name string, opts metav1.DeleteOpt
 	return p.c.Delete().Namespace(p.ns).Resource("pods").Name(name).Body(&opts).Do(ctx).Error()
 }
 
-// attachURL is the address of a Pod's attach subresource.
-func (p restPods) attachURL(name string, opts *corev1.PodAttachOptions) *url.URL {
-	return p.c.Post().Namespace(p.ns).Resource("pods").Name(name).SubResource("attach").VersionedParams(opts, params()).URL()
+// execURL is the address of a Pod's exec subresource.
+func (p restPods) execURL(name string, opts *corev1.PodExecOptions) *url.URL {
+	return p.c.Post().Namespace(p.ns).Resource("pods").Name(name).SubResource("exec").VersionedParams(opts, params()).URL()
 }
 
 // restClaims is [claimClient] over a core REST client, in one namespace.
@@ -158,14 +159,17 @@ func (e restEvents) List(ctx context.Context, opts metav1.ListOptions) (*corev1.
 }
 
 // accessReview asks the API server whether this client may do verb on
-// resource (with subresource) in namespace ns: a SelfSubjectAccessReview,
-// sent as JSON so that the authorization group needs no scheme.
+// resource (with subresource; of another API group than the core one
+// after a '.', as kubectl names it) in namespace ns: a
+// SelfSubjectAccessReview, sent as JSON so that the authorization group
+// needs no scheme.
 func accessReview(ctx context.Context, c rest.Interface, ns, verb, resource, sub string) (bool, error) {
+	resource, group, _ := strings.Cut(resource, ".") // "networkpolicies.networking.k8s.io"
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": "authorization.k8s.io/v1",
 		"kind":       "SelfSubjectAccessReview",
 		"spec": map[string]any{"resourceAttributes": map[string]string{
-			"namespace": ns, "verb": verb, "resource": resource, "subresource": sub,
+			"namespace": ns, "verb": verb, "group": group, "resource": resource, "subresource": sub,
 		}},
 	})
 	if err != nil {

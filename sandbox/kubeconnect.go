@@ -31,10 +31,11 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // kubeNeeds are the permissions the engine needs in its namespace: verb
 // on resource (with a subresource after '/'). The deploy manifests'
-// Role grants exactly these (deploy/kubernetes/rbac.yaml).
+// Role grants exactly these (deploy/kubernetes/rbac.yaml), with
+// [kubePolicyNeed] and [kubeClaimNeeds].
 var kubeNeeds = []kubeNeed{
 	{"create", "pods"}, {"get", "pods"}, {"list", "pods"}, {"watch", "pods"}, {"delete", "pods"},
-	{"create", "pods/attach"},
+	{"create", "pods/exec"},
 	{"list", "events"},
 }
 
@@ -88,14 +89,15 @@ func kubeConfig(getenv func(string) string, namespace string) (*rest.Config, str
 }
 
 // connectKube connects to the cluster and checks, with access reviews,
-// that the engine may do what it needs in its namespace.
+// that the engine may do what it needs in its namespace, and that a
+// NetworkPolicy closes the sandbox Pods' network there.
 func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) string, log *slog.Logger) (Engine, error) {
 	cfg, ns, from, err := kubeConfig(getenv, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	quietKlog(log)
-	// Each sandbox costs a create, a watch, an attach and a delete; the
+	// Each sandbox costs a create, a watch, an exec and a delete; the
 	// client's default of 5 requests a second would queue a warm pool.
 	cfg.QPS, cfg.Burst = 50, 100
 	rc, err := coreClient(cfg)
@@ -113,15 +115,19 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 		log: log.With("engine", name), owner: kubeOwnerFrom(getenv, ns),
 		storageClass: opts.StorageClass, claimSize: *resource.NewQuantity(size, resource.BinarySI),
 	}
-	if opts.SeccompLocalhost != "" {
-		p := opts.SeccompLocalhost
-		e.seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &p}
-	}
+	e.seccomp = seccompProfile(opts.SeccompLocalhost)
+	e.allowWeakSeccomp = opts.AllowWeakSeccomp
 	needs := kubeNeeds
+	if !opts.AllowNoNetworkPolicy {
+		needs = append(slices.Clip(needs), kubePolicyNeed)
+	}
 	if opts.Workspaces {
 		needs = append(slices.Clip(needs), kubeClaimNeeds...)
 	}
 	if err := checkKubeAccess(ctx, rc, ns, name, needs); err != nil {
+		return nil, err
+	}
+	if err := e.checkNetworkPolicy(ctx, rc, opts.AllowNoNetworkPolicy); err != nil {
 		return nil, err
 	}
 	if opts.Workspaces {
@@ -134,7 +140,7 @@ func connectKube(ctx context.Context, opts EngineOptions, getenv func(string) st
 
 // quietKlog sends what client-go logs (through klog, to stderr by
 // default) to the bridge's log; the errors it reports from streams that
-// end (an attach stream the bridge closed when it removed the sandbox)
+// end (an exec stream the bridge closed when it removed the sandbox)
 // are expected, so they are logged at debug level.
 func quietKlog(log *slog.Logger) {
 	klogOnce.Do(func() {
@@ -236,4 +242,17 @@ func (o kubeOwner) stale(ctx context.Context, pods podClient, labels map[string]
 		return false, err
 	}
 	return string(p.UID) != uid, nil
+}
+
+// seccompProfile is the sandbox Pods' profile: codebridge's on the nodes
+// ([DefaultSeccompLocalhost]) unless another is named, or nil for the
+// container runtime's own ([SeccompRuntimeDefault]).
+func seccompProfile(name string) *corev1.SeccompProfile {
+	switch name {
+	case SeccompRuntimeDefault:
+		return nil
+	case "":
+		name = DefaultSeccompLocalhost
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &name}
 }

@@ -30,12 +30,25 @@ var (
 	kubeRequestMemory = resource.MustParse("64Mi")
 )
 
-// kubeEphemeralStorage bounds the node's disk a sandbox Pod may use: the
-// container's logs (the runtime writes everything the sandbox prints to
-// them, the frames included, and the kubelet rotates them) and
-// /dev/termination-log, which the kubelet mounts writable from the node.
-// The kubelet evicts a Pod beyond it (at its next check, not at once).
+// kubeEphemeralStorage bounds the node's disk a sandbox Pod's emptyDirs on
+// disk and writable layer may use (it has neither: its root is read-only
+// and its scratch space is in memory) and what the kubelet counts of its
+// container's logs. The kubelet evicts a Pod beyond it, at its next
+// check. It does not bound the termination-message file, which the
+// kubelet leaves out of the count (kubernetes#122224): see
+// [kubeTerminationPath].
 var kubeEphemeralStorage = resource.MustParse("1Gi")
+
+// kubeTerminationPath is where the kubelet mounts the container's
+// termination-message file, a file on the node's disk that it bind-mounts
+// writable and does not count against any limit: at the default
+// /dev/termination-log, code could fill the node's disk through it. Under
+// /root, which is root's and 0700 in Debian's images (the sandbox image
+// and python:*-slim), uid 65534 cannot open it; the sandbox leaves no
+// message (the bridge reads how it ended from the container's state).
+// The start check (kubestart.go) fails a sandbox that can open it, as
+// in an image whose /root is not root's and 0700.
+const kubeTerminationPath = "/root/.codebridge-termination-log"
 
 // podOptions is what a sandbox Pod needs besides the [ContainerSpec].
 type podOptions struct {
@@ -46,6 +59,57 @@ type podOptions struct {
 	seccomp   *corev1.SeccompProfile // nil: RuntimeDefault
 	claim     string                 // the workspace's PersistentVolumeClaim; "": an emptyDir
 }
+
+// kubeInitSource is the sandbox container's main process: a minimal init
+// that prints nothing and reads nothing. It points its standard streams
+// at /dev/null (what a container's main process prints, the kubelet
+// writes to the node's disk: nothing of the sandbox's goes there),
+// makes itself non-dumpable (code of the sandbox's user cannot open its
+// /proc entries or trace it), and reaps the processes that end up with
+// it, as a container's pid 1 must. It handles no signal (Python's own
+// SIGINT handler is undone): pid 1 of a Pod ignores those sent from
+// inside the Pod that it does not handle, so code cannot end it; the
+// kubelet's, from outside, end it when the Pod is deleted. SIGCHLD is
+// blocked and waited for, so that a child that ends between a reap and
+// the wait is not missed. It looks at /proc at least every kubeInitLook
+// seconds, and exits once the runtime the bridge started in the Pod,
+// and every process after it, has been gone that long (the bridge reads
+// the Pod's out-of-memory count after a runtime dies, with a command in
+// the Pod): the Pod of a bridge that was killed then ends too, and the
+// sweeps remove it (RemoveStale). It knows a runtime ran by seeing it
+// (the runtime's start check wakes it with a SIGCHLD), or by reaping a
+// process it left.
+const kubeInitSource = `import os, signal, time
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+seen, alone = False, None
+while True:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            seen = True
+    except ChildProcessError:
+        pass
+    now = time.monotonic()
+    if any(p.isdigit() and p != "1" for p in os.listdir("/proc")):
+        seen, alone = True, None
+    elif seen and alone is None:
+        alone = now
+    elif seen and now - alone >= LOOK:
+        os._exit(0)
+    signal.sigtimedwait({signal.SIGCHLD}, LOOK)
+`
+
+// kubeInitLook is how often, in seconds, the init looks whether any
+// process is left besides itself when none of its children ended.
+const kubeInitLook = 5
 
 // podSpec maps the sandbox's hardening onto a Pod: the same user, no
 // capabilities, no new privileges, seccomp, a read-only root, sized
@@ -88,12 +152,14 @@ func podSpec(spec ContainerSpec, o podOptions) (*corev1.Pod, error) {
 				Name:            sandboxContainer,
 				Image:           spec.Image,
 				ImagePullPolicy: pullPolicy(spec.Image),
-				Command:         spec.Cmd,
+				Command:         []string{"python3", "-I", "-c", strings.ReplaceAll(kubeInitSource, "LOOK", strconv.Itoa(kubeInitLook))},
 				Env:             envVars(spec.Env),
 				WorkingDir:      WorkspacePath,
-				Stdin:           true,
-				StdinOnce:       true,
+				Stdin:           false,
 				TTY:             false,
+
+				TerminationMessagePath:   kubeTerminationPath,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{
 					RunAsUser: &uid, RunAsGroup: &gid, RunAsNonRoot: &yes,
 					Privileged: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,

@@ -42,7 +42,7 @@ func podStarted(p *corev1.Pod) (done bool, why string) {
 		case st.Running != nil:
 			return true, ""
 		case st.Terminated != nil:
-			return true, fmt.Sprintf("its container ended before the bridge could attach (%s, exit code %d: %s)",
+			return true, fmt.Sprintf("its container ended before the bridge could start the runtime in it (%s, exit code %d: %s)",
 				st.Terminated.Reason, st.Terminated.ExitCode, st.Terminated.Message)
 		case st.Waiting != nil && slices.Contains(fatalWaiting, st.Waiting.Reason):
 			return true, st.Waiting.Reason + ": " + st.Waiting.Message

@@ -432,8 +432,14 @@ func clipText(s string, n int) string {
 }
 
 // ended says why c's container stopped, waiting a little for the engine
-// to know.
+// to know. Something outside codebridge that ended it (a Pod deleted or
+// evicted) is the reason, whatever the frames or the code did.
 func (c *live) ended(ctx context.Context) string {
+	if o, ok := c.ctr.(outsideEnder); ok {
+		if why := o.EndedOutside(ctx); why != "" {
+			return why
+		}
+	}
 	if broke := c.protocolError(); broke != "" {
 		return "its frame channel broke: " + broke + "; code that writes to descriptors it did not open can do this"
 	}

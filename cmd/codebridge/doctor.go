@@ -81,12 +81,15 @@ func (c *cli) doctor(s *appSettings, asJSON bool) error {
 	} else {
 		detail := eng.Name()
 		if s.Sandbox.Engine == sandbox.EngineKubernetes {
-			detail += "; the bridge may create, get, list, watch and delete pods, attach to them and list events"
+			detail += "; the bridge may create, get, list, watch and delete pods, exec in them, list events and network policies"
 		}
 		add(check{Name: "engine", OK: true, Detail: detail}, start)
 		sc := sandboxChecks(ctx, a, eng)
 		if s.Sandbox.Engine == sandbox.EngineKubernetes {
-			sc = kubeChecks(sc, s.Sandbox.SeccompLocalhost != "")
+			sc = kubeChecks(sc)
+		}
+		if ce, ok := eng.(sandbox.CheckedEngine); ok {
+			sc = engineChecks(sc, ce.Checks())
 		}
 		checks = append(checks, sc...)
 	}
@@ -212,15 +215,13 @@ func sandboxChecks(ctx context.Context, a *app, eng sandbox.Engine) []check {
 	return out
 }
 
-// channelCheck says what the sandbox's frames travel over; the attach
-// stream where the direct channel was wanted is a warning (slower), not a
-// problem.
 // kubeChecks words the sandbox checks as they apply to a Pod: the engine
 // checked its permissions when it connected; an image cannot be checked
-// per node; the frames take pods/attach by design; user namespaces and
-// the pids limit are the cluster's; the seccomp filter is RuntimeDefault
-// unless the nodes' copy of codebridge's profile is named (ownProfile).
-func kubeChecks(in []check, ownProfile bool) []check {
+// per node; the frames take pods/attach by design; user namespaces are
+// the cluster's. The seccomp filter and the pids limit are the engine's
+// own checks ([engineChecks]): the container's cgroup shows no pids limit,
+// which the kubelet sets on the Pod's.
+func kubeChecks(in []check) []check {
 	out := make([]check, 0, len(in))
 	for _, ch := range in {
 		switch ch.Name {
@@ -232,21 +233,36 @@ func kubeChecks(in []check, ownProfile bool) []check {
 			ch.Warn, ch.Fix, ch.Detail = false, "", "attach: pods/attach through the API server (Kubernetes has no direct channel)"
 		case "rootless":
 			ch.Warn, ch.Fix, ch.Detail = false, "", "a Pod: runs as non-root with no capabilities; user namespaces for Pods are the cluster's (hostUsers: false)"
-		case "seccomp":
-			if ch.OK && !ownProfile {
-				ch.Detail = "a seccomp filter applies (RuntimeDefault, or the node's profile named by --seccomp-localhost): user namespaces are refused; the init is out of reach"
-			}
-		case "pids":
-			if ch.Warn {
-				ch.Detail += " in the container's own cgroup"
-				ch.Fix = "a Pod cannot set a pids limit: the kubelet's podPidsLimit bounds the whole Pod; set it on every node (128 matches --pids)"
-			}
 		}
 		out = append(out, ch)
 	}
 	return out
 }
 
+// engineChecks adds an engine's own findings: to a passed line of the
+// same name when the finding passed too, in its place when it did not
+// (or the line failed), after the others when there is none.
+func engineChecks(in []check, found []sandbox.EngineCheck) []check {
+	out := slices.Clone(in)
+	for _, f := range found {
+		ch := check{Name: f.Name, OK: f.OK, Warn: f.Warn, Detail: f.Detail, Fix: f.Fix}
+		i := slices.IndexFunc(out, func(c check) bool { return c.Name == f.Name })
+		switch {
+		case i < 0:
+			out = append(out, ch)
+		case f.OK && !f.Warn && out[i].OK && !out[i].Warn:
+			out[i].Detail += "; " + f.Detail
+		default:
+			ch.TookMS = out[i].TookMS
+			out[i] = ch
+		}
+	}
+	return out
+}
+
+// channelCheck says what the sandbox's frames travel over; the attach
+// stream where the direct channel was wanted is a warning (slower), not a
+// problem.
 func channelCheck(got string, mode sandbox.ChannelMode) check {
 	slow := strings.HasPrefix(got, "attach") && mode != sandbox.ChannelAttach
 	ch := check{Name: "channel", OK: true, Warn: slow, Detail: got}

@@ -40,6 +40,8 @@ var tagText = map[string]string{
 	"sandbox.DefaultChannel":              string(sandbox.DefaultChannel),
 	"sandbox.DefaultOutputLimit":          strconv.Itoa(sandbox.DefaultOutputLimit),
 	"sandbox.DefaultImage":                sandbox.DefaultImage,
+	"sandbox.DefaultSeccompLocalhost":     sandbox.DefaultSeccompLocalhost,
+	"sandbox.SeccompRuntimeDefault":       sandbox.SeccompRuntimeDefault,
 	"imagebuild.DefaultTag":               imagebuild.DefaultTag,
 	"bridge.DefaultTimeout":               secondsText(bridge.DefaultTimeout),
 	"bridge.DefaultMaxTimeout":            secondsText(bridge.DefaultMaxTimeout),
@@ -98,9 +100,13 @@ type sandboxFlags struct {
 	// Namespace, SeccompLocalhost, StorageClass and WorkspaceSize are the
 	// kubernetes engine's (see sandbox.EngineOptions).
 	Namespace        string `flag:"namespace" env:"CODEBRIDGE_NAMESPACE" type:"name" usage:"Kubernetes namespace of the sandbox Pods (--engine kubernetes); by default the bridge Pod's own, else the kubeconfig context's, else default"`
-	SeccompLocalhost string `flag:"seccomp-localhost" env:"CODEBRIDGE_SECCOMP_LOCALHOST" type:"profile" parse:"seccomp" usage:"seccomp profile installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (e.g. codebridge.json; see docs/scale-out.md); empty means RuntimeDefault"`
-	StorageClass     string `flag:"storage-class" env:"CODEBRIDGE_STORAGE_CLASS" type:"name" parse:"storage" usage:"StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class" doc:"With none named and no default class, the bridge stops at start and says to name one or give --workspace ephemeral."`
-	WorkspaceSize    int64  `flag:"workspace-size" env:"CODEBRIDGE_WORKSPACE_SIZE" default:"{sandbox.DefaultWorkspaceSize}" type:"size" parse:"size" usage:"size of a persistent workspace's PersistentVolumeClaim (--engine kubernetes), e.g. 1g or 20g"`
+	SeccompLocalhost string `flag:"seccomp-localhost" env:"CODEBRIDGE_SECCOMP_LOCALHOST" default:"{sandbox.DefaultSeccompLocalhost}" type:"profile" parse:"seccomp" usage:"seccomp profile of the sandbox Pods, installed on the Kubernetes nodes, relative to the kubelet's seccomp directory (codebridge image seccomp prints codebridge's; see docs/scale-out.md); {sandbox.SeccompRuntimeDefault} means the container runtime's own"`
+	// AllowWeakSeccomp and AllowNoNetworkPolicy are the kubernetes
+	// engine's opt-outs of its checks (see sandbox.EngineOptions).
+	AllowWeakSeccomp     bool   `flag:"allow-weak-seccomp" env:"CODEBRIDGE_ALLOW_WEAK_SECCOMP" default:"false" type:"bool" usage:"run sandbox Pods whose seccomp filter lets io_uring, user namespaces, ptrace or keyctl through (--engine kubernetes; each Pod checks at its start, and fails it without this); doctor names it"`
+	AllowNoNetworkPolicy bool   `flag:"allow-no-network-policy" env:"CODEBRIDGE_ALLOW_NO_NETWORK_POLICY" default:"false" type:"bool" usage:"start sandbox Pods in a namespace where no NetworkPolicy denies them all ingress and egress (--engine kubernetes; refused without this); doctor names it"`
+	StorageClass         string `flag:"storage-class" env:"CODEBRIDGE_STORAGE_CLASS" type:"name" parse:"storage" usage:"StorageClass of the persistent workspaces' PersistentVolumeClaims (--engine kubernetes); by default the cluster's default class" doc:"With none named and no default class, the bridge stops at start and says to name one or give --workspace ephemeral."`
+	WorkspaceSize        int64  `flag:"workspace-size" env:"CODEBRIDGE_WORKSPACE_SIZE" default:"{sandbox.DefaultWorkspaceSize}" type:"size" parse:"size" usage:"size of a persistent workspace's PersistentVolumeClaim (--engine kubernetes), e.g. 1g or 20g"`
 	// Image is empty for the built image when the engine has it, else the
 	// registry image.
 	Image   string              `flag:"image" env:"CODEBRIDGE_IMAGE,MCP_BRIDGE_IMAGE" type:"image" usage:"sandbox image (must have python3); by default {imagebuild.DefaultTag} (what codebridge image build makes) when the engine has it, else {sandbox.DefaultImage}"`
@@ -130,6 +136,7 @@ func (g sandboxFlags) limits() sandbox.Limits {
 // workspaces' claims.
 func (g sandboxFlags) engineOptions(log *slog.Logger, persistent bool) sandbox.EngineOptions {
 	return sandbox.EngineOptions{Kind: g.Engine, Log: log, Namespace: g.Namespace, SeccompLocalhost: g.SeccompLocalhost,
+		AllowWeakSeccomp: g.AllowWeakSeccomp, AllowNoNetworkPolicy: g.AllowNoNetworkPolicy,
 		StorageClass: g.StorageClass, WorkspaceSize: g.WorkspaceSize,
 		Workspaces: g.Engine == sandbox.EngineKubernetes && persistent}
 }
@@ -157,7 +164,7 @@ func parseEngine(v string) (string, error) {
 
 func parseSeccompProfile(v string) (string, error) {
 	if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
-		return "", fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as codebridge.json", v)
+		return "", fmt.Errorf("%q must be a path relative to the kubelet's seccomp directory, such as %s", v, sandbox.DefaultSeccompLocalhost)
 	}
 	return v, nil
 }

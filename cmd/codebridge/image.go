@@ -48,10 +48,11 @@ The default tag is the image codebridge uses by default when present.`,
 		Short: "Print codebridge's seccomp profile, for Kubernetes nodes (--seccomp-localhost)",
 		Long: `Print codebridge's seccomp profile (JSON, the format of Docker, Podman,
 containerd and CRI-O): what the local engines load. For Kubernetes, install it
-on every node under the kubelet's seccomp directory and name it:
+on every node under the kubelet's seccomp directory as codebridge.json, the
+profile sandbox Pods name by default (--seccomp-localhost), with
+deploy/kubernetes/seccomp-installer.yaml or by hand:
 
-  codebridge image seccomp > /var/lib/kubelet/seccomp/codebridge.json
-  codebridge serve --engine kubernetes --seccomp-localhost codebridge.json`,
+  codebridge image seccomp > /var/lib/kubelet/seccomp/codebridge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			p, err := sandbox.SeccompProfile()

@@ -74,7 +74,7 @@ func defaultConfigs() configs {
 			Version: version(), Warm: bridge.DefaultWarm},
 		Sandbox: sandbox.Config{User: sandbox.DefaultUser, Channel: sandbox.DefaultChannel, OutputLimit: sandbox.DefaultOutputLimit,
 			Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, CPUs: sandbox.DefaultCPUs, TmpSize: sandbox.DefaultTmpSize}},
-		Engine:   sandbox.EngineOptions{Kind: "auto", WorkspaceSize: sandbox.DefaultWorkspaceSize},
+		Engine:   sandbox.EngineOptions{Kind: "auto", SeccompLocalhost: sandbox.DefaultSeccompLocalhost, WorkspaceSize: sandbox.DefaultWorkspaceSize},
 		Upstream: upstream.Options{CallTimeout: upstream.DefaultCallTimeout, Version: version()},
 		Gate:     gate.Config{Policy: gate.Policy{Mode: gate.Open}, ApprovalTimeout: gate.DefaultApprovalTimeout},
 		// MaxSessionsPerUser unset: httpserve derives it from MaxSessions.
@@ -152,6 +152,13 @@ func TestSettingsConfigs(t *testing.T) {
 			want: func(c *configs) {
 				c.Engine = sandbox.EngineOptions{Kind: "kubernetes", Namespace: "ns", StorageClass: "fast", WorkspaceSize: 20 << 30,
 					SeccompLocalhost: "codebridge.json", Workspaces: true}
+			}},
+		{name: "the kubernetes engine's opt-outs of its checks", kube: true,
+			argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral", "--allow-weak-seccomp=true", "--seccomp-localhost", "RuntimeDefault"},
+			env:  map[string]string{"CODEBRIDGE_ALLOW_NO_NETWORK_POLICY": "true"},
+			want: func(c *configs) {
+				c.Engine.Kind, c.Engine.SeccompLocalhost = "kubernetes", sandbox.SeccompRuntimeDefault
+				c.Engine.AllowWeakSeccomp, c.Engine.AllowNoNetworkPolicy = true, true
 			}},
 		{name: "an ephemeral workspace makes no claim", kube: true, argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral"},
 			want: func(c *configs) { c.Engine.Kind = "kubernetes" }},

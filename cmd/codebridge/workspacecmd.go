@@ -105,7 +105,10 @@ func (c *cli) listWorkspaces(ctx context.Context, eng sandbox.Engine, asJSON boo
 	fmt.Fprintln(tw, "NAME\tIN USE\tPROJECT\tPRINCIPAL")
 	for _, w := range list {
 		project := termtext.Line(w.Project)
-		if w.Project == "" {
+		switch {
+		case w.Project == "" && w.Principal != "":
+			project = "(not kept: a Kubernetes claim names no project)"
+		case w.Project == "":
 			project = "(named with --workspace)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termtext.Line(w.Name), w.InUse, project, termtext.Line(w.Principal))

@@ -52,11 +52,15 @@ def _cmdline(pid):
 
 def _own_container():
     """Whether this runtime has the container to itself: it is pid 1, or
-    the child of the loader's init (pid 1 running the same command line).
-    Only then may it signal processes it did not start: in a test on a
-    host, a process listing shows the host's processes, and kill(-1) would
-    reach every one of them."""
-    if os.getpid() == 1:
+    the child of the loader's init (pid 1 running the same command line),
+    or the Kubernetes engine started it in a Pod whose processes are its
+    own but for the Pod's init (pid 1, which kill(-1) passes over): the
+    engine says so in CODEBRIDGE_OWN_PIDS before this module is imported,
+    and it is removed from the environment here, so no process the code
+    starts inherits it. Only then may it signal processes it did not
+    start: in a test on a host, a process listing shows the host's
+    processes, and kill(-1) would reach every one of them."""
+    if os.environ.pop("CODEBRIDGE_OWN_PIDS", None) == "1" or os.getpid() == 1:
         return True
     own = _cmdline("self")
     return os.getppid() == 1 and own is not None and _cmdline(1) == own
