@@ -203,6 +203,21 @@ func TestCosine(t *testing.T) {
 	}
 }
 
+// FuzzEmbed checks that no text, however malformed, makes Embed panic or
+// give anything but a unit vector or zeros.
+func FuzzEmbed(f *testing.F) {
+	for _, s := range []string{"", "[UNK]", "[CLS", "##", "\xff\xfe", "é\u0301", "İstanbul", strings.Repeat("a", 200), "a[SEP]b"} {
+		f.Add(s)
+	}
+	m := Default()
+	f.Fuzz(func(t *testing.T, s string) {
+		v := m.Embed(s)
+		if self := Cosine(v, v); len(v) != m.Dim() || self != 0 && (self < 0.999 || self > 1.001) {
+			t.Fatalf("%q: %d numbers of length %v", s, len(v), self)
+		}
+	})
+}
+
 // BenchmarkEmbed embeds a tool description of about 40 words.
 func BenchmarkEmbed(b *testing.B) {
 	m := Default()

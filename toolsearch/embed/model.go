@@ -37,9 +37,12 @@ type Model struct {
 	unk int // the [UNK] token, which Embed leaves out
 }
 
-// Default returns the model compiled into the binary. It reads only the
-// table's header; the rows are read when texts are embedded.
-var Default = sync.OnceValue(func() *Model {
+// Default returns the model compiled into the binary, the same one each
+// call. The first call reads only the table's header; rows are read as
+// texts are embedded.
+func Default() *Model { return defaultModel() }
+
+var defaultModel = sync.OnceValue(func() *Model {
 	m, err := parse(table)
 	if err != nil {
 		panic("embed: the compiled-in table is broken (rebuild it with distill/distill.py): " + err.Error())

@@ -17,7 +17,9 @@ import io
 import json
 import os
 import struct
+import subprocess
 import sys
+import sysconfig
 import zipfile
 
 import numpy as np
@@ -25,6 +27,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bert  # noqa: E402
+import learn  # noqa: E402
 
 MAGIC = b"CBEMBED2"
 SPECIALS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
@@ -123,18 +126,33 @@ def corpus_sif(src, lines, a):
     return (a / (a + p)).astype(np.float32)
 
 
-def build(src, dim, sif, pool, cache=None):
-    """The weighted float table: one row per vocabulary token. The model's
-    token vectors are kept in (or read from) cache, an .npz, if given."""
-    if cache and os.path.exists(cache):
-        raw = np.load(cache)["raw"]
-    else:
-        raw = src.token_vectors(pool=pool)
-        if cache:
-            np.savez(cache, raw=raw)
-    vecs = pca(raw, dim)
-    if sif > 0:
-        vecs *= zipf_sif(len(vecs), sif)[:, None]
+def cached(cache, name, compute):
+    """compute()'s array, kept in cache/name.npz (if cache is a folder) so
+    that a rerun skips the model's passes."""
+    path = os.path.join(cache, name + ".npz") if cache else None
+    if path and os.path.exists(path):
+        return np.load(path)["a"]
+    a = compute()
+    if path:
+        os.makedirs(cache, exist_ok=True)
+        np.savez(path, a=a)
+    return a
+
+
+def build(src, args):
+    """The float table: one row per vocabulary token, args.dim numbers."""
+    raw = cached(args.cache, f"tokens-{args.pool}", lambda: src.token_vectors(pool=args.pool))
+    w = raw - raw.mean(0)
+    if args.sif > 0:
+        w *= zipf_sif(len(w), args.sif)[:, None]
+    for t in SPECIALS:
+        w[src.vocab.index(t)] = 0
+    if args.learn > 0:
+        sents = learn.corpus(args.goroot, args.pylib, args.learn)
+        print(f"fitting to the sentence model on {len(sents)} sentences", file=sys.stderr)
+        y = cached(args.cache, f"sentences-{len(sents)}", lambda: learn.teacher_vectors(src, sents))
+        w = learn.fit(learn.share_matrix(src, sents, len(src.vocab)), y - y.mean(0), w, args.lam)
+    vecs = pca(w, args.dim)
     for t in SPECIALS:
         vecs[src.vocab.index(t)] = 0
     return vecs
@@ -257,12 +275,18 @@ def main():
     ap.add_argument("--sif", type=float, default=3e-5, help="SIF coefficient (0: no frequency weighting)")
     ap.add_argument("--pool", default="token", choices=("token", "mean"), help="a token's vector: its own output, or the mean over [CLS] token [SEP]")
     ap.add_argument("--bits", type=int, default=4, choices=(4, 8), help="bits per number in the table")
-    ap.add_argument("--cache", help="an .npz to keep the model's token vectors in, for reruns")
+    ap.add_argument("--learn", type=int, default=20000, help="sentences to fit the rows to the sentence model on (0: no fitting)")
+    ap.add_argument("--lam", type=float, default=1e-2, help="how strongly the fitted rows are held to the distilled ones")
+    ap.add_argument("--goroot", default=None, help="the Go tree whose comments are a corpus (default: go env GOROOT)")
+    ap.add_argument("--pylib", default=sysconfig.get_paths()["stdlib"], help="the Python library whose docstrings are a corpus")
+    ap.add_argument("--cache", help="a folder to keep the model's outputs in, for reruns")
     args = ap.parse_args()
     if args.dim % 2:
         ap.error("--dim must be even")
+    if args.goroot is None:
+        args.goroot = subprocess.run(["go", "env", "GOROOT"], capture_output=True, text=True, check=True).stdout.strip()
     src = Source(args.model_zip or model_zip_path())
-    floats = build(src, args.dim, args.sif, args.pool, args.cache)
+    floats = build(src, args)
     q, scale = quantise(floats, args.bits)
     write_table(os.path.join(args.out, "table.bin"), src.vocab, q, scale, args.bits)
     write_fixtures(src, floats, q.astype(np.float32) * scale[:, None], os.path.join(args.out, "testdata"))

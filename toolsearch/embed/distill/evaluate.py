@@ -1,11 +1,9 @@
-"""Measures semantic-only R@5 of static tables (and of the sentence model
+"""Measures the semantic-only R@5 of a table (and of the sentence model
 itself, the ceiling) on the search sets in testdata/search, the way the
 bench counts it: the share of a query's right tools in its top 5.
 
-    python evaluate.py ../../../testdata/search --dims 64,128,256 --sif 0,1e-4,1e-3
-
-Token vectors are cached in --cache (the model's pass over the vocabulary
-takes a minute).
+    python evaluate.py testdata/search                  # ../table.bin
+    python evaluate.py testdata/search --table /tmp/other.bin --sentence
 """
 
 import argparse
@@ -13,6 +11,7 @@ import gzip
 import json
 import os
 import re
+import struct
 import sys
 
 import numpy as np
@@ -79,54 +78,42 @@ def recall5(doc_vecs, ids, query_vecs, queries):
     return total / len(queries)
 
 
+def read_table(path):
+    """The float rows of a table that distill.py wrote."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == distill.MAGIC, "not a table of this distill.py"
+    n, d, bits, _ = struct.unpack("<IIII", data[8:24])
+    scale = np.frombuffer(data, "<f4", n, 24)
+    raw = np.frombuffer(data, np.uint8, n * d * bits // 8, 24 + 4 * n).reshape(n, -1)
+    if bits == 8:
+        q = raw.view(np.int8).astype(np.float32)
+    else:
+        q = np.zeros((n, d), dtype=np.float32)
+        q[:, 0::2] = ((raw & 0xF).astype(np.int8) ^ 8) - 8
+        q[:, 1::2] = ((raw >> 4).astype(np.int8) ^ 8) - 8
+    return q * scale[:, None]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("search_dir")
-    ap.add_argument("--dims", default="128,256")
-    ap.add_argument("--sif", default="1e-4")
-    ap.add_argument("--cache", default="/tmp/embed-distill-cache.npz")
+    ap.add_argument("--table", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "table.bin"))
     ap.add_argument("--sentence", action="store_true", help="also the sentence model's own R@5")
-    ap.add_argument("--bits", default="8", help="quantisation bits per number")
-    ap.add_argument("--weights", default="zipf", help="zipf: by vocabulary order; goroot: by the Go sources' comments")
-    ap.add_argument("--goroot", default="/usr/local/go")
-    ap.add_argument("--pool", default="mean", help="mean: over [CLS] token [SEP]; token: the token's own output")
     args = ap.parse_args()
     src = distill.Source(distill.model_zip_path())
-    cache = args.cache.replace(".npz", f"-{args.pool}.npz")
-    if os.path.exists(cache):
-        raw = np.load(cache)["raw"]
-    else:
-        raw = src.token_vectors(pool=args.pool)
-        np.savez(cache, raw=raw)
+    table = read_table(args.table)
     sets = [load_proxy(os.path.join(args.search_dir, "mcpproxy")), load_bfcl(os.path.join(args.search_dir, "bfcl"))]
-    if args.sentence:
-        for name, docs, queries in sets:
+    for name, docs, queries in sets:
+        ids = [i for i, _ in docs]
+        dv = np.array([distill.static_embed(src, table, t) for _, t in docs])
+        qv = np.array([distill.static_embed(src, table, q) for q, _ in queries])
+        line = f"{name}: table R@5 {recall5(dv, ids, qv, queries):.3f}"
+        if args.sentence:
             dv = np.array([src.sentence_vector(t) for _, t in docs])
             qv = np.array([src.sentence_vector(q) for q, _ in queries])
-            print(f"sentence model {name}: R@5 {recall5(dv, [i for i, _ in docs], qv, queries):.3f}")
-    if args.weights in ("goroot", "mix"):
-        comments = distill.goroot_comments(args.goroot)
-        print(f"{len(comments)} comment lines", file=sys.stderr)
-    for dim in [int(d) for d in args.dims.split(",")]:
-        base = distill.pca(raw, dim)
-        for sif in [float(s) for s in args.sif.split(",")]:
-            if args.weights == "mix":
-                wz = distill.zipf_sif(len(base), sif)
-                wg = distill.corpus_sif(src, comments, sif * 3)
-                vecs = base * np.sqrt(wz * wg)[:, None]
-            elif args.weights == "goroot":
-                vecs = base * distill.corpus_sif(src, comments, sif)[:, None]
-            else:
-                vecs = base * distill.zipf_sif(len(base), sif)[:, None] if sif > 0 else base.copy()
-            for bits in [int(b) for b in args.bits.split(",")]:
-                q, scale = distill.quantise(vecs, bits) if bits < 32 else (vecs, np.ones(len(vecs), np.float32))
-                table = q.astype(np.float32) * scale[:, None]
-                out = []
-                for name, docs, queries in sets:
-                    dv = np.array([distill.static_embed(src, table, t) for _, t in docs])
-                    qv = np.array([distill.static_embed(src, table, q) for q, _ in queries])
-                    out.append(f"{name} R@5 {recall5(dv, [i for i, _ in docs], qv, queries):.3f}")
-                print(f"pool {args.pool} dim {dim} sif {sif:g} bits {bits}: " + ", ".join(out), flush=True)
+            line += f", sentence model R@5 {recall5(dv, ids, qv, queries):.3f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
