@@ -148,9 +148,12 @@ def build(src, args):
     for t in SPECIALS:
         w[src.vocab.index(t)] = 0
     if args.learn > 0:
-        sents = learn.corpus(args.goroot, args.pylib, args.learn)
+        rounds = learn.corpus(args.goroot, args.pylib, args.learn)
+        sents = [s for r in rounds for s in r]
         print(f"fitting to the sentence model on {len(sents)} sentences", file=sys.stderr)
-        y = cached(args.cache, f"sentences-{len(sents)}", lambda: learn.teacher_vectors(src, sents))
+        y = np.concatenate(
+            [cached(args.cache, f"sentences-{k}-{len(r)}", lambda r=r: learn.teacher_vectors(src, r)) for k, r in enumerate(rounds)]
+        )
         w = learn.fit(learn.share_matrix(src, sents, len(src.vocab)), y - y.mean(0), w, args.lam)
     vecs = pca(w, args.dim)
     for t in SPECIALS:
