@@ -4,12 +4,13 @@ into the table that toolsearch/embed embeds in the codebridge binary.
 For every token of the model's WordPiece vocabulary the model is run on
 [CLS] token [SEP] alone and the token's output taken (model2vec
 mean-pools the three; the token's own measured better here); the vectors
-are reduced by PCA, weighted by an estimate of the token's frequency
-(Zipf's law over the vocabulary's order, then SIF: a / (a + p)), and
-quantised to 4 bits with one scale per row. See README.md for how to
+are weighted by an estimate of the token's frequency (Zipf's law over
+the vocabulary's order, then SIF: a / (a + p)), fitted to the sentence
+model on a corpus (learn.py), reduced by PCA and quantised to 4 bits with
+one scale per row. See README.md for how to
 rerun it and what the table's bytes are.
 
-    python distill.py --out ..            # writes ../table.bin and ../testdata/*
+    python distill.py --cache /tmp/distill-cache   # writes ../table.bin and ../testdata/*
 """
 
 import argparse
