@@ -6,10 +6,11 @@
 // The table (table.bin, made by distill/distill.py, see distill/README.md)
 // holds one row of 4-bit numbers per token of the model's WordPiece
 // vocabulary with a scale per row: the model's output for that token
-// alone, reduced by PCA and weighted down for frequent tokens. Embed tokenizes a text as BERT
-// does (lower case, accents stripped, punctuation split off, ## subwords),
-// averages its tokens' rows and scales the mean to length 1; texts are
-// compared by Cosine.
+// alone, weighted down for frequent tokens, fitted so that a sentence's
+// mean row comes close to the model's own vector of it, and reduced by
+// PCA. Embed tokenizes a text as BERT does (lower case, accents stripped,
+// punctuation split off, ## subwords), averages its tokens' rows and
+// scales the mean to length 1; texts are compared by Cosine.
 //
 // The table is compiled into the binary with go:embed and read in place:
 // nothing is decoded or copied onto the heap, and none of its pages is

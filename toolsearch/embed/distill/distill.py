@@ -4,12 +4,13 @@ into the table that toolsearch/embed embeds in the codebridge binary.
 For every token of the model's WordPiece vocabulary the model is run on
 [CLS] token [SEP] alone and the token's output taken (model2vec
 mean-pools the three; the token's own measured better here); the vectors
-are reduced by PCA, weighted by an estimate of the token's frequency
-(Zipf's law over the vocabulary's order, then SIF: a / (a + p)), and
-quantised to 4 bits with one scale per row. See README.md for how to
+are weighted by an estimate of the token's frequency (Zipf's law over
+the vocabulary's order, then SIF: a / (a + p)), fitted to the sentence
+model on a corpus (learn.py), reduced by PCA and quantised to 4 bits with
+one scale per row. See README.md for how to
 rerun it and what the table's bytes are.
 
-    python distill.py --out ..            # writes ../table.bin and ../testdata/*
+    python distill.py --cache /tmp/distill-cache   # writes ../table.bin and ../testdata/*
 """
 
 import argparse
@@ -148,9 +149,12 @@ def build(src, args):
     for t in SPECIALS:
         w[src.vocab.index(t)] = 0
     if args.learn > 0:
-        sents = learn.corpus(args.goroot, args.pylib, args.learn)
+        rounds = learn.corpus(args.goroot, args.pylib, args.learn)
+        sents = [s for r in rounds for s in r]
         print(f"fitting to the sentence model on {len(sents)} sentences", file=sys.stderr)
-        y = cached(args.cache, f"sentences-{len(sents)}", lambda: learn.teacher_vectors(src, sents))
+        y = np.concatenate(
+            [cached(args.cache, f"sentences-{k}-{len(r)}", lambda r=r: learn.teacher_vectors(src, r)) for k, r in enumerate(rounds)]
+        )
         w = learn.fit(learn.share_matrix(src, sents, len(src.vocab)), y - y.mean(0), w, args.lam)
     vecs = pca(w, args.dim)
     for t in SPECIALS:

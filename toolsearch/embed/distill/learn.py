@@ -72,13 +72,20 @@ def python_docstring_sentences(libdir):
     return out
 
 
-def corpus(goroot, pylib, n, seed=0):
-    """n distinct sentences drawn (deterministically) from both sources."""
+def corpus(goroot, pylib, n, per_round=20000):
+    """n distinct sentences of both sources, drawn (deterministically) in
+    rounds of per_round: round k draws with seed k among those not drawn
+    yet, so a larger n keeps a smaller one's rounds (and their cache)."""
     sents = sorted(set(go_comment_sentences(goroot)) | set(python_docstring_sentences(pylib)))
-    rng = np.random.default_rng(seed)
-    if len(sents) > n:
-        sents = [sents[i] for i in sorted(rng.choice(len(sents), n, replace=False))]
-    return sents
+    left = list(range(len(sents)))
+    rounds = []
+    while sum(map(len, rounds)) < n and left:
+        m = min(per_round, n - sum(map(len, rounds)), len(left))
+        pick = sorted(np.random.default_rng(len(rounds)).choice(len(left), m, replace=False))
+        rounds.append([sents[left[i]] for i in pick])
+        picked = set(pick)
+        left = [x for j, x in enumerate(left) if j not in picked]
+    return rounds
 
 
 def teacher_vectors(src, sents, batch=128, max_tokens=64):
