@@ -37,13 +37,7 @@ func TestSDKExamples(t *testing.T) {
 		runExample(t, env, "node", script)
 	})
 	t.Run("python", func(t *testing.T) {
-		python := os.Getenv("CODEBRIDGE_PYTHON_SDK")
-		if python == "" {
-			if os.Getenv("CODEBRIDGE_E2E") == "1" {
-				t.Fatal("CODEBRIDGE_PYTHON_SDK is not set: name a Python with the MCP SDK (python3 -m venv v && v/bin/pip install mcp), as .ci/run does; CODEBRIDGE_E2E=1 requires this test")
-			}
-			t.Skip("CODEBRIDGE_PYTHON_SDK is not set")
-		}
+		python := pythonSDK(t)
 		script := filepath.Join(t.TempDir(), "client.py")
 		copyFile(t, filepath.Join(repoRoot, "examples/sdk/client.py"), script)
 		runExample(t, env, python, script)
