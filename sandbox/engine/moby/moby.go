@@ -128,7 +128,7 @@ func hostConfig(l engine.Limits) *container.HostConfig {
 func (e *mobyEngine) Start(ctx context.Context, spec engine.ContainerSpec) (engine.Container, error) {
 	user := spec.User
 	if user == "" {
-		user = "65534:65534"
+		user = engine.DefaultUser
 	}
 	labels := e.owner.Labels()
 	maps.Copy(labels, spec.Labels)
