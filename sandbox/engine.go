@@ -97,6 +97,10 @@ const (
 	// SeccompRuntimeDefault, given as the profile, runs sandbox Pods with
 	// the container runtime's own profile.
 	SeccompRuntimeDefault = kube.SeccompRuntimeDefault
+	// LabelPod and LabelPodUID name the bridge's Pod on the sandbox Pods
+	// a bridge running in a Pod made.
+	LabelPod    = kube.LabelPod
+	LabelPodUID = kube.LabelPodUID
 )
 
 // ErrKubernetesNotBuilt is the refusal of the kubernetes engine by a

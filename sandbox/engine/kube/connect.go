@@ -189,12 +189,6 @@ type kubeOwner struct {
 	podUID string
 }
 
-// Labels of a sandbox Pod that a bridge running in a Pod made.
-const (
-	LabelPod    = "io.codebridge.pod"
-	LabelPodUID = "io.codebridge.pod-uid"
-)
-
 func kubeOwnerFrom(getenv func(string) string, ns string) kubeOwner {
 	o := kubeOwner{proc: engine.CurrentOwner()}
 	o.proc.Host = labelValue(o.proc.Host)

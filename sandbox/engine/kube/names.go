@@ -7,6 +7,12 @@ import "errors"
 // names it: the seccomp profile the Pods get by default, and how to get a
 // build with the engine.
 
+// Labels of a sandbox Pod that a bridge running in a Pod made.
+const (
+	LabelPod    = "io.codebridge.pod"
+	LabelPodUID = "io.codebridge.pod-uid"
+)
+
 // DefaultSeccompLocalhost is the seccomp profile of a sandbox Pod when
 // none is configured: codebridge's own (`codebridge image seccomp`
 // prints it), installed on each node under the kubelet's seccomp
