@@ -8,16 +8,16 @@ import (
 // Limits are the resource limits of the sandbox container.
 type Limits struct {
 	// Memory is the memory limit in bytes (swap is disabled by giving the
-	// same value as the memory+swap limit). Zero means 512 MiB.
+	// same value as the memory+swap limit). Zero means [DefaultMemory].
 	Memory int64
-	// Pids bounds the number of processes and threads. Zero means 128.
+	// Pids bounds the number of processes and threads. Zero means [DefaultPids].
 	Pids int64
-	// CPUs is the number of CPUs the container may use. Zero means 1.
+	// CPUs is the number of CPUs the container may use. Zero means [DefaultCPUs].
 	CPUs float64
-	// NoFile is the open-files ulimit. Zero means 1024.
+	// NoFile is the open-files ulimit. Zero means [DefaultNoFile].
 	NoFile int64
 	// TmpSize is the size of each tmpfs mount (/tmp, /workspace) in bytes.
-	// Zero means 256 MiB.
+	// Zero means [DefaultTmpSize].
 	TmpSize int64
 	// Runtime is the engine's OCI runtime for the container (for example
 	// "runsc" for gVisor or "kata" for Kata Containers), which must be
@@ -25,7 +25,8 @@ type Limits struct {
 	Runtime string
 }
 
-// Defaults of [Limits], stated once.
+// Defaults of [Limits], stated once: 512 MiB of memory, 128 processes and
+// threads, one CPU, 1024 open files and 256 MiB per tmpfs mount.
 const (
 	DefaultMemory  = 512 << 20
 	DefaultPids    = 128
