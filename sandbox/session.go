@@ -314,16 +314,19 @@ func (s *Session) finishStart(st *start) error {
 	return nil
 }
 
-// live is one running container with its runtime loaded.
+// live is one running container with its runtime loaded. Whether a
+// session uses it is the session's [state]; quit and dead are the
+// container's own ends, as channels for those that wait on it (an ask for
+// the answer to a put or get, the reader for the cell to take a frame).
 type live struct {
 	ctr     Container
 	out     *outbox
 	frames  chan protocol.Frame
-	quit    chan struct{}
+	quit    chan struct{} // closed when discard removes the container
 	dead    chan struct{} // closed when the runtime's frames end
 	readErr error         // valid once frames is closed
 	python  string
-	gone    sync.Once
+	gone    sync.Once // discard runs once
 
 	// logs logs the runtime's log frames, within the budget a container's
 	// stderr has (per container, lines cut, then how much was dropped):
