@@ -145,13 +145,6 @@ func (s *Session) move(to state) error {
 	return nil
 }
 
-// state returns the session's state now.
-func (s *Session) state() state {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st
-}
-
 // current returns the container while the state holds one, else nil. The
 // caller holds s.mu.
 func (s *Session) current() *live {

@@ -77,6 +77,13 @@ func TestIllegalMovePanicsInTests(t *testing.T) {
 	_ = s.move(stateRunning)
 }
 
+// state returns the session's state now.
+func (s *Session) state() state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
 func closed(ch chan struct{}) bool {
 	select {
 	case <-ch:
