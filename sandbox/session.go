@@ -189,18 +189,18 @@ type Session struct {
 	warm   *WarmPool     // where new containers come from first, or nil
 	notes  *channelNotes // the manager's: which channel sandboxes use
 
-	closeOnce sync.Once  // every Close returns once the container is gone
-	mu        sync.Mutex // guards the fields below
-	st        state      // see [state]; changed only by move
-	cur       *live      // the container, while st holds one
-	changed   chan struct{}
-	starting  *start // the start in progress, while st is starting
+	closeOnce sync.Once     // every Close returns once the container is gone
+	mu        sync.Mutex    // guards the fields below
+	st        state         // see [state]; changed only by move
+	cur       *live         // the container, while st holds one
+	changed   chan struct{} // closed and made anew at each move: wakes those who wait for one
+	starting  *pendingStart // the start in progress, while st is starting
 	nextID    int64
 }
 
-// start is a start in progress. Close cancels its context and waits for
-// done.
-type start struct {
+// pendingStart is a start in progress. Close cancels its context and
+// waits for done.
+type pendingStart struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed once the start ended and cleaned up
@@ -253,7 +253,7 @@ func (s *Session) container(ctx context.Context, forCell bool) (*live, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := s.finishStart(st); err != nil {
+			if err = s.finishStart(st); err != nil {
 				return nil, err
 			}
 			continue // ready now, unless Close came first
@@ -278,19 +278,19 @@ func (s *Session) container(ctx context.Context, forCell bool) (*live, error) {
 
 // beginStart moves the session to starting and returns the start. The
 // caller holds s.mu.
-func (s *Session) beginStart(ctx context.Context) (*start, error) {
+func (s *Session) beginStart(ctx context.Context) (*pendingStart, error) {
 	if err := s.move(stateStarting); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s.starting = &start{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s.starting = &pendingStart{ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	return s.starting, nil
 }
 
 // finishStart gets a container for the start st and moves the session to
 // ready with it, or back to empty when that failed. A start that Close
 // cancelled removes what it got and is [ErrClosed].
-func (s *Session) finishStart(st *start) error {
+func (s *Session) finishStart(st *pendingStart) error {
 	defer close(st.done)
 	defer st.cancel()
 	c, err := s.acquire(st.ctx)
