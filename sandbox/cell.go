@@ -66,6 +66,7 @@ func (cl *cell) run() *Result {
 				return cl.containerEnded()
 			}
 			if cl.frame(f) {
+				cl.s.settle()
 				return cl.finish()
 			}
 		case <-timer.C:
@@ -146,13 +147,17 @@ func (cl *cell) malformed(f malformed) {
 }
 
 // interrupt asks the runtime to stop the cell, once, and gives it the
-// grace to do so. The interrupt goes before frames still waiting, and the
-// cell's requests are cancelled: their answers would come too late.
+// grace to do so (the session is stopping). The interrupt goes before
+// frames still waiting, and the cell's requests are cancelled: their
+// answers would come too late.
 func (cl *cell) interrupt(why Status) {
 	if cl.stopping != "" {
 		return
 	}
 	cl.stopping = why
+	cl.s.mu.Lock()
+	_ = cl.s.move(stateStopping) // after Close, the container's end is near
+	cl.s.mu.Unlock()
 	cl.cancel()
 	cl.c.out.send(protocol.Interrupt{ID: cl.id}, 0, true, nil)
 	cl.grace = time.After(cl.s.cfg.Grace)
@@ -225,7 +230,8 @@ func (cl *cell) containerEnded() *Result {
 	return cl.lost(StatusCrashed, "the sandbox died while the code ran: "+cl.c.ended(cl.ctx))
 }
 
-// lost replaces the container, which frees every writer stuck on it.
+// lost replaces the container, which frees every writer stuck on it; the
+// session is empty then.
 func (cl *cell) lost(status Status, notice string) *Result {
 	cl.s.replace(cl.c)
 	cl.res.Status, cl.res.StateKept = status, false

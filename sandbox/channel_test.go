@@ -141,7 +141,8 @@ func directSession(t *testing.T, eng Engine, cfg Config) *Session {
 func (s *Session) channelNow() (string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cur.channel, s.cur.why
+	c := s.current()
+	return c.channel, c.why
 }
 
 // TestSessionUsesTheDirectChannel: the real runtime takes the socket, and

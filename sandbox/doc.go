@@ -12,11 +12,14 @@
 //     Pods (build tag kubernetes). [Connect] picks one by kind.
 //   - The frame channel (frame.go) is the wire format of pyruntime/PROTOCOL.md:
 //     one JSON object per line over the container's stdin and stdout.
-//   - [Session] (session.go) owns the one container of a bridge: it creates it
-//     on first use, delivers the embedded runtime through stdin, runs cells one
-//     at a time, answers the runtime's RPCs through its [Host] and each
-//     request's [Caller], enforces timeouts, and replaces the container
-//     when it dies or will not stop.
+//   - [Session] (session.go, cell.go) owns one sandbox, one container at a
+//     time: it starts the container on first use (or takes a started one
+//     from the [WarmPool]), delivers the embedded runtime through stdin, runs
+//     cells one at a time, answers the runtime's requests through the cell's
+//     [Caller], enforces time limits, and replaces the container when it
+//     dies, breaks the frame protocol or will not stop. Where a session is
+//     in that life is one state (state.go: empty, starting, ready, running,
+//     stopping, replacing, closed), changed only by moves its table allows.
 //
 // # Security model
 //

@@ -44,7 +44,8 @@ func (m *Manager) NewSession(cfg Config, host Host) *Session {
 	if host == nil {
 		host = noHost{}
 	}
-	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1), notes: &m.notes}
+	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1), notes: &m.notes,
+		changed: make(chan struct{})}
 }
 
 // Engine returns the engine, connecting (and sweeping stale containers)
