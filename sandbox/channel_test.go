@@ -22,7 +22,7 @@ type directEngine struct {
 	path string
 }
 
-func (e directEngine) channelPath(dir string) (string, error) {
+func (e directEngine) ChannelPath(dir string) (string, error) {
 	if e.path != "" {
 		return e.path, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/sandbox/engine"
+
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/pyruntime"
 )
@@ -331,7 +333,7 @@ type live struct {
 	// logs logs the runtime's log frames, within the budget a container's
 	// stderr has (per container, lines cut, then how much was dropped):
 	// any code in the sandbox can send such frames, by any route.
-	logs *logWriter
+	logs *engine.LogWriter
 
 	direct  net.Conn // the direct channel's socket, or nil on the attach stream
 	channel string   // channelDirect or channelAttach
@@ -376,14 +378,14 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	}
 	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		channel: channelAttach, why: why,
-		logs: &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: s.log.With("container", short(ctr.ID()))}}
+		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, s.log.With("container", engine.Short(ctr.ID())))}
 	if err := c.greet(ctx, l, inside, s.log, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
 		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
 	}
 	s.notes.say(s.log, c.channel, c.why)
-	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python, "channel", c.channel)
+	s.log.Debug("sandbox ready", "container", engine.Short(ctr.ID()), "python", c.python, "channel", c.channel)
 	return c, nil
 }
 
@@ -462,7 +464,7 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 func (c *live) read(fr *frameReader) {
 	defer close(c.dead)
 	defer close(c.frames)
-	defer c.logs.close()
+	defer c.logs.Close()
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -471,7 +473,7 @@ func (c *live) read(fr *frameReader) {
 		}
 		switch f := f.(type) {
 		case protocol.Log:
-			c.logs.frame(f.Level, f.Msg)
+			c.logs.Frame(f.Level, f.Msg)
 			continue
 		case protocol.Stored:
 			c.puts.answer(f.ID, f)
@@ -489,20 +491,11 @@ func (c *live) read(fr *frameReader) {
 	}
 }
 
-// clipText cuts s to n bytes for a log line: text from the sandbox must
-// not flood the host's log.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + fmt.Sprintf("... [%d bytes cut]", len(s)-n)
-}
-
 // ended says why c's container stopped, waiting a little for the engine
 // to know. Something outside codebridge that ended it (a Pod deleted or
 // evicted) is the reason, whatever the frames or the code did.
 func (c *live) ended(ctx context.Context) string {
-	if o, ok := c.ctr.(outsideEnder); ok {
+	if o, ok := c.ctr.(engine.OutsideEnder); ok {
 		if why := o.EndedOutside(ctx); why != "" {
 			return why
 		}
