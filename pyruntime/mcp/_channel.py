@@ -13,7 +13,9 @@ Threads:
   host for the whole life of the process: it queues ``exec`` frames for the
   main thread, resolves RPC futures from ``result`` frames, turns
   ``interrupt`` frames into SIGINT for the main thread (and, through
-  ``on_interrupt``, for the cell's processes), and exits the process at EOF;
+  ``on_interrupt``, for the cell's processes), answers ``resume`` frames
+  (a detachable sandbox: :meth:`Channel.detachable`), and exits the process
+  at EOF;
 * the output pump threads send ``out`` frames.
 
 A frame write on the main thread is a critical section: a KeyboardInterrupt
@@ -32,6 +34,7 @@ import queue
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from mcp._results import BridgeError, bridge_error
@@ -43,6 +46,10 @@ __all__ = ["Channel", "get"]
 # so that a cell that gathers thousands of calls never makes the host stop
 # reading its frames.
 MAX_IN_FLIGHT = 64
+
+# A detachable sandbox keeps at most this many characters of each stream of
+# its last cell for a host that resumes the channel (the rest is counted).
+KEEP_MAX = 1 << 16
 
 # Channel.hold() keeps at most this many bytes of frames before it writes them.
 HOLD_MAX = 1 << 16
@@ -110,6 +117,7 @@ class Channel:
         self.locate: Callable[[], int] = lambda: 0
         self._outbox = None           # the requests of this loop turn (_Outbox)
         self._batches = itertools.count(1)
+        self.kept = None              # the last cell's frames, when detachable (_Kept)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -123,7 +131,7 @@ class Channel:
 
     def send(self, frame: dict) -> None:
         """Send one frame (a dict)."""
-        self.send_bytes(encode(frame))
+        self._write(encode(frame), many=False, frame=frame)
 
     def send_many(self, frames: Iterable[dict]) -> None:
         """Send frames from an iterable as one critical section."""
@@ -133,11 +141,11 @@ class Channel:
         """Send one already encoded frame."""
         self._write(data, many=False)
 
-    def _write(self, what, many):
+    def _write(self, what, many, frame=None):
         entered = self.enter_critical()
         try:
             with self._write_lock:
-                self._write_frames(what, many)
+                self._write_frames(what, many, frame)
         finally:
             self.leave_critical(entered)
 
@@ -160,12 +168,17 @@ class Channel:
             if self.armed:
                 raise KeyboardInterrupt
 
-    def _write_frames(self, what, many):
+    def _write_frames(self, what, many, frame=None):
         put = self._write_all if self._held is None else self._hold_bytes
+        kept = self.kept
         if not many:
+            if kept is not None and frame is not None:
+                kept.record(frame)
             put(what)
             return
         for frame in what:
+            if kept is not None:
+                kept.record(frame)
             put(encode(frame))
 
     # ---- held frames ---------------------------------------------------
@@ -295,6 +308,8 @@ class Channel:
                 line = b""
             if not line:
                 self.shutdown()
+            if self.kept is not None:
+                self.kept.heard = time.monotonic()
             try:
                 frame = json.loads(line)
             except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep
@@ -329,11 +344,15 @@ class Channel:
             return
         kind = frame.get("t")
         if kind == "exec":
+            if self.kept is not None and isinstance(frame.get("id"), int):
+                self.kept.last = max(self.kept.last, frame["id"])
             self.cells.put(frame)
         elif kind == "result":
             self._resolve(frame)
         elif kind == "interrupt":
             self._interrupt(frame.get("id"))
+        elif kind == "resume":
+            self.resume()
         elif kind == "put":
             from mcp._files import write_files
             errors = write_files(frame.get("files"))
@@ -347,6 +366,60 @@ class Channel:
             threading.Thread(target=lambda: self.send(read_file(frame)), daemon=True).start()
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
+
+    # ---- a detachable sandbox (PROTOCOL.md, "Resuming the channel") -----
+
+    def detachable(self, idle: float, ready: dict) -> None:
+        """Make this sandbox one that outlives its host: keep the last cell's
+        frames for a host that resumes the channel (:meth:`resume`), and end
+        the process once ``idle`` seconds pass with no frame from a host and
+        no cell's end (:meth:`_watch`), so that a sandbox nobody comes back
+        for ends by itself. ``ready`` is the ready frame, whose fields the
+        ``resumed`` frame repeats."""
+        self.kept = _Kept(idle, ready)
+        threading.Thread(target=self._watch, name="codebridge-idle", daemon=True).start()
+
+    def _watch(self) -> None:
+        kept = self.kept
+        while True:
+            left = kept.idle - (time.monotonic() - max(kept.heard, kept.ended))
+            if left <= 0:
+                self.log("warning", f"no host for {kept.idle:g}s: the detached sandbox ends")
+                self.shutdown()
+            time.sleep(left)
+
+    def resume(self) -> None:
+        """Reader thread: a host took over the channel (a new bridge attached).
+        Say where the runtime is, in a ``resumed`` frame: the running cell
+        with its output so far, or the last cell with its done frame (kept
+        until the next exec); then fail the requests the previous host never
+        answered (it may have acted on them: the code learns so). Frames held
+        for one write go out first, so that the ``resumed`` frame follows
+        every frame it counts."""
+        kept = self.kept
+        if kept is None:
+            self.log("warning", "resume ignored: this sandbox was not started detachable")
+            return
+        try:
+            self.flush_output()  # text the running cell printed so far counts
+        except Exception as exc:
+            self.log("error", f"resume: flushing output: {type(exc).__name__}: {exc}")
+        lost = list(self._pending)  # sent to the previous host, which never answered
+        entered = self.enter_critical()
+        try:
+            with self._write_lock:
+                if self._held:
+                    held, self._held, self._held_size = self._held, [], 0
+                    self._write_all(b"".join(held))
+                self._write_all(encode(kept.resumed(self.exec_id, len(lost))))
+        finally:
+            self.leave_critical(entered)
+        for rid in lost:  # after the resumed frame: what the cell does next is the new host's
+            entry = self._take(rid)
+            if entry is not None:
+                _fail(entry[0], BridgeError(
+                    "the bridge that was to answer this call went away, and another took over "
+                    "the session: whether the call ran is unknown; check before you retry it"))
 
     def shutdown(self) -> None:
         """End the process: the host closed the channel, or is gone. Runs
@@ -516,6 +589,71 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+class _Kept:
+    """What a detachable sandbox keeps for a host that resumes the channel:
+    the frames of its last cell (its output up to ``KEEP_MAX`` characters a
+    stream, and its done frame), the largest exec id it got, and when it
+    last heard from a host and last ended a cell. Written under the
+    channel's write lock."""
+
+    __slots__ = ("idle", "ready", "last", "heard", "ended", "cell", "out", "size", "dropped", "done")
+
+    def __init__(self, idle: float, ready: dict):
+        self.idle = float(idle)
+        self.ready = ready
+        self.last = 0
+        self.heard = self.ended = time.monotonic()
+        self.cell = None
+        self.out = {"stdout": [], "stderr": []}
+        self.size = {"stdout": 0, "stderr": 0}
+        self.dropped = 0
+        self.done = None
+
+    def record(self, frame: dict) -> None:
+        """Keep ``frame`` when it is a cell's output or end. A frame of a
+        later cell starts the record anew; one of an earlier cell (a thread
+        that outlived it) is not kept."""
+        kind = frame.get("t")
+        if kind not in ("out", "done"):
+            return
+        cell = frame.get("id")
+        if not isinstance(cell, int) or (self.cell is not None and cell < self.cell):
+            return
+        if cell != self.cell:
+            self.cell, self.done, self.dropped = cell, None, 0
+            self.out = {"stdout": [], "stderr": []}
+            self.size = {"stdout": 0, "stderr": 0}
+        if kind == "done":
+            self.done = frame
+            self.ended = time.monotonic()
+            return
+        stream, data = frame.get("stream"), frame.get("data")
+        if stream not in self.out or not isinstance(data, str):
+            return
+        room = max(0, KEEP_MAX - self.size[stream])
+        if room:
+            self.out[stream].append(data[:room])
+            self.size[stream] += min(room, len(data))
+        self.dropped += max(0, len(data) - room)
+
+    def resumed(self, running, lost: int) -> dict:
+        """The ``resumed`` frame: ``running`` is the cell that runs now, or None."""
+        frame = {"t": "resumed", "v": self.ready.get("v"), "python": self.ready.get("python"),
+                 "last": self.last, "lost": lost, "cell": None}
+        cell = running if running is not None else self.cell
+        if cell is None:
+            return frame
+        mine = cell == self.cell
+        frame["cell"] = {
+            "id": cell, "running": running is not None,
+            "stdout": "".join(self.out["stdout"]) if mine else "",
+            "stderr": "".join(self.out["stderr"]) if mine else "",
+            "dropped": self.dropped if mine else 0,
+            "done": self.done if mine and running is None else None,
+        }
+        return frame
 
 
 class _Outbox:
