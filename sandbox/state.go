@@ -17,6 +17,10 @@ import "fmt"
 //	  │                                │ grace over, crash, broken frames
 //	  └──────── replacing <────────────┘ (and running ──> replacing)
 //
+//	empty ──> adopting ──> ready (a sandbox another bridge started;
+//	            │                 failed: back to empty)
+//	            └──> empty
+//
 //	any state ──> closed (final)
 //
 // The states:
@@ -27,6 +31,11 @@ import "fmt"
 //     the warm pool and writes the host's start files into it) and greets
 //     its runtime; the others wait for it. It ends ready, or empty when the
 //     start failed (the next caller tries again).
+//   - adopting: [Manager.Adopt] takes over a detachable sandbox another
+//     bridge started (found by its handle's digest): it attaches anew and
+//     resumes the runtime's channel instead of starting a container. It
+//     ends ready, or empty when the sandbox was not found or did not
+//     answer.
 //   - ready: the container's runtime waits for a cell. Put and Get use it
 //     in this state and while a cell runs.
 //   - running: a cell runs; the session's turn keeps it to one.
@@ -38,17 +47,17 @@ import "fmt"
 //   - closed: [Session.Close] removed the container (a start in progress
 //     is cancelled and waited for); every later Run, Put or Get is
 //     [ErrClosed]. A cell that was running ends as crashed.
+//     [Session.Detach] closes a detachable session too, but leaves its
+//     container running for a bridge that adopts it: for this session
+//     the sandbox is gone either way, so "detached" is no state of its
+//     own.
 //
 // A container that dies while the session is ready is found by the next
 // cell, which ends as crashed (running -> replacing): nothing watches an
 // idle container.
 //
-// The work that follows adds states here, not flags elsewhere. Sessions as
-// handles (a sandbox adopted by another bridge, a channel resumed) would
-// add "adopting" (empty -> adopting -> ready: greet a running container
-// over a channel opened anew instead of starting one) and "detached"
-// (ready -> detached -> adopting: the channel lost, the container kept for
-// a bridge that takes it over). Rewind and fork would add "checkpointing"
+// The work that follows adds states here, not flags elsewhere. Rewind and
+// fork would add "checkpointing"
 // (ready -> checkpointing -> ready) and "restoring" (empty -> restoring ->
 // ready: a checkpointed interpreter woken to take the channel, in place of
 // a start).
@@ -63,9 +72,10 @@ const (
 	stateStopping
 	stateReplacing
 	stateClosed
+	stateAdopting
 )
 
-var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "closed"}
+var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "closed", "adopting"}
 
 func (st state) String() string {
 	if int(st) < len(stateNames) {
@@ -77,7 +87,8 @@ func (st state) String() string {
 // transitions lists the states each state may move to, besides closed,
 // which every state but closed may move to.
 var transitions = [...][]state{
-	stateEmpty:     {stateStarting},
+	stateEmpty:     {stateStarting, stateAdopting},
+	stateAdopting:  {stateReady, stateEmpty},
 	stateStarting:  {stateReady, stateEmpty},
 	stateReady:     {stateRunning},
 	stateRunning:   {stateReady, stateStopping, stateReplacing},

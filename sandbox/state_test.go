@@ -27,8 +27,11 @@ func TestStateTransitions(t *testing.T) {
 		{stateStopping, stateReady}:     true,
 		{stateStopping, stateReplacing}: true,
 		{stateReplacing, stateEmpty}:    true,
+		{stateEmpty, stateAdopting}:     true,
+		{stateAdopting, stateReady}:     true,
+		{stateAdopting, stateEmpty}:     true,
 	}
-	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateClosed}
+	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateClosed, stateAdopting}
 	for _, from := range all {
 		for _, to := range all {
 			want := legal[[2]state{from, to}] || (to == stateClosed && from != stateClosed)
