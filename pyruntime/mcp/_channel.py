@@ -13,9 +13,9 @@ Threads:
   host for the whole life of the process: it queues ``exec`` frames for the
   main thread, resolves RPC futures from ``result`` frames, turns
   ``interrupt`` frames into SIGINT for the main thread (and, through
-  ``on_interrupt``, for the cell's processes), answers ``resume`` frames
-  (a detachable sandbox: :meth:`Channel.detachable`), and exits the process
-  at EOF;
+  ``on_interrupt``, for the cell's processes), and exits the process at EOF
+  (a detachable sandbox instead waits for a host to take over the channel:
+  :meth:`Channel.detachable`);
 * the output pump threads send ``out`` frames.
 
 A frame write on the main thread is a critical section: a KeyboardInterrupt
@@ -65,6 +65,14 @@ _Future = None   # concurrent.futures.Future, imported on the first RPC
 # The start of a result frame as the host writes it (sandbox/frame.go), for
 # the id of a result that cannot be decoded.
 _RESULT_ID = re.compile(rb'\s*\{"t":\s*"result",\s*"id":\s*(\d+)')
+
+
+def resume_address(key_hash: str) -> bytes:
+    """The abstract Unix socket a detachable runtime waits on for a new host
+    (in the sandbox's network namespace; the key's hash names it, so that
+    runtimes that share a namespace, as in the runtime's tests, do not
+    meet)."""
+    return b"\0codebridge-resume-" + key_hash[:32].encode("ascii")
 
 
 def get() -> Channel:
@@ -118,6 +126,8 @@ class Channel:
         self._outbox = None           # the requests of this loop turn (_Outbox)
         self._batches = itertools.count(1)
         self.kept = None              # the last cell's frames, when detachable (_Kept)
+        self._swap = None             # held while a host takes over the channel
+        self._dropping = False        # frames go to /dev/null: no host holds the channel
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -219,9 +229,11 @@ class Channel:
                 while view:
                     view = view[os.write(fd, view):]
         except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.EBADF):
+            if exc.errno not in (errno.EPIPE, errno.EBADF):
+                raise
+            if self.kept is None:
                 self.shutdown()  # the host is gone: nothing can work any more
-            raise
+            self._drop_output(fd)  # a detachable sandbox waits for the next host
 
     def log(self, level: str, msg: object) -> None:
         """Send a diagnostic for the host's log."""
@@ -296,18 +308,23 @@ class Channel:
                 return json.loads(line)
 
     def start_reader(self):
-        """Start the reader thread."""
-        threading.Thread(target=self._reader_loop, name="codebridge-reader",
+        """Start the reader thread (of the current channel)."""
+        threading.Thread(target=self._reader_loop, args=(self._in,), name="codebridge-reader",
                          daemon=True).start()
 
-    def _reader_loop(self):
+    def _reader_loop(self, source):
         while True:
             try:
-                line = self._in.readline()
-            except OSError:
+                line = source.readline()
+            except (OSError, ValueError):  # ValueError: closed by a host that took over
                 line = b""
+            if source is not self._in:
+                return  # a host took over the channel: this stream is no longer the host's
             if not line:
-                self.shutdown()
+                if self.kept is None:
+                    self.shutdown()
+                self._host_gone(source)
+                return
             if self.kept is not None:
                 self.kept.heard = time.monotonic()
             try:
@@ -351,8 +368,6 @@ class Channel:
             self._resolve(frame)
         elif kind == "interrupt":
             self._interrupt(frame.get("id"))
-        elif kind == "resume":
-            self.resume()
         elif kind == "put":
             from mcp._files import write_files
             errors = write_files(frame.get("files"))
@@ -369,14 +384,26 @@ class Channel:
 
     # ---- a detachable sandbox (PROTOCOL.md, "Resuming the channel") -----
 
-    def detachable(self, idle: float, ready: dict) -> None:
-        """Make this sandbox one that outlives its host: keep the last cell's
-        frames for a host that resumes the channel (:meth:`resume`), and end
-        the process once ``idle`` seconds pass with no frame from a host and
-        no cell's end (:meth:`_watch`), so that a sandbox nobody comes back
-        for ends by itself. ``ready`` is the ready frame, whose fields the
-        ``resumed`` frame repeats."""
-        self.kept = _Kept(idle, ready)
+    def detachable(self, idle: float, key_hash: str, ready: dict) -> None:
+        """Make this sandbox one that outlives its host. The runtime listens
+        on the abstract Unix socket ``resume_address(key_hash)`` in the
+        sandbox's own network namespace, bound now, before any code runs,
+        so that no code can take the name; a new host reaches it through a
+        relay it runs in the sandbox (``mcp/_relay.py``) and proves itself
+        with the key whose SHA-256 is ``key_hash``. When the channel ends,
+        the runtime keeps its interpreter, drops what it writes, and waits
+        for the next host; it keeps the last cell's frames for it
+        (:meth:`resume`) and ends once ``idle`` seconds pass with no frame
+        from a host and no cell's end (:meth:`_watch`). ``ready`` is the
+        ready frame, whose fields the ``resumed`` frame repeats."""
+        import socket
+        self.kept = _Kept(idle, key_hash, ready)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(resume_address(key_hash))
+        listener.listen(4)
+        self._swap = threading.Lock()
+        threading.Thread(target=self._accept_loop, args=(listener,), name="codebridge-resume",
+                         daemon=True).start()
         threading.Thread(target=self._watch, name="codebridge-idle", daemon=True).start()
 
     def _watch(self) -> None:
@@ -388,18 +415,76 @@ class Channel:
                 self.shutdown()
             time.sleep(left)
 
-    def resume(self) -> None:
-        """Reader thread: a host took over the channel (a new bridge attached).
-        Say where the runtime is, in a ``resumed`` frame: the running cell
-        with its output so far, or the last cell with its done frame (kept
-        until the next exec); then fail the requests the previous host never
-        answered (it may have acted on them: the code learns so). Frames held
-        for one write go out first, so that the ``resumed`` frame follows
-        every frame it counts."""
-        kept = self.kept
-        if kept is None:
-            self.log("warning", "resume ignored: this sandbox was not started detachable")
+    def _host_gone(self, source) -> None:
+        """The host's stream ended: drop what the runtime writes until a
+        host resumes the channel."""
+        with self._swap:
+            if source is self._in:
+                with self._write_lock:
+                    self._drop_output(self._out_fd)
+        try:
+            source.close()  # a relay's socket closes, and the relay ends
+        except OSError:
+            pass
+
+    def _drop_output(self, fd: int) -> None:
+        """Write the frames sent to ``fd`` from now on to /dev/null (the
+        write lock held): a host that is gone reads nothing, and a pipe no
+        one reads would stop the runtime."""
+        if fd != self._out_fd or self._dropping:
             return
+        self._dropping = True
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        os.dup2(null, fd, inheritable=False)
+        os.close(null)
+
+    def _accept_loop(self, listener) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._take_over, args=(conn,), daemon=True).start()
+
+    def _take_over(self, conn) -> None:
+        """A relay connected: its first line must be ``{"t":"resume","key":K}``
+        with the key of this sandbox; then its connection is the channel in
+        both directions, and the runtime says where it was."""
+        import hashlib
+        import hmac
+        try:
+            conn.settimeout(10)
+            reader = conn.makefile("rb", buffering=1 << 16)
+            first = json.loads(reader.readline(4096) or b"null")
+            key = first.get("key") if isinstance(first, dict) and first.get("t") == "resume" else None
+            if not isinstance(key, str) or not hmac.compare_digest(
+                    hashlib.sha256(key.encode()).hexdigest(), self.kept.key_hash):
+                conn.close()
+                return
+            conn.settimeout(None)
+        except (OSError, ValueError, RecursionError):
+            conn.close()
+            return
+        with self._swap:
+            self.kept.heard = time.monotonic()
+            self._in = reader
+            with self._write_lock:
+                old = self._out_fd
+                self._out_fd, self._dropping = os.dup(conn.fileno()), False
+                if old >= 0:
+                    os.close(old)
+            conn.close()  # the socket closes with the reader's file (makefile keeps it open)
+            self.start_reader()
+            self.resume()
+
+    def resume(self) -> None:
+        """Say where the runtime is, in a ``resumed`` frame, to the host
+        that took over: the running cell with its output so far, or the last
+        cell with its done frame (kept until the next exec); then fail the
+        requests the previous host never answered (it may have acted on
+        them: the code learns so). Frames held for one write go out first,
+        so that the ``resumed`` frame follows every frame it counts."""
+        kept = self.kept
         try:
             self.flush_output()  # text the running cell printed so far counts
         except Exception as exc:
@@ -598,10 +683,12 @@ class _Kept:
     last heard from a host and last ended a cell. Written under the
     channel's write lock."""
 
-    __slots__ = ("idle", "ready", "last", "heard", "ended", "cell", "out", "size", "dropped", "done")
+    __slots__ = ("idle", "key_hash", "ready", "last", "heard", "ended", "cell", "out", "size",
+                 "dropped", "done")
 
-    def __init__(self, idle: float, ready: dict):
+    def __init__(self, idle: float, key_hash: str, ready: dict):
         self.idle = float(idle)
+        self.key_hash = key_hash
         self.ready = ready
         self.last = 0
         self.heard = self.ended = time.monotonic()
