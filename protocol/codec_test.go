@@ -35,7 +35,7 @@ func TestDecode(t *testing.T) {
 		{`{"id":3,"t":"interrupt"}`, Interrupt{ID: 3}}, // "t" need not come first
 		{`{"t":"done","id":1,"status":"ok","value":"42","error":null,"extra":true}`, Done{ID: 1, Status: "ok", Value: ptr("42")}},
 		{`{"t":"from-the-future","x":1}`, Unknown{T: "from-the-future"}},
-		{`{"t":"resume"}`, Resume{}},
+		{`{"t":"resume","key":"k"}`, Resume{Key: "k"}},
 		{`{"t":"resumed","v":2,"python":"3.11.2","last":4,"lost":1,"cell":{"id":4,"running":true,"stdout":"a","stderr":"","dropped":0,"done":null}}`,
 			Resumed{V: 2, Python: "3.11.2", Last: 4, Lost: 1, Cell: &ResumedCell{ID: 4, Running: true, Stdout: "a"}}},
 		{`{"t":"resumed","v":2,"python":"3.11.2","last":0,"lost":0,"cell":null}`, Resumed{V: 2, Python: "3.11.2"}},

@@ -47,6 +47,9 @@ type Hello struct {
 	// itself once Idle passes with no frame from a host and no cell's end.
 	// 0: it ends when its channel does, as before.
 	Idle float64 `json:"idle,omitempty"`
+	// Resume is the SHA-256 (hex) of the key a new host proves itself
+	// with in [Resume]; set with Idle.
+	Resume string `json:"resume,omitempty"`
 }
 
 // File is a file the host puts into the sandbox. Path is absolute and

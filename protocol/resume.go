@@ -1,22 +1,25 @@
 package protocol
 
 // The frames of a resumed channel (pyruntime/PROTOCOL.md, "Resuming the
-// channel"). A sandbox started detachable ([Hello.Idle]) outlives the
-// bridge that started it; a bridge that adopts it attaches anew and sends
-// [Resume], and the runtime answers with [Resumed]: where it was.
+// channel"). A sandbox started detachable ([Hello.Idle], [Hello.Resume])
+// outlives the bridge that started it; a bridge that adopts it runs the
+// relay in it (pyruntime.Relay) and sends [Resume] as the relay's first
+// line, and the runtime answers with [Resumed]: where it was.
 const (
 	TResume  = "resume"  // host -> runtime: a new host took over the channel
 	TResumed = "resumed" // runtime -> host: where the runtime was
 )
 
-// Resume tells a detachable runtime that a new host holds the channel.
-// The host writes a newline first: the previous host may have died in the
-// middle of a frame, whose tail the runtime then reads as one unreadable
-// line and ignores.
-type Resume struct{}
+// Resume is a new host's first line to a detachable runtime, through the
+// relay: Key is the key whose SHA-256 (hex) the hello's Resume carried.
+// The runtime closes a connection whose key is wrong.
+type Resume struct {
+	Key string `json:"key"`
+}
 
-// Resumed is the runtime's answer to [Resume]. It follows every frame it
-// counts: the host ignores whatever comes before it on the new stream.
+// Resumed is the runtime's answer to [Resume], its first frame to the new
+// host; the frames after it are the new host's (the rest of a running
+// cell's among them).
 type Resumed struct {
 	V      int    `json:"v"`
 	Python string `json:"python"`

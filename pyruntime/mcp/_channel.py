@@ -482,8 +482,8 @@ class Channel:
         that took over: the running cell with its output so far, or the last
         cell with its done frame (kept until the next exec); then fail the
         requests the previous host never answered (it may have acted on
-        them: the code learns so). Frames held for one write go out first,
-        so that the ``resumed`` frame follows every frame it counts."""
+        them: the code learns so). The ``resumed`` frame is the new host's
+        first: frames held for one write are dropped (it counts them)."""
         kept = self.kept
         try:
             self.flush_output()  # text the running cell printed so far counts
@@ -493,9 +493,8 @@ class Channel:
         entered = self.enter_critical()
         try:
             with self._write_lock:
-                if self._held:
-                    held, self._held, self._held_size = self._held, [], 0
-                    self._write_all(b"".join(held))
+                if self._held:  # counted in the resumed frame, written to nobody yet
+                    self._held, self._held_size = [], 0
                 self._write_all(encode(kept.resumed(self.exec_id, len(lost))))
         finally:
             self.leave_critical(entered)
