@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 
@@ -72,7 +77,8 @@ func handleContainers(t *testing.T, ctx context.Context, m *sandbox.Manager, dig
 // channel dropped, the container kept); manager B, another bridge on the
 // same engine, adopts it by its handle's digest and finds x, and learns
 // where the runtime was. Adoption by another principal is refused in the
-// very words of a handle that does not exist.
+// very words of a handle that does not exist; adoption without the
+// handle's resume key is refused by the runtime, which stays adoptable.
 func TestAdoptDetachedSandbox(t *testing.T) {
 	needEnv(t)
 	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is designed, not built")
@@ -97,6 +103,12 @@ func TestAdoptDetachedSandbox(t *testing.T) {
 	_, _, errNone := b.Adopt(ctx, adoptConfig(newDigest(t), "token:alice", 0), nil)
 	if !errors.Is(errOther, sandbox.ErrNoSandbox) || errOther.Error() != errNone.Error() {
 		t.Fatalf("another principal's adoption: %v; a handle nobody has: %v; want the same ErrNoSandbox", errOther, errNone)
+	}
+
+	wrongKey := adoptConfig(digest, "token:alice", 0)
+	wrongKey.Detachable.Key = "a-key-that-was-never-derived-from-this-handle"
+	if _, _, err := b.Adopt(ctx, wrongKey, nil); err == nil {
+		t.Fatal("a bridge without the handle's resume key adopted the sandbox")
 	}
 
 	sb, where, err := b.Adopt(ctx, adoptConfig(digest, "token:alice", 10*time.Minute), nil)
@@ -145,5 +157,94 @@ func TestDetachedOrphanEndsItself(t *testing.T) {
 	}
 	if _, _, err := m.Adopt(ctx, adoptConfig(digest, "token:alice", 0), nil); !errors.Is(err, sandbox.ErrNoSandbox) {
 		t.Fatalf("adopting the ended orphan: %v; want ErrNoSandbox", err)
+	}
+}
+
+// adoptHelperEnv names the handle digest a helper bridge process serves:
+// the test binary run again as a bridge that a test can SIGKILL.
+const adoptHelperEnv = "CODEBRIDGE_ADOPT_HELPER"
+
+// TestAdoptHelperBridge is not a test: run by TestAdoptAfterBridgeKilled
+// as a separate process, it is bridge A. It starts a detachable sandbox,
+// sets x, starts a cell that prints and then waits for a file, prints
+// READY on its stdout once that output arrived, and waits to be killed.
+func TestAdoptHelperBridge(t *testing.T) {
+	digest := os.Getenv(adoptHelperEnv)
+	if digest == "" {
+		t.Skip("a helper process of TestAdoptAfterBridgeKilled")
+	}
+	ctx := context.Background()
+	m := sandbox.NewManager(engineOptions())
+	s := m.NewSession(adoptConfig(digest, "token:alice", 10*time.Minute), nil)
+	runCell(t, ctx, s, "x = 41")
+	seen := make(chan struct{})
+	_, _ = s.Run(ctx, sandbox.Request{Timeout: 10 * time.Minute, Caller: outputSignal{seen},
+		Code: "import os, time\nprint('mid', flush=True)\nwhile not os.path.exists('/tmp/release'):\n    time.sleep(0.02)\nx += 1\nprint('after')"})
+	t.Fatal("the cell ended: the helper bridge was to be killed first")
+}
+
+// outputSignal prints READY once the cell's first output arrives.
+type outputSignal struct{ seen chan struct{} }
+
+func (o outputSignal) Output(string, string) {
+	select {
+	case <-o.seen:
+	default:
+		close(o.seen)
+		os.Stdout.WriteString("READY\n")
+	}
+}
+
+func (outputSignal) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
+	return nil, errors.New("no requests")
+}
+
+// TestAdoptAfterBridgeKilled: bridge A (another process) is killed with
+// SIGKILL while a cell runs; bridge B adopts the sandbox, learns that the
+// cell runs and what it printed, lets it finish, and a cell of its own
+// sees the variables that cell and the one before it set.
+func TestAdoptAfterBridgeKilled(t *testing.T) {
+	needEnv(t)
+	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is designed, not built")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	digest := newDigest(t)
+	helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAdoptHelperBridge$", "-test.v")
+	helper.Env = append(os.Environ(), adoptHelperEnv+"="+digest, "CODEBRIDGE_BIN="+binary)
+	helper.Stderr = os.Stderr
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Process.Kill()
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && lines.Text() != "READY" {
+	}
+	if lines.Text() != "READY" {
+		t.Fatalf("the helper bridge ended before its cell ran: %v", helper.Wait())
+	}
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+
+	b := sandbox.NewManager(engineOptions())
+	defer b.Close()
+	s, where, err := b.Adopt(ctx, adoptConfig(digest, "token:alice", 10*time.Minute), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if where.Cell != 2 || !where.Running || where.Stdout != "mid\n" {
+		t.Fatalf("where the runtime was: %+v; want cell 2 running, its output so far", where)
+	}
+	if err := s.Put(ctx, []protocol.File{{Path: "/tmp/release", Data: []byte("go")}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := runCell(t, ctx, s, "x"); res.Value != "42" {
+		t.Fatalf("x after the adopted cell finished: %q, want 42", res.Value)
 	}
 }
