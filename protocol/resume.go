@@ -47,8 +47,8 @@ type ResumedCell struct {
 	Stdout  string `json:"stdout"`
 	Stderr  string `json:"stderr"`
 	Dropped int64  `json:"dropped"`
-	// Done is the cell's done frame once it ended (whether or not a host
-	// read it), else nil.
+	// Done is the fields of the cell's done frame once it ended (whether or
+	// not a host read it), else nil.
 	Done *Done `json:"done"`
 }
 

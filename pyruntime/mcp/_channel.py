@@ -737,7 +737,8 @@ class _Kept:
             "stdout": "".join(self.out["stdout"]) if mine else "",
             "stderr": "".join(self.out["stderr"]) if mine else "",
             "dropped": self.dropped if mine else 0,
-            "done": self.done if mine and running is None else None,
+            "done": ({k: v for k, v in self.done.items() if k != "t"}
+                     if mine and running is None and self.done else None),
         }
         return frame
 
