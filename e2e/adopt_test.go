@@ -111,10 +111,12 @@ func TestAdoptDetachedSandbox(t *testing.T) {
 		t.Fatal("a bridge without the handle's resume key adopted the sandbox")
 	}
 
+	began := time.Now()
 	sb, where, err := b.Adopt(ctx, adoptConfig(digest, "token:alice", 10*time.Minute), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("adoption (list, exec of the relay, resume) took %s", time.Since(began).Round(time.Millisecond))
 	defer func() {
 		sb.Close()
 		if left := handleContainers(t, context.Background(), b, digest); len(left) != 0 {
