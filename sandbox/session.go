@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox/engine"
@@ -334,6 +335,9 @@ type live struct {
 	// stderr has (per container, lines cut, then how much was dropped):
 	// any code in the sandbox can send such frames, by any route.
 	logs *engine.LogWriter
+	// debugLines counts the host's debug lines about this container's
+	// frames (cell.debug bounds them).
+	debugLines atomic.Int64
 
 	direct  net.Conn // the direct channel's socket, or nil on the attach stream
 	channel string   // channelDirect or channelAttach
