@@ -30,6 +30,7 @@ type cell struct {
 	slots    chan struct{} // one token per request in flight
 	stopping Status        // why the cell was interrupted, once it was
 	grace    <-chan time.Time
+	rewind   int // the n of the rewind(n) the cell asked for (rewind.go)
 }
 
 func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
@@ -66,7 +67,7 @@ func (cl *cell) run() *Result {
 				return cl.containerEnded()
 			}
 			if cl.frame(f) {
-				return cl.finish()
+				return cl.rewindIfAsked(cl.finish())
 			}
 		case <-timer.C:
 			cl.interrupt(StatusTimeout)
@@ -124,7 +125,7 @@ func (cl *cell) doneFrame(f protocol.Done) {
 	if f.Error != nil {
 		res.Traceback = *f.Error
 	}
-	cl.spill = f.Spill
+	cl.spill, cl.rewind = f.Spill, f.Rewind
 	switch {
 	case cl.stopping != "":
 		res.Status = cl.stopping
