@@ -285,9 +285,9 @@ class Keeper:
             raise RuntimeError("this sandbox keeps no checkpoints (no init to hand the session over)")
         if at < 0:
             raise RuntimeError(
-                f"only {self.cells} cell{'s' if self.cells != 1 else ''} ran in this sandbox "
-                "(a new one, or one that replaced a sandbox that ended): the checkpoints of "
-                "earlier cells are gone")
+                f"only {self.cells} cell{'s' if self.cells != 1 else ''} lie behind this one in this sandbox "
+                "(a new sandbox, or one that replaced a sandbox that ended, starts with none; a rewind "
+                "removes the cells it undid): the checkpoints of earlier cells are gone")
         for point in self.points:
             if point.at == at:
                 if not _alive(point):
