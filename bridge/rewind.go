@@ -60,7 +60,7 @@ func rewoundNote(r *protocol.Rewound, undone []gate.Calls, unknown int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[rewound %s and this one: variables, imports and functions are as they were before them", plural(r.Cells, "cell"))
 	if len(r.Names)+len(r.Modules) > 0 {
-		b.WriteString(" (" + names("names", r.Names) + names("modules", r.Modules))
+		b.WriteString(" (" + strings.Join(nonEmpty(names("names", r.Names), names("modules", r.Modules)), "; "))
 		if r.More > 0 {
 			fmt.Fprintf(&b, "; %d more", r.More)
 		}
@@ -80,7 +80,7 @@ func names(kind string, list []string) string {
 	if len(list) == 0 {
 		return ""
 	}
-	return kind + ": " + gate.Printable(strings.Join(list, ", ")) + " "
+	return kind + ": " + gate.Printable(strings.Join(list, ", "))
 }
 
 // filesLine says what a rewind did to /workspace.
@@ -127,11 +127,16 @@ func undoneCalls(undone []gate.Calls, unknown int) string {
 
 // joinNotes joins the notes that are not empty, one per line.
 func joinNotes(notes ...string) string {
+	return strings.Join(nonEmpty(notes...), "\n")
+}
+
+// nonEmpty is the strings of list that are not "".
+func nonEmpty(list ...string) []string {
 	var kept []string
-	for _, n := range notes {
-		if n != "" {
-			kept = append(kept, n)
+	for _, s := range list {
+		if s != "" {
+			kept = append(kept, s)
 		}
 	}
-	return strings.Join(kept, "\n")
+	return kept
 }

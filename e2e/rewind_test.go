@@ -19,7 +19,7 @@ func TestRewindRestoresState(t *testing.T) {
 		"open('/workspace/new.txt', 'w').write('x')\nawait mcp_everything.echo(message='acted')")
 	out := b.ok("rewind(1)")
 	mustContain(t, out,
-		"[rewound 1 cell and this one: variables, imports and functions are as they were before them (names: a modules: json",
+		"[rewound 1 cell and this one: variables, imports and functions are as they were before them (names: a; modules: json)",
 		"/workspace: 1 file as they were (1 copied back, 1 removed)",
 		"[tool calls of the undone cells: they acted outside the sandbox and were NOT undone]\n  1 cell back, 1 call\n    1 ok: everything.echo")
 	t.Logf("the rewind's answer:\n%s", out)

@@ -189,6 +189,7 @@ def main(handoff=None):
         channel.on_interrupt = procs.interrupted
         track_forks()
         keeper = Keeper(channel, output, executor, handoff, namespace)
+        channel.on_exit = lambda: (keeper.close(), _zip_cleanup())
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())
     os.close(diag)

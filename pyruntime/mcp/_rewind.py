@@ -68,7 +68,7 @@ def rewind(n=1):
     alone in a cell; what else the cell does is undone too."""
     if _keeper is None:
         raise RuntimeError("rewind() works only in the codebridge runtime")
-    return _keeper.ask(n)
+    _keeper.ask(n)
 
 
 class Snapshot:
@@ -89,6 +89,10 @@ class Checkpoint:
 
     def __init__(self, pid, start, wfd, at, snap, threads):
         self.pid, self.start, self.wfd, self.at, self.snap, self.threads = pid, start, wfd, at, snap, threads
+
+
+def _cells(n):
+    return f"{n} cell" if n == 1 else f"{n} cells"
 
 
 def _start_tick(pid):
@@ -206,7 +210,7 @@ def restore(snap, root=WORKSPACE):
                 shutil.rmtree(path)
             else:
                 os.unlink(path)
-            removed += 1
+                removed += 1
         except FileNotFoundError:
             pass
     copied = 0
@@ -270,13 +274,12 @@ class Keeper:
 
     def ask(self, n):
         """rewind(n): check that it can be done, and ask for it at the end
-        of the cell. Returns what will happen."""
+        of the cell (the answer says what it restored)."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"rewind(n) takes a number of cells, 1 or more, not {n!r}")
         self._why_not(self.cells - n)
         self.asked = n
         self.target = self.cells - n
-        return f"after this cell: rewinding {n} cell{'s' if n > 1 else ''} and this one"
 
     def _why_not(self, at):
         """Raise a RuntimeError saying why the state after ``at`` cells
@@ -285,7 +288,7 @@ class Keeper:
             raise RuntimeError("this sandbox keeps no checkpoints (no init to hand the session over)")
         if at < 0:
             raise RuntimeError(
-                f"only {self.cells} cell{'s' if self.cells != 1 else ''} lie behind this one in this sandbox "
+                f"only {_cells(self.cells)} lie behind this one in this sandbox "
                 "(a new sandbox, or one that replaced a sandbox that ended, starts with none; a rewind "
                 "removes the cells it undid): the checkpoints of earlier cells are gone")
         for point in self.points:
@@ -300,7 +303,7 @@ class Keeper:
 
     def _earliest(self):
         live = [p for p in self.points if p.at < self.cells]
-        return f"{self.cells - live[0].at} cells back" if live else "none"
+        return f"{_cells(self.cells - live[0].at)} back" if live else "none (no cell can be undone now)"
 
     def take_note(self):
         """Notes for the cell that begins (checkpoints dropped for memory)."""
@@ -356,8 +359,9 @@ class Keeper:
             point = self.points[0]
             why = f"the sandbox used {use[0] >> 20} of its {use[1] >> 20} MiB of memory"
             self._drop(point, why)
-            self.notes.append(f"[codebridge: dropped the oldest checkpoint ({why}); rewind() can go back "
-                              f"{max(0, self.cells - self.points[0].at) if self.points else 0} cells now]\n")
+            back = max(0, self.cells - self.points[0].at) if self.points else 0
+            self.notes.append(f"[codebridge: dropped the oldest checkpoint ({why}); rewind() can undo "
+                              f"{_cells(back)} now]\n")
             use = memory_use()
 
     def _drop(self, point, why):
@@ -434,6 +438,19 @@ class Keeper:
         holds one that nobody will release."""
         ch, out = self.channel, self.output
         return [out.text.lock, *(p.lock for p in out.pumps), ch._write_lock]
+
+    def close(self):
+        """The runtime ends: its checkpoints end with it (in a container
+        they would anyway, with its init; not so for a runtime that is not
+        in one of its own)."""
+        for point in self.points:
+            if _alive(point):
+                try:
+                    os.kill(point.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.store:
+            shutil.rmtree(self.store, ignore_errors=True)
 
     # ---- in the checkpoint -------------------------------------------
 
