@@ -25,9 +25,9 @@ type Rewound struct {
 	Workspace *RewoundFiles `json:"workspace,omitempty"`
 	// Names and Modules are the user's variables and imported modules
 	// as restored (at most 30 each; More counts the rest).
-	Names   []string `json:"names,omitempty"`
-	Modules []string `json:"modules,omitempty"`
-	More    int      `json:"more,omitempty"`
+	Names   []string `json:"names"`
+	Modules []string `json:"modules"`
+	More    int      `json:"more"`
 	// Threads names the threads that ran at the checkpoint and do not
 	// run after the rewind (a fork keeps only the thread that forks).
 	Threads []string `json:"threads,omitempty"`
@@ -38,9 +38,9 @@ type RewoundFiles struct {
 	Kept    bool   `json:"kept"`             // false: the checkpoint kept no files
 	Reason  string `json:"reason,omitempty"` // why it kept none
 	Error   string `json:"error,omitempty"`  // a restore that failed part way
-	Files   int    `json:"files,omitempty"`  // files the checkpoint holds
-	Copied  int    `json:"copied,omitempty"` // files copied back
-	Removed int    `json:"removed,omitempty"`
+	Files   int    `json:"files"`            // files the checkpoint holds
+	Copied  int    `json:"copied"`           // files copied back
+	Removed int    `json:"removed"`
 }
 
 func (Rewind) Type() string  { return TRewind }
