@@ -255,6 +255,7 @@ class Keeper:
         self.handoff = handoff
         self.enabled = handoff is not None
         self.points = []        # oldest first
+        self.dying = []         # pids of dropped checkpoints not reaped yet
         self.cells = 0          # cells run in this line of the interpreter
         self.dropped = {}       # at -> why its checkpoint was dropped
         self.asked = None       # rewind(n) of the running (or last) cell
@@ -349,6 +350,7 @@ class Keeper:
     def _bound(self):
         """Drop checkpoints that died, the oldest past MAX_CHECKPOINTS - 1,
         and the oldest while memory is short."""
+        self._reap()
         for point in list(self.points):
             if not _alive(point):
                 self._drop(point, "it was killed (out of memory, most likely)")
@@ -378,13 +380,21 @@ class Keeper:
             os.close(point.wfd)
         except OSError:
             pass
-        try:  # a child of this process until a rewind hands it to the init
-            os.waitpid(point.pid, 0)
-        except ChildProcessError:
-            pass
+        self.dying.append(point.pid)  # reaped later: its memory goes in the kernel's time, not the cell's
         from mcp import _procs
         _procs.spared.discard(point.pid)
         self._clean_store()
+
+    def _reap(self):
+        """Reap the dropped checkpoints that ended (children of this process
+        until a rewind hands them to the init, which reaps them then)."""
+        for pid in list(self.dying):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.dying.remove(pid)
 
     def _clean_store(self, extra=()):
         """Remove snapshot folders no kept checkpoint refers to."""
