@@ -52,6 +52,7 @@ MAX_CHECKPOINTS = 8            # checkpoints kept at most (each a process of the
 WORKSPACE_BUDGET = 16 << 20    # bytes of /workspace a checkpoint copies at most
 PRESSURE = 0.8                 # share of the memory limit past which the oldest are dropped
 OOM_RUNTIME, OOM_CHECKPOINT = 500, 1000  # the kernel kills checkpoints first
+HANDOVER_WAIT = 10             # seconds the last runtime waits for the checkpoint's answer at most
 WORKSPACE = os.environ.get("CODEBRIDGE_TEST_WORKSPACE", "/workspace")  # tests: a folder of their own
 PRIVATE = ".codebridge"        # /workspace/.codebridge: never copied nor restored
 MAX_NAMES = 30                 # names the rewound frame lists at most
@@ -470,11 +471,13 @@ class Keeper:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _oom_adj(OOM_CHECKPOINT)
         data = _read_message(r)
-        os.close(r)
         if data is None:
             os._exit(0)
         header, leftover = data
-        self._resume(header, leftover, rstate)
+        try:
+            self._resume(header, leftover, rstate)
+        finally:
+            os.close(r)  # the last runtime waits for this (POLLERR on its end) before it exits
 
     def _resume(self, header, leftover, rstate):
         """Become the runtime: threads, channel, workspace, then answer."""
@@ -546,6 +549,7 @@ class Keeper:
                 os.write(self.handoff, b"%d\n" % point.pid)
             except OSError:
                 pass
+            _wait_closed(point.wfd, HANDOVER_WAIT)
             for p in self.points:
                 if p.at > point.at and _alive(p):
                     try:
@@ -553,6 +557,20 @@ class Keeper:
                     except OSError:
                         pass
             os._exit(0)
+
+
+def _wait_closed(fd, timeout):
+    """Wait until the reader of pipe ``fd`` closed it (the checkpoint has
+    answered), at most ``timeout`` seconds: this process's memory and the
+    dropped checkpoints' then go back to the kernel after the answer, not
+    while the checkpoint makes it."""
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLERR)
+    try:
+        poller.poll(timeout * 1000)
+    except InterruptedError:
+        pass
 
 
 def _write_message(fd, header, leftover):
