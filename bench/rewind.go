@@ -69,6 +69,10 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	pausedOn, pausedOff, err := pausedPrints(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	rewinds, err := timeRewinds(ctx, b)
 	if err != nil {
 		return nil, err
@@ -82,6 +86,13 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 		costRow("Rewind: checkpoint cost added to a warm `print(1)`, a new interpreter (median with − without)", smallOn, smallOff, note, true),
 		{name: "Rewind: the interpreter's heap below (VmRSS after building it)", value: fmtBytes(heap), info: true, ok: true},
 		costRow("Rewind: checkpoint cost added to a warm `print(1)`, that heap (median with − without)", on, off, note, false),
+		{
+			name: fmt.Sprintf("Rewind: the same, %s after the last answer, as an agent's next turn comes (median with − without)", rewindPause),
+			value: fmt.Sprintf("%s (%s vs %s)", fmtSeconds(pausedOn.median()-pausedOff.median()),
+				fmtSeconds(pausedOn.median()), fmtSeconds(pausedOff.median())),
+			spread: spread(pausedOn, fmtSeconds) + " vs " + spread(pausedOff, fmtSeconds) + ", 100 calls each",
+			info:   true, ok: true,
+		},
 		{
 			name:   "Rewind: `rewind(1)` to its result (client), median",
 			value:  fmtSeconds(rewinds.median()),
@@ -156,6 +167,38 @@ func (e *env) warmPrints(ctx context.Context, b *bridge, on bool) (runStats, err
 		st.add(lat, time.Since(start))
 	}
 	return st, nil
+}
+
+// rewindPause is the time between an answer and the next call in
+// pausedPrints: less than any model's turn, more than a 200 MB fork.
+const rewindPause = 50 * time.Millisecond
+
+// pausedPrints times print(1) calls made rewindPause after the last
+// answer, with checkpoints on and off (each set, 100 calls): a checkpoint
+// is taken after the answer is sent, so an agent's next call finds it
+// done.
+func pausedPrints(ctx context.Context, b *bridge) (on, off sample, err error) {
+	for _, sw := range []bool{true, false} {
+		if _, err = b.run(ctx, checkpointSwitch(sw)); err != nil {
+			return
+		}
+		var lat sample
+		for range 100 {
+			time.Sleep(rewindPause) // the agent's turn, not a synchronisation
+			t := time.Now()
+			if _, err = b.run(ctx, "print(1)"); err != nil {
+				return
+			}
+			lat = append(lat, time.Since(t).Seconds())
+		}
+		if sw {
+			on = lat
+		} else {
+			off = lat
+		}
+	}
+	_, err = b.run(ctx, checkpointSwitch(true))
+	return
 }
 
 // timeRewinds times 30 rewind(1) calls, each after a cell `x = 1`.
