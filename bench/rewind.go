@@ -100,10 +100,6 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 			target: "≤ 20 ms", ok: rewinds.median() <= 20e-3,
 		},
 		{
-			name:  "Rewind: the same, less a `print(1)` with checkpoints (the rewind's own part)",
-			value: fmtSeconds(rewinds.median() - on.medians.median()), info: true, ok: true,
-		},
-		{
 			name:  "Rewind: a checkpoint's memory after a cell changing 1% of the objects (Private; Pss)",
 			value: fmt.Sprintf("%s; %s (%d checkpoints kept)", fmtBytes(private), fmtBytes(pss), kept),
 			info:  true, ok: true,
