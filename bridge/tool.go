@@ -14,7 +14,7 @@ const ManualURI = "codebridge://manual"
 
 // toolDescription is what the model reads about run_python. It does not
 // depend on the configured servers: the model discovers those from Python.
-const toolDescription = "Run Python in a persistent sandbox (no network; variables and files persist; rewind(n) undoes cells). " +
+const toolDescription = "Run Python in a persistent sandbox (no network; variables and files persist). " +
 	"Each MCP server is a Python object: `await mcp_<server>.<tool>(**args)`; top-level await and asyncio.gather work. " +
 	"Find tools: `await runtime.search_tool_docs(\"query\")`. Manual: resource " + ManualURI + ". Only printed output returns."
 
