@@ -27,6 +27,8 @@ type session struct {
 	// cells counts the cells that run now ([session.run]): the HTTP
 	// front ends no session whose cell runs ([Bridge.RunsCell]).
 	cells atomic.Int32
+	// history is its cells' ledgers, for what a rewind undid (rewind.go).
+	history cellHistory
 }
 
 // newSession makes a session of principal p over upstreams. No

@@ -121,6 +121,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 	TGet: decodeAs[Get], TGot: decodeAs[Got],
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
+	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

@@ -31,6 +31,7 @@ type cell struct {
 	slots    chan struct{} // one token per request in flight
 	stopping Status        // why the cell was interrupted, once it was
 	grace    <-chan time.Time
+	rewind   int // the n of the rewind(n) the cell asked for (rewind.go)
 }
 
 func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
@@ -67,8 +68,7 @@ func (cl *cell) run() *Result {
 				return cl.containerEnded()
 			}
 			if cl.frame(f) {
-				cl.s.settle()
-				return cl.finish()
+				return cl.end()
 			}
 		case <-timer.C:
 			cl.interrupt(StatusTimeout)
@@ -126,7 +126,7 @@ func (cl *cell) doneFrame(f protocol.Done) {
 	if f.Error != nil {
 		res.Traceback = *f.Error
 	}
-	cl.spill = f.Spill
+	cl.spill, cl.rewind = f.Spill, f.Rewind
 	switch {
 	case cl.stopping != "":
 		res.Status = cl.stopping
@@ -238,6 +238,17 @@ func (cl *cell) lost(status Status, notice string) *Result {
 	cl.res.Status, cl.res.StateKept = status, false
 	cl.res.Notice = notice + "; the sandbox was restarted, so variables, imports and files from earlier calls are gone"
 	return cl.finish()
+}
+
+// end finishes a cell whose done frame came: it carries out the rewind
+// the cell asked for, if any, and the session is ready for the next cell
+// unless the rewind lost the container.
+func (cl *cell) end() *Result {
+	res := cl.rewindIfAsked(cl.finish())
+	if res.StateKept {
+		cl.s.settle()
+	}
+	return res
 }
 
 func (cl *cell) finish() *Result {

@@ -162,6 +162,9 @@ type Result struct {
 	// StateKept is false when the container was replaced, so variables,
 	// imports and files from earlier cells are gone.
 	StateKept bool
+	// Rewound is what the rewind(n) the cell asked for restored, or why
+	// nothing was (sandbox/rewind.go); nil when it asked none.
+	Rewound *protocol.Rewound
 	// Notice explains a restart or a crash, for the agent.
 	Notice   string
 	Duration time.Duration
