@@ -131,7 +131,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 		gate: reg.gate, srv: reg.srv, reg: reg, trips: &reg.trips,
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout), runNotes: map[*mcp.ServerSession]string{}}
 	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
-	b.handles = newHandles(cmp.Or(opts.SessionIdle, DefaultSessionIdle), b.endingSession)
+	b.handles = newHandles(cmp.Or(opts.SessionIdle, DefaultSessionIdle), b.endingSession) // before any session
 	b.srv.AddReceivingMiddleware(b.passRootsChanged)
 	if reg.mode == ManyUsers && opts.Warm > 0 && opts.WorkspaceOf == nil {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())

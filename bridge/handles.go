@@ -2,10 +2,12 @@ package bridge
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -197,8 +200,9 @@ func (h *handles) expire(e *handleEntry) {
 }
 
 // endTag ends the session of p tagged tag (or whose handle tag is), for
-// why; it reports whether p had such a session.
-func (h *handles) endTag(tag string, p principal.Principal, why goneWhy) bool {
+// why, and returns what removes its sandbox; ok is false when p had no
+// such session. From then on the handle reads as ended.
+func (h *handles) endTag(tag string, p principal.Principal, why goneWhy) (remove func(), ok bool) {
 	if strings.HasPrefix(tag, handlePrefix) {
 		tag = HandleTag(tag)
 	}
@@ -210,13 +214,11 @@ func (h *handles) endTag(tag string, p principal.Principal, why goneWhy) bool {
 			break
 		}
 	}
-	remove := func() {}
-	if found != nil {
-		remove = h.forget(found, why)
+	defer h.mu.Unlock()
+	if found == nil {
+		return nil, false
 	}
-	h.mu.Unlock()
-	remove()
-	return found != nil
+	return h.forget(found, why), true
 }
 
 // forget moves e from the live handles to the gone ones, and returns what
@@ -382,13 +384,18 @@ func (b *Bridge) ListSessions(userID string, all bool) []SessionInfo {
 // EndSession ends the session tagged tag (a tag a listing gave, or the
 // handle itself) of the principal with the go-sdk user id userID, as to
 // make room for a newer one when evicted is set, and reports whether
-// that principal had it. Its sandbox is removed before it returns.
+// that principal had it. The handle reads as ended at once; its sandbox
+// is removed in the background ([Bridge.Close] waits for that).
 func (b *Bridge) EndSession(tag, userID string, evicted bool) bool {
 	why := goneEnded
 	if evicted {
 		why = goneEvicted
 	}
-	return b.handles.endTag(tag, userPrincipal(userID), why)
+	remove, ok := b.handles.endTag(tag, userPrincipal(userID), why)
+	if ok {
+		go remove()
+	}
+	return ok
 }
 
 // userPrincipal is the principal of a go-sdk user id, as [principalOf]
@@ -398,4 +405,75 @@ func userPrincipal(userID string) principal.Principal {
 		return principal.Local()
 	}
 	return principal.FromUserID(userID)
+}
+
+// sessionsView is what a session's sandbox sees of its principal's
+// handle sessions: it may list them and end any but its own (the cell
+// that asks runs in that one).
+type sessionsView struct {
+	handles *handles
+	p       principal.Principal
+	self    *session
+}
+
+// sessionListing is one session as the sandbox reads it.
+type sessionListing struct {
+	SessionInfo
+	Current bool `json:"current"` // the session the asking cell runs in
+}
+
+// errEndOwnSession refuses to end the session the asking cell runs in.
+var errEndOwnSession = errors.New("this is the session your code runs in: a cell cannot end its own session (end it from another session, or stop passing its handle and let it idle out)")
+
+// listSessions answers the runtime's sessions: the principal's sessions
+// with handles, by tag, oldest first.
+func listSessions(_ context.Context, c *call, _ protocol.SessionsParams) (json.RawMessage, error) {
+	v := c.sessions
+	out := []sessionListing{}
+	if v != nil {
+		v.handles.mu.Lock()
+		own := map[string]bool{}
+		for d, e := range v.handles.live {
+			own[tagOf(d)] = e.sess == v.self
+		}
+		v.handles.mu.Unlock()
+		for _, i := range v.handles.list(v.p, false) {
+			out = append(out, sessionListing{SessionInfo: i, Current: own[i.Tag]})
+		}
+	}
+	return json.Marshal(out)
+}
+
+// endSession answers the runtime's end_session: it ends one of the
+// principal's sessions, named by its tag or handle; another principal's
+// is unknown, as a handle is.
+func endSession(_ context.Context, c *call, p protocol.EndSessionParams) (json.RawMessage, error) {
+	v := c.sessions
+	if v == nil || p.Session == "" {
+		return nil, errUnknownHandle
+	}
+	if v.owns(p.Session) {
+		return nil, errEndOwnSession
+	}
+	remove, ok := v.handles.endTag(p.Session, v.p, goneEnded)
+	if !ok {
+		return nil, fmt.Errorf("no session of yours is %q: runtime.sessions() lists them by tag", p.Session)
+	}
+	remove()
+	return json.Marshal(map[string]bool{"ended": true})
+}
+
+// owns reports whether tag (or a handle) names the view's own session.
+func (v *sessionsView) owns(tag string) bool {
+	if strings.HasPrefix(tag, handlePrefix) {
+		tag = HandleTag(tag)
+	}
+	v.handles.mu.Lock()
+	defer v.handles.mu.Unlock()
+	for d, e := range v.handles.live {
+		if tagOf(d) == tag {
+			return e.sess == v.self
+		}
+	}
+	return false
 }

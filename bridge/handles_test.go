@@ -105,7 +105,10 @@ func TestHandleOfAnotherPrincipalIsUnknown(t *testing.T) {
 			t.Errorf("%s: %v, want the unknown handle's error", name, err)
 		}
 	}
-	if h.endTag(handle, bob, goneEnded) || h.endTag(tag, bob, goneEnded) {
+	if _, ok := h.endTag(handle, bob, goneEnded); ok {
+		t.Fatal("bob ended alice's session by its handle")
+	}
+	if _, ok := h.endTag(tag, bob, goneEnded); ok {
 		t.Fatal("bob ended alice's session")
 	}
 	if _, err := h.open(handle, alice); err != nil {
@@ -120,9 +123,11 @@ func TestHandleAfterEnd(t *testing.T) {
 	h := newHandles(time.Hour, r.end)
 	s := &session{}
 	handle, _ := h.mint(alice, s)
-	if !h.endTag(h.list(alice, false)[0].Tag, alice, goneEnded) {
+	remove, ok := h.endTag(h.list(alice, false)[0].Tag, alice, goneEnded)
+	if !ok {
 		t.Fatal("alice could not end her session by its tag")
 	}
+	remove()
 	if !r.removed(s) {
 		t.Fatal("the ended session's sandbox was not removed")
 	}
@@ -134,7 +139,7 @@ func TestHandleAfterEnd(t *testing.T) {
 	}
 	// By the handle itself, too.
 	other, _ := h.mint(alice, &session{})
-	if !h.endTag(other, alice, goneEvicted) {
+	if _, ok := h.endTag(other, alice, goneEvicted); !ok {
 		t.Fatal("alice could not end her session by its handle")
 	}
 	var ex *expiredError

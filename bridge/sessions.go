@@ -44,6 +44,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.busy = b.reg.inflight() // with one session calling a server, its client is the one to ask
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
+	h.sessions = &sessionsView{handles: b.handles, p: p, self: s}
 	switch {
 	case b.opts.WorkspaceOf != nil:
 		cfg := b.cfg

@@ -362,7 +362,7 @@ func (s *Server) endToMakeRoom(who string, hit limitKind, e *endedSession) strin
 	if ss := s.session(e.id); ss != nil {
 		go ss.Close() // as the idle timeout does; Close waits for nothing of an idle session, but never blocks this request
 	} else {
-		go s.b.EndSession(e.id, who, true) // a session handle: its next use says why it ended
+		s.b.EndSession(e.id, who, true) // a session handle: its next use says why it ended; its sandbox goes in the background
 	}
 	return fmt.Sprintf("[codebridge ended an older session of yours to make room for this one: %s, "+
 		"and that one, opened %s ago, had been idle for %s (no cell running, no open stream); its variables and files are gone. "+
