@@ -208,4 +208,3 @@ print('X', x + 1)`, first.handle)
 		t.Fatalf("the client was asked %q", asked)
 	}
 }
-
