@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -206,5 +208,39 @@ print('X', x + 1)`, first.handle)
 	defer mu.Unlock()
 	if len(asked) != 1 || !strings.Contains(asked[0], "memory.delete_entities") {
 		t.Fatalf("the client was asked %q", asked)
+	}
+}
+
+// TestHTTPHandlesPythonSDK: the Python SDK 2.x, a real client that
+// negotiates 2026-07-28 by itself, gets a handle from its first call over
+// HTTP and sees the first call's variable in its second, by passing it.
+func TestHTTPHandlesPythonSDK(t *testing.T) {
+	needEnv(t)
+	python := pythonSDK(t)
+	b, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join(repoRoot, "testdata/pysdk/handles_client.py"))
+	cmd.Env = append(os.Environ(), "CODEBRIDGE_URL="+b.url, "CODEBRIDGE_TOKEN="+aliceTok)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the Python SDK client: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var out struct {
+		Protocol, First, Handle, Second string
+		SecondError                     bool `json:"second_error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("the client printed %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
+	}
+	if out.Protocol != "2026-07-28" {
+		t.Fatalf("the Python SDK negotiated %q", out.Protocol)
+	}
+	if m := handleInText.FindStringSubmatch(out.First); m == nil || m[1] != out.Handle {
+		t.Fatalf("the first answer's text and structured content name different handles (%q):\n%s", out.Handle, out.First)
+	}
+	if out.SecondError || !strings.Contains(out.Second, "42") {
+		t.Fatalf("the second call, with the handle:\n%s", out.Second)
 	}
 }
