@@ -324,6 +324,11 @@ func (b *Bridge) stateless(ss *mcp.ServerSession) bool {
 	return b.reg.mode == ManyUsers && ss != nil && ss.ID() == ""
 }
 
+// errStatelessResource refuses a read of a shared file by a client on the
+// stateless protocol: a resource read names no session, and a session's
+// files are its own.
+var errStatelessResource = errors.New("on MCP protocol 2026-07-28 a resource read names no session, so codebridge cannot tell whose shared file this is: read the file from run_python (with your session's handle) and print or return its content")
+
 // pickSession is the session a run_python call runs in: the one its
 // `session` handle names, when it gives one and the handle is its
 // principal's; else its current one (stdio's single session, a stateful
