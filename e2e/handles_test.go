@@ -217,15 +217,37 @@ print('X', x + 1)`, first.handle)
 func TestHTTPHandlesPythonSDK(t *testing.T) {
 	needEnv(t)
 	python := pythonSDK(t)
+	handleClient(t, python, filepath.Join(repoRoot, "testdata/pysdk/handles_client.py"))
+}
+
+// TestHTTPHandlesTypeScriptSDK: the same with the TypeScript SDK v2
+// (@modelcontextprotocol/client), asked to negotiate (it speaks
+// 2025-11-25 unless asked).
+func TestHTTPHandlesTypeScriptSDK(t *testing.T) {
+	needEnv(t)
+	needTool(t, "node", "nodejs")
+	if _, err := os.Stat(filepath.Join(repoRoot, "testdata/npm/node_modules/@modelcontextprotocol/client/package.json")); err != nil {
+		t.Fatal("the TypeScript SDK v2 (@modelcontextprotocol/client) is not installed: run `npm ci --prefix testdata/npm`")
+	}
+	handleClient(t, "node", filepath.Join(repoRoot, "testdata/npm/handles_client_v2.mjs"))
+}
+
+// handleClient runs a client program against a bridge of alice's token:
+// it calls run_python without a session, then with the handle from the
+// first answer's structured content, and prints what it saw as JSON. The
+// client negotiated 2026-07-28, both forms of the answer name the same
+// handle, and the second call saw the first's variable.
+func handleClient(t *testing.T, program, script string) {
+	t.Helper()
 	b, aliceTok, _ := teamBridge(t, home(t, nil), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join(repoRoot, "testdata/pysdk/handles_client.py"))
+	cmd := exec.CommandContext(ctx, program, script)
 	cmd.Env = append(os.Environ(), "CODEBRIDGE_URL="+b.url, "CODEBRIDGE_TOKEN="+aliceTok)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the Python SDK client: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("the client: %v\nstderr:\n%s", err, stderr.String())
 	}
 	var out struct {
 		Protocol, First, Handle, Second string
@@ -235,7 +257,7 @@ func TestHTTPHandlesPythonSDK(t *testing.T) {
 		t.Fatalf("the client printed %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
 	}
 	if out.Protocol != "2026-07-28" {
-		t.Fatalf("the Python SDK negotiated %q", out.Protocol)
+		t.Fatalf("the client negotiated %q", out.Protocol)
 	}
 	if m := handleInText.FindStringSubmatch(out.First); m == nil || m[1] != out.Handle {
 		t.Fatalf("the first answer's text and structured content name different handles (%q):\n%s", out.Handle, out.First)
