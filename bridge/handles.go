@@ -55,7 +55,7 @@ var handleText = base32.StdEncoding.WithPadding(base32.NoPadding)
 // Another principal's handle is unknown, word for word: the answer tells
 // nobody that a handle exists.
 var (
-	errUnknownHandle = errors.New("codebridge knows no session with this handle for you: check that `session` is exactly the handle an earlier answer gave, or omit `session` to start a new session (its handle comes back in the answer)")
+	errUnknownHandle = errors.New("codebridge knows no session with this handle for you: check that `session` is exactly the handle an earlier answer gave, or omit `session` (a client on MCP 2026-07-28 over HTTP then gets a new session, its handle in the answer)")
 	errEndedHandle   = errors.New("this session was ended (runtime.end_session, or the bridge that served it stopped), and its sandbox, variables and files are gone: omit `session` to start a new one")
 )
 
