@@ -180,6 +180,20 @@ func (h *handles) open(handle string, p principal.Principal) (*session, error) {
 	return nil, errEndedHandle
 }
 
+// touch restarts the idle clock of s's handle, as a call of it ends: a
+// session is idle from the end of its last call, not its start.
+func (h *handles) touch(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.live {
+		if e.sess == s {
+			e.used = time.Now()
+			e.timer.Reset(h.idle)
+			return
+		}
+	}
+}
+
 // expire ends e's session once it was idle past the limit; a session
 // whose cell runs (a long cell, or one waiting for the client's answers)
 // is not idle, and its clock starts again.
@@ -358,7 +372,7 @@ func (b *Bridge) enter(s *session, ss *mcp.ServerSession) (leave func()) {
 		return func() {}
 	}
 	unset, unvisit := s.calling.set(ss), b.reg.visit(ss, s)
-	return func() { unset(); unvisit() }
+	return func() { unset(); unvisit(); b.handles.touch(s) }
 }
 
 // withHandle makes res, the first answer of a new handle's session, name

@@ -173,7 +173,13 @@ func TestHandleIdleExpiry(t *testing.T) {
 			t.Fatal("a session whose cell runs expired")
 		}
 		s.cells.Add(-1)
-		time.Sleep(time.Minute + time.Second)
+		h.touch(s) // the call ends: idle from now
+		time.Sleep(50 * time.Second)
+		synctest.Wait()
+		if r.removed(s) {
+			t.Fatal("a session whose long call ended 50 s ago expired with a limit of a minute")
+		}
+		time.Sleep(11 * time.Second)
 		synctest.Wait()
 		if !r.removed(s) {
 			t.Fatal("an idle session did not expire")

@@ -266,3 +266,27 @@ func handleClient(t *testing.T, program, script string) {
 		t.Fatalf("the second call, with the handle:\n%s", out.Second)
 	}
 }
+
+// TestHTTPHandleExpires: a handle with no call for --idle-timeout ends:
+// its container is removed, and its next use says it expired and what
+// to do, while another principal using it still reads it as unknown.
+func TestHTTPHandleExpires(t *testing.T) {
+	needEnv(t)
+	b, aliceTok, bobTok := teamBridge(t, home(t, nil), nil, "--idle-timeout", "2")
+	alice := b.statelessAs(t, "alice", aliceTok, nil)
+	first := callHandle(t, alice, "x = 1", "")
+	if first.handle == "" {
+		t.Fatalf("no handle:\n%s", first.text)
+	}
+	// The call ran in a container (no warm pool: the session's own); the
+	// engine is polled until the idle handle's sandbox is gone.
+	waitContainers(t, b.cmd.Process.Pid, 0)
+	got := callHandle(t, alice, "print(x)", first.handle)
+	if !got.isError || !strings.Contains(got.text, "expired") || !strings.Contains(got.text, "omit `session`") {
+		t.Fatalf("alice's expired handle:\n%s", got.text)
+	}
+	bob := b.statelessAs(t, "bob", bobTok, nil)
+	if got := callHandle(t, bob, "print(1)", first.handle); !strings.Contains(got.text, "knows no session with this handle") {
+		t.Fatalf("bob with alice's expired handle:\n%s", got.text)
+	}
+}
