@@ -173,10 +173,16 @@ func (c *Clients) gateOf(ss *mcp.ServerSession) *gate.Session {
 	return c.gate.NewSession()
 }
 
-// all are every session of the bridge's MCP server.
+// all are every session of the bridge's MCP server that lasts beyond a
+// request: over HTTP, the go-sdk's session of one request of a client on
+// the stateless protocol (it has no id) is none, for it can neither own a
+// server's roots nor hear what comes apart from a call.
 func (c *Clients) all() []*mcp.ServerSession {
 	var out []*mcp.ServerSession
 	for ss := range c.srv.Sessions() {
+		if c.mode == ManyUsers && ss.ID() == "" {
+			continue
+		}
 		out = append(out, ss)
 	}
 	return out

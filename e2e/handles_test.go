@@ -177,38 +177,64 @@ func strconvQuote(s string) string {
 	return string(q)
 }
 
-// TestHTTPHandleApprovals: on 2026-07-28 over HTTP the gate's approval
-// comes to the client as input requests of the call (the go-sdk answers
-// them and calls again, with the request state and the same handle),
-// and the cell goes on in the handle's session.
+// TestHTTPHandleApprovals: on 2026-07-28 over HTTP what a cell needs of
+// the client comes as input requests of the call (the go-sdk answers them
+// and calls again, with the request state and the same handle, on a new
+// request): the gate's approval, an upstream's sampling and elicitation,
+// one a per_session server's. The cell goes on in the handle's session.
 func TestHTTPHandleApprovals(t *testing.T) {
 	needEnv(t)
 	mem := npmServer("mcp-server-memory")
 	mem.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}
-	b, aliceTok, _ := teamBridge(t, home(t, map[string]map[string]server{"a.json": {"memory": mem}}), []string{"CODEBRIDGE_POLICY=ask-destructive"})
+	sampler := npmServer("mcp-server-everything")
+	sampler.Sampling = true
+	own := map[string]any{"command": sampler.Command, "args": sampler.Args, "sampling": true, "per_session": true}
+	h := home(t, map[string]map[string]server{"a.json": {"memory": mem, "everything": sampler}})
+	if err := os.WriteFile(filepath.Join(h, "MCPs", "own.json"), mustJSON(t, map[string]any{"mcpServers": map[string]any{"own": own}}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, aliceTok, _ := teamBridge(t, h, []string{"CODEBRIDGE_POLICY=ask-destructive"})
+	sc := &samplingClient{}
 	var mu sync.Mutex
 	var asked []string
 	alice := b.statelessAs(t, "alice", aliceTok, &mcp.ClientOptions{
+		CreateMessageHandler: sc.createMessage,
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, req.Params.Message)
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"session": false}}, nil
+			if strings.HasPrefix(req.Params.Message, "codebridge:") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"session": false}}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace", "check": true}}, nil
 		},
 	})
 	first := callHandle(t, alice, "x = 41", "")
 	if first.handle == "" {
 		t.Fatalf("no handle:\n%s", first.text)
 	}
-	got := callHandle(t, alice, `await mcp_memory.create_entities(entities=[{'name': 'a', 'entityType': 't', 'observations': []}])
+	got := callHandle(t, alice, `print('SAMPLED', await mcp_everything.trigger_sampling_request(prompt='what is six times seven'))
+print('OWN', await mcp_own.trigger_sampling_request(prompt='and again'))
+print('ELICITED', await mcp_everything.trigger_elicitation_request())
+await mcp_memory.create_entities(entities=[{'name': 'a', 'entityType': 't', 'observations': []}])
 print('DELETED', await mcp_memory.delete_entities(entityNames=['a']))
 print('X', x + 1)`, first.handle)
-	mustContain(t, got.text, "DELETED", "X 42")
+	mustContain(t, got.text, "SAMPLED", "the model says 42", "OWN", "ELICITED", "Ada Lovelace", "DELETED", "X 42")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 1 || !strings.Contains(asked[0], "memory.delete_entities") {
+	if len(asked) != 2 || !strings.Contains(asked[1], "memory.delete_entities") {
 		t.Fatalf("the client was asked %q", asked)
 	}
+}
+
+// mustJSON encodes v.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestHTTPHandlesPythonSDK: the Python SDK 2.x, a real client that
