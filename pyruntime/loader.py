@@ -56,7 +56,7 @@ def _init(runtime):
     if not os.WIFSIGNALED(status):
         os._exit(os.WEXITSTATUS(status))
     sig = os.WTERMSIG(status)
-    if sig == signal.SIGKILL:  # the host reads these lines (sandbox/moby.go)
+    if sig == signal.SIGKILL:  # the host reads these lines (sandbox/engine/exited.go)
         after = _oom_kills()
         if after is not None and after > (kills or 0):
             os.write(2, b"codebridge init: out of memory: the kernel killed the runtime\n")

@@ -261,9 +261,9 @@ type recordingEngine struct {
 	t       *testing.T
 }
 
-// channelPath gives the runtime a socket of the recorder's, which relays
+// ChannelPath gives the runtime a socket of the recorder's, which relays
 // each line to the bridge's socket in dir and back, recording it.
-func (e recordingEngine) channelPath(dir string) (string, error) {
+func (e recordingEngine) ChannelPath(dir string) (string, error) {
 	switch e.channel {
 	case "":
 		return "", errors.New("the transcript has no direct channel")
@@ -386,9 +386,9 @@ type scriptEngine struct {
 	ctr     *scriptContainer
 }
 
-// channelPath lets the scripted runtime reach the bridge's socket where
+// ChannelPath lets the scripted runtime reach the bridge's socket where
 // the host has it, in the transcripts that use the direct channel.
-func (e *scriptEngine) channelPath(dir string) (string, error) {
+func (e *scriptEngine) ChannelPath(dir string) (string, error) {
 	if e.channel == "" {
 		return "", errors.New("the transcript has no direct channel")
 	}

@@ -160,6 +160,12 @@ func TestSettingsConfigs(t *testing.T) {
 				c.Engine.Kind, c.Engine.SeccompLocalhost = "kubernetes", sandbox.SeccompRuntimeDefault
 				c.Engine.AllowWeakSeccomp, c.Engine.AllowNoNetworkPolicy = true, true
 			}},
+		{name: "a yes-or-no flag alone means yes", kube: true,
+			argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral", "--allow-no-network-policy", "--allow-weak-seccomp", "--seccomp-localhost", "RuntimeDefault"},
+			want: func(c *configs) {
+				c.Engine.Kind, c.Engine.SeccompLocalhost = "kubernetes", sandbox.SeccompRuntimeDefault
+				c.Engine.AllowWeakSeccomp, c.Engine.AllowNoNetworkPolicy = true, true
+			}},
 		{name: "an ephemeral workspace makes no claim", kube: true, argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral"},
 			want: func(c *configs) { c.Engine.Kind = "kubernetes" }},
 		{name: "a bad variable is named", env: map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, wantErr: `MCP_BRIDGE_MEMORY: "lots" is not a size`},
