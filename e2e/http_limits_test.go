@@ -69,7 +69,7 @@ func (b *httpBridge) tryConnect(who string, guard time.Duration) (*mcp.ClientSes
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: who, Version: "1"}, nil)
 	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url,
-		HTTPClient: &http.Client{Transport: withBearer{teamTokens[who]}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{teamTokens[who]}}, DisableStandaloneSSE: true}, oldProtocol) // sessions: 2025-11-25
 }
 
 // initialize POSTs an initialize request with a token (none if empty) and

@@ -433,7 +433,7 @@ func TestOAuthClientDiscovers(t *testing.T) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "discovering-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, OAuthHandler: handler, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, OAuthHandler: handler, DisableStandaloneSSE: true}, oldProtocol)
 	if err != nil {
 		t.Fatalf("the client did not sign in by itself: %v", err)
 	}

@@ -23,7 +23,7 @@ func (b *httpBridge) clientAs(t *testing.T, name, token string) *httpClient {
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, oldProtocol) // a session: 2025-11-25
 	if err != nil {
 		t.Fatalf("connecting %s: %v\nstderr:\n%s", name, err, b.stderr)
 	}

@@ -22,7 +22,7 @@ type httpFlags struct {
 	Token       string        `env:"CODEBRIDGE_TOKEN" usage:"a bearer token HTTP clients may send, besides those of --token-file"`
 	TLSCert     string        `flag:"tls-cert" env:"CODEBRIDGE_TLS_CERT" type:"file" usage:"TLS certificate (PEM) for HTTP; with --tls-key"`
 	TLSKey      string        `flag:"tls-key" env:"CODEBRIDGE_TLS_KEY" type:"file" usage:"TLS private key (PEM) for HTTP; with --tls-cert"`
-	IdleTimeout time.Duration `flag:"idle-timeout" env:"CODEBRIDGE_IDLE_TIMEOUT" default:"{httpserve.DefaultIdleTimeout}" type:"seconds" usage:"end an HTTP session, and remove its sandbox, after this many seconds without a request"`
+	IdleTimeout time.Duration `flag:"idle-timeout" env:"CODEBRIDGE_IDLE_TIMEOUT" default:"{httpserve.DefaultIdleTimeout}" type:"seconds" usage:"end an HTTP session or session handle, and remove its sandbox, after this many seconds without a request"`
 	MaxSessions int           `flag:"max-sessions" env:"CODEBRIDGE_MAX_SESSIONS" default:"{httpserve.DefaultMaxSessions}" type:"n" parse:"count" usage:"most HTTP sessions open at once; more are refused" doc:"At the limit a user's new session ends that user's least recently used idle one, else it is refused with a 503 that names this limit."`
 	// MaxPerUser has no default of its own: unset (0), httpserve derives
 	// it from MaxSessions.
