@@ -133,7 +133,7 @@ func (e *env) measureKubeNode(ctx context.Context) ([]row, error) {
 			return nil, err
 		}
 		if out, err := s.run(ctx, "print(1)"); err != nil || strings.TrimSpace(out) != "1" {
-			return nil, fmt.Errorf("session %d: %q, %v", i+1, out, err)
+			return nil, fmt.Errorf("session %d: %q, %w", i+1, out, err)
 		}
 		if e.python == "" { // for the report, which the data section fills elsewhere
 			v, _ := s.run(ctx, "import platform\nprint(platform.python_version())")

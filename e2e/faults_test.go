@@ -633,7 +633,7 @@ func (p *watchedProc) reaped() error {
 	var ws syscall.WaitStatus
 	_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
 	if err := syscall.Kill(p.pid, 0); !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("it exited but its pid is still taken (kill: %v): nobody reaped it", err)
+		return fmt.Errorf("it exited but its pid is still taken (kill: %w): nobody reaped it", err)
 	}
 	return nil
 }

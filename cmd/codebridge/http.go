@@ -105,7 +105,7 @@ func (g httpFlags) loadTokens() (*httpserve.Tokens, error) {
 	if g.TokenFile != "" {
 		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("--token-file: %v", err)
+			return nil, fmt.Errorf("--token-file: %w", err)
 		}
 		if tokens, err = httpserve.ParseTokens(string(b)); err != nil {
 			return nil, fmt.Errorf("--token-file %s: %w", g.TokenFile, err)
