@@ -428,3 +428,12 @@ func TestKubernetesNoUnboundedWrites(t *testing.T) {
 		t.Errorf("the termination-message file %s answers an open with %s, want EACCES", path, probe.Path)
 	}
 }
+
+// kubeOnly skips a test of the kubernetes engine on other engines.
+func kubeOnly(t *testing.T) {
+	t.Helper()
+	needEnv(t)
+	if !onKubernetes() {
+		t.Skip("runs with CODEBRIDGE_ENGINE=kubernetes and KUBECONFIG naming a cluster")
+	}
+}
