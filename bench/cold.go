@@ -42,7 +42,7 @@ func (e *env) measureColdAndIdle(ctx context.Context) ([]row, error) {
 		}
 		cold = append(cold, took.Seconds())
 
-		if _, err := b.run(ctx, warmAllCode); err != nil {
+		if _, err = b.run(ctx, warmAllCode); err != nil {
 			b.close()
 			return nil, err
 		}

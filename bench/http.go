@@ -147,7 +147,7 @@ func (e *env) idlePerSession(ctx context.Context, sessions int) (float64, error)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := one.run(ctx, "print(1)"); err != nil {
+	if _, err = one.run(ctx, "print(1)"); err != nil {
 		return 0, err
 	}
 	base, err := idleRSS(b.cmd.Process.Pid)
@@ -155,11 +155,11 @@ func (e *env) idlePerSession(ctx context.Context, sessions int) (float64, error)
 		return 0, err
 	}
 	for range sessions {
-		s, err := b.session(ctx)
-		if err != nil {
+		var s *bridge
+		if s, err = b.session(ctx); err != nil {
 			return 0, err
 		}
-		if _, err := s.run(ctx, "x = 1"); err != nil {
+		if _, err = s.run(ctx, "x = 1"); err != nil {
 			return 0, err
 		}
 	}

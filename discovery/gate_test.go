@@ -14,12 +14,12 @@ func TestToolRulesAndPatterns(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
+	must(t, os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
 	  "mcpServers": {"m": {"command": "true", "tools": {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]},
-	    "resources": {"deny": ["secret://*"]}, "prompts": {"allow": ["*"]}}}}`), 0o600)
-	os.WriteFile(bad, []byte(`{"redact": ["x"],
+	    "resources": {"deny": ["secret://*"]}, "prompts": {"allow": ["*"]}}}}`), 0o600))
+	must(t, os.WriteFile(bad, []byte(`{"redact": ["x"],
 	  "mcpServers": {"b": {"command": "true", "tools": {"deny": "delete_*"}}, "c": {"command": "true", "tools": {"deny": ["[x"]}}, "d": {"command": "true", "tools": {"block": []}},
-	    "e": {"command": "true", "resources": ["x"]}, "f": {"command": "true", "prompts": {"ask": ["\\"]}}}}`), 0o600)
+	    "e": {"command": "true", "resources": ["x"]}, "f": {"command": "true", "prompts": {"ask": ["\\"]}}}}`), 0o600))
 	opts := Options{Home: dir, Files: []string{good, bad}, LookupEnv: func(string) (string, bool) { return "", false }}
 	servers, problems := Load(opts)
 	if len(servers) != 1 {
@@ -52,13 +52,13 @@ func TestToolRulesAndPatterns(t *testing.T) {
 func TestRedactRestoreSetting(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "s.json")
-	os.WriteFile(f, []byte(`{"mcpServers": {
+	must(t, os.WriteFile(f, []byte(`{"mcpServers": {
 	  "keep": {"command": "true", "redact": {"restore": false}},
 	  "plain": {"command": "true", "redact": {"restore": true}},
 	  "none": {"command": "true"},
 	  "bad1": {"command": "true", "redact": {"restore": "no"}},
 	  "bad2": {"command": "true", "redact": {"restor": false}},
-	  "bad3": {"command": "true", "redact": false}}}`), 0o600)
+	  "bad3": {"command": "true", "redact": false}}}`), 0o600))
 	servers, problems := Load(Options{Home: dir, Files: []string{f}, LookupEnv: func(string) (string, bool) { return "", false }})
 	keep := map[string]bool{}
 	for _, s := range servers {

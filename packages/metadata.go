@@ -65,7 +65,7 @@ func readWheelMetadata(path, name string) (metadata, error) {
 	if err != nil {
 		return metadata{}, err
 	}
-	if err := checkZipDirectory(f, st.Size()); err != nil {
+	if err = checkZipDirectory(f, st.Size()); err != nil {
 		return metadata{}, err
 	}
 	z, err := zip.NewReader(f, st.Size())

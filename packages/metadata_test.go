@@ -81,8 +81,13 @@ func writeZip(t *testing.T, files [][2]string) string {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, f := range files {
-		w, _ := zw.Create(f[0])
-		w.Write([]byte(f[1]))
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zw.Close()
 	path := filepath.Join(t.TempDir(), "x.whl")
@@ -122,12 +127,12 @@ func TestReadWheelMetadata(t *testing.T) {
 	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
 	binary.LittleEndian.PutUint32(data[end+12:], maxZipDirectory+1)
 	huge := filepath.Join(t.TempDir(), "huge.whl")
-	os.WriteFile(huge, data, 0o600)
+	must(t, os.WriteFile(huge, data, 0o600))
 	if _, err := readWheelMetadata(huge, "foo-bar"); err == nil || !strings.Contains(err.Error(), "list of files") {
 		t.Errorf("a huge central directory: %v", err)
 	}
 	short := filepath.Join(t.TempDir(), "short.whl")
-	os.WriteFile(short, []byte("PK"), 0o600)
+	must(t, os.WriteFile(short, []byte("PK"), 0o600))
 	if _, err := readWheelMetadata(short, "x"); err == nil {
 		t.Error("a two-byte file was read as a wheel")
 	}

@@ -160,7 +160,7 @@ func (in *Installer) Resolve(ctx context.Context, reqs []string, target Target, 
 	if err != nil {
 		return nil, err
 	}
-	if err := target.Check(); err != nil {
+	if err = target.Check(); err != nil {
 		return nil, &Error{Kind: Refused, Msg: err.Error()}
 	}
 	root, err := in.opts.State.Ensure(statedir.Packages)

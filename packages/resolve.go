@@ -386,7 +386,7 @@ func (r *resolution) take(dir string, picks map[string]pick) error {
 		}
 		got[name] = true
 		path := filepath.Join(dir, e.Name())
-		if sum, err := fileSHA256(path); err != nil || sum != p.sha256 {
+		if sum, serr := fileSHA256(path); serr != nil || sum != p.sha256 {
 			return &Error{Kind: Refused, Msg: fmt.Sprintf("the wheel %s pip fetched is not the one the index listed (its sha256 differs): the host refused it", clip(e.Name(), 80))}
 		}
 		d, err := readDist(path, name, p.version)

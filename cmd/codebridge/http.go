@@ -61,7 +61,7 @@ func (c *cli) serveHTTP(s *settings) error {
 	if err != nil {
 		return inputError{err}
 	}
-	if err := s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
+	if err = s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
 	// Each session's workspace is its own, and ephemeral; on Kubernetes,
