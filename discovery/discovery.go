@@ -166,11 +166,14 @@ type Options struct {
 type Config struct {
 	// Servers are the servers loaded, as [Load] returns them.
 	Servers []Server
-	// Patterns are the files' custom redaction patterns, as [Patterns]
-	// returns them.
+	// Patterns are the files' custom redaction patterns: each file's
+	// top-level "redact" object maps a name to a regular expression
+	// ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a name
+	// wins. Matches are shown to the model as <employee_id_1>.
 	Patterns map[string]string
-	// Packages are the files' package settings, as [LoadPackages] returns
-	// them.
+	// Packages are the files' package settings ("packages",
+	// "allow_packages", "package_index"), read in the order Load reads
+	// the files.
 	Packages Packages
 	// Problems are the problems of every kind, file by file.
 	Problems []Problem

@@ -40,7 +40,7 @@ func TestToolRulesAndPatterns(t *testing.T) {
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}
 	}
-	pats, probs := Patterns(opts)
+	pats, probs := patterns(opts)
 	if pats["employee_id"] != "EMP-[0-9]{6}" || len(probs) != 1 || !strings.Contains(probs[0].Error(), `field "redact"`) {
 		t.Fatalf("patterns %v, problems %v", pats, probs)
 	}
@@ -77,4 +77,14 @@ func TestRedactRestoreSetting(t *testing.T) {
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}
 	}
+}
+
+// patterns reads, for the tests, the custom redaction patterns of the same files Load
+// reads: each file's top-level "redact" object maps a name to a regular
+// expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a
+// name wins. Matches are shown to the model as <employee_id_1>. The
+// problems are those of the "redact" objects only; [Read] gives all.
+func patterns(opts Options) (map[string]string, []Problem) {
+	c := Read(opts)
+	return c.Patterns, topLevelProblems(c.Problems, "redact")
 }
