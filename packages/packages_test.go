@@ -243,7 +243,7 @@ func TestRefusals(t *testing.T) {
 	if c := calls(); len(c) != 1 || c[0] != "" {
 		t.Fatalf("pip ran for refused requests: %q", c)
 	}
-	if New(Options{Allow: []string{}}).opts.Allow == nil || Allowed("x", []string{}) {
+	if New(Options{Allow: []string{}}).opts.Allow == nil || allowed("x", []string{}) {
 		t.Fatal("an empty allow-list must allow nothing")
 	}
 }
@@ -360,7 +360,7 @@ func TestParseRequirement(t *testing.T) {
 		"torch!=2.1.0rc1":              "torch!=2.1.0rc1",
 		"a==1!2.0.post1.dev3":          "a==1!2.0.post1.dev3",
 	} {
-		r, err := ParseRequirement(in)
+		r, err := parseRequirement(in)
 		if err != nil || r.String() != want {
 			t.Errorf("ParseRequirement(%q) = %q, %v; want %q", in, r.String(), err, want)
 		}
@@ -369,7 +369,7 @@ func TestParseRequirement(t *testing.T) {
 		"x==1.0+foo.tar", "x===1.0.tar", "x>=2.*", "x==1.0.tar", "x @ file:///tmp/x.tar", "file:///tmp/x.tar",
 		"git+https://example.invalid/x.git", "x; os_name=='nt'", "x[", "x[a/b]", "C:\\x.whl", "x y", "x\n--index-url=y",
 		strings.Repeat("a", 201)} {
-		if r, err := ParseRequirement(bad); err == nil || !strings.Contains(err.Error(), "is not a package name") {
+		if r, err := parseRequirement(bad); err == nil || !strings.Contains(err.Error(), "is not a package name") {
 			t.Errorf("ParseRequirement(%q) = %q, %v: want a refusal", bad, r.String(), err)
 		}
 	}

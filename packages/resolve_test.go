@@ -260,13 +260,13 @@ func TestConflictsAndBounds(t *testing.T) {
 
 	pip, calls = fakePip(t, "")
 	var deps []string
-	for i := range MaxDistributions + 10 {
+	for i := range maxDistributions + 10 {
 		deps = append(deps, fmt.Sprintf("dep%d", i))
 	}
 	fakePublish(t, "huge", "1.0", deps...)
 	in = New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
 	_, err = in.Resolve(context.Background(), []string{"huge"}, target, false)
-	if !errors.As(err, &pe) || pe.Kind != Refused || !strings.Contains(pe.Msg, fmt.Sprintf("more than %d packages", MaxDistributions)) {
+	if !errors.As(err, &pe) || pe.Kind != Refused || !strings.Contains(pe.Msg, fmt.Sprintf("more than %d packages", maxDistributions)) {
 		t.Fatalf("too many dependencies: %v", err)
 	}
 	if reqs := pipRequirements(calls()); !slices.Equal(reqs, []string{"huge", "huge==1.0"}) {
