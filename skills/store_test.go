@@ -29,7 +29,7 @@ func TestSaveGetListDelete(t *testing.T) {
 		t.Fatalf("file is not readable as documented:\n%s", data)
 	}
 	files, err := st.Files()
-	if err != nil || len(files) != 1 || files[0].Path != SandboxDir+"/double.py" {
+	if err != nil || len(files) != 1 || files[0].Path != sandboxDir+"/double.py" {
 		t.Fatalf("files: %+v %v", files, err)
 	}
 	if _, err := st.Delete("double"); err != nil {
@@ -47,7 +47,7 @@ func TestSaveRefuses(t *testing.T) {
 		"keyword":   {"class", "x = 1", "keyword"},
 		"private":   {"_x", "x = 1", "not a skill name"},
 		"empty":     {"x", "  ", "no source"},
-		"oversized": {"big", "x = 1\n" + strings.Repeat("#", MaxSource), "at most"},
+		"oversized": {"big", "x = 1\n" + strings.Repeat("#", maxSource), "at most"},
 	}
 	for what, c := range cases {
 		if _, err := st.Save(c.name, c.src, ""); err == nil || !strings.Contains(err.Error(), c.want) {
