@@ -185,7 +185,7 @@ func TestParseRejectsBrokenTables(t *testing.T) {
 	}
 }
 
-// TestCosine checks Cosine on plain cases.
+// TestCosine checks cosine on plain cases.
 func TestCosine(t *testing.T) {
 	for _, c := range []struct {
 		a, b []float32
@@ -198,7 +198,7 @@ func TestCosine(t *testing.T) {
 		{[]float32{1}, []float32{1, 0}, 0},
 	} {
 		if got := cosine(c.a, c.b); got < c.want-1e-6 || got > c.want+1e-6 {
-			t.Errorf("Cosine(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+			t.Errorf("cosine(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
