@@ -63,8 +63,10 @@ vet:
 lint:
 	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q 'version $(GOLANGCI_LINT_VERSION:v%=%) ' \
 	  || GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	$(GOLANGCI_LINT) run ./...
-	$(GOLANGCI_LINT) run --build-tags kubernetes ./...
+	@status=0; \
+	  $(GOLANGCI_LINT) run ./... || status=1; \
+	  $(GOLANGCI_LINT) run --build-tags kubernetes ./... || status=1; \
+	  exit $$status
 
 test: vet lint test-python test-go
 

@@ -33,14 +33,14 @@ var wheelFile = regexp.MustCompile(`^([A-Za-z0-9](?:[A-Za-z0-9._]*[A-Za-z0-9])?)
 
 // parseWheelFile reads a wheel's file name: its project's normalized
 // name and its version.
-func parseWheelFile(file string) (string, version, error) {
+func parseWheelFile(file string) (string, pepVersion, error) {
 	m := wheelFile.FindStringSubmatch(file)
 	if m == nil {
-		return "", version{}, errors.New("not a wheel's file name")
+		return "", pepVersion{}, errors.New("not a wheel's file name")
 	}
 	v, err := parseVersion(m[2])
 	if err != nil {
-		return "", version{}, err
+		return "", pepVersion{}, err
 	}
 	return normalize(m[1]), v, nil
 }

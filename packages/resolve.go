@@ -45,7 +45,7 @@ const maxReport = 64 << 20
 // dist is a wheel the resolution holds for a project.
 type dist struct {
 	name    string
-	version version
+	version pepVersion
 	file    string // the downloaded wheel, under the resolution's directory
 	deps    []dependency
 }
@@ -243,7 +243,7 @@ func (r *resolution) refuse(d *dist, dep dependency, why string) *Error {
 // pick is the wheel pip would fetch for a want: its version, URL and
 // hash, from pip's report.
 type pick struct {
-	version version
+	version pepVersion
 	sha256  string
 }
 
@@ -405,7 +405,7 @@ func (r *resolution) take(dir string, picks map[string]pick) error {
 
 // readDist reads a downloaded wheel's METADATA and checks it is of the
 // project and version its file name says.
-func readDist(path, name string, version version) (*dist, error) {
+func readDist(path, name string, version pepVersion) (*dist, error) {
 	md, err := readWheelMetadata(path, name)
 	if err != nil {
 		return nil, err
