@@ -447,6 +447,6 @@ func (k *kubeCluster) roundTrips(ctx context.Context, pod, sub string, opts runt
 	}
 	inW.Close()
 	cancel()
-	_ = <-done // the stream cancelled just above: its error says only that
+	<-done //nolint:errcheck // the stream was cancelled just above: its error says only that
 	return trips, nil
 }

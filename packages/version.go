@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// pepVersion is a PEP 440 pepVersion, parsed: what the host compares when it
-// checks that a wheel it holds meets a dependency's pepVersion specifiers
+// pepVersion is a PEP 440 version, parsed: what the host compares when it
+// checks that a wheel it holds meets a dependency's version specifiers
 // and when it evaluates an environment marker.
 type pepVersion struct {
 	Epoch   int
