@@ -90,7 +90,7 @@ func startProviderWith(t *testing.T, kid string, settings map[string]any, client
 	out, _ := cmd.StdoutPipe()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	if err = cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &provider{t: t, key: key, kid: kid, stdin: stdin, done: make(chan struct{})}
@@ -389,7 +389,9 @@ func TestOAuthKeyRotation(t *testing.T) {
 
 	u, _ := url.Parse(idp.issuer)
 	var port int
-	fmt.Sscan(u.Port(), &port)
+	if _, err := fmt.Sscan(u.Port(), &port); err != nil {
+		t.Fatalf("the provider's port %q: %v", u.Port(), err)
+	}
 	idp.stop()
 	rotated := startProvider(t, "after", port, alice)
 	if rotated.issuer != idp.issuer {

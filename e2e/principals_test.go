@@ -171,7 +171,7 @@ func TestTeamSkillsAreReadOnly(t *testing.T) {
 
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
-	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+	if err = os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b := startHTTP(t, h, env, "--token-file", tokens)

@@ -61,7 +61,7 @@ func (c *cli) serveHTTP(s *settings) error {
 	if err != nil {
 		return inputError{err}
 	}
-	if err := s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
+	if err = s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
 	// Each session's workspace is its own, and ephemeral; on Kubernetes,
@@ -105,7 +105,7 @@ func (g httpFlags) loadTokens() (*httpserve.Tokens, error) {
 	if g.TokenFile != "" {
 		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("--token-file: %v", err)
+			return nil, fmt.Errorf("--token-file: %w", err)
 		}
 		if tokens, err = httpserve.ParseTokens(string(b)); err != nil {
 			return nil, fmt.Errorf("--token-file %s: %w", g.TokenFile, err)
