@@ -118,17 +118,38 @@ func TestAdoptDetachedSandbox(t *testing.T) {
 	}
 	t.Logf("adoption (list, exec of the relay, resume) took %s", time.Since(began).Round(time.Millisecond))
 	defer func() {
-		sb.Close()
 		if left := handleContainers(t, context.Background(), b, digest); len(left) != 0 {
 			t.Errorf("containers left after Close: %+v", left)
 		}
 	}()
+	defer sb.Close()
 	if where.Cell != 1 || where.Running || where.Done == nil || where.Done.Status != "ok" || where.Stdout != "set\n" {
 		t.Fatalf("where the runtime was: %+v; want cell 1, ended ok, its output", where)
 	}
 	res := runCell(t, ctx, sb, "x + 1")
 	if res.Value != "42" || !res.StateKept {
 		t.Fatalf("after adoption x + 1 = %q (state kept %v); want 42 from the interpreter A started", res.Value, res.StateKept)
+	}
+
+	// A rewind after the adoption wakes a checkpoint taken on B's channel;
+	// that interpreter can be adopted again (its resume socket's threads
+	// start anew in it).
+	runCell(t, ctx, sb, "x = 100")
+	if res := runCell(t, ctx, sb, "rewind(1)"); res.Rewound == nil {
+		t.Fatalf("rewind(1) after adoption: %+v", res)
+	}
+	if err := sb.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	c := sandbox.NewManager(engineOptions())
+	defer c.Close()
+	sc, _, err := c.Adopt(ctx, adoptConfig(digest, "token:alice", 10*time.Minute), nil)
+	if err != nil {
+		t.Fatalf("adopting the rewound interpreter: %v", err)
+	}
+	defer sc.Close()
+	if res := runCell(t, ctx, sc, "x"); res.Value != "41" {
+		t.Fatalf("x after rewind(1) and another adoption: %q, want 41", res.Value)
 	}
 }
 

@@ -121,6 +121,7 @@ func (c *fakeSandbox) Remove(context.Context) error {
 //	stops   runs until it is interrupted, then ends as the interrupted code does
 //	hangs   never ends, and ignores the interrupt
 //	dies    ends the runtime (a crash)
+//	floods  sends a thousand frames of a type no host knows, then ends ok
 //
 // Put frames are answered as written.
 type fakeRuntime struct {
@@ -186,6 +187,13 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 			rt.stops = f.ID
 		case "dies":
 			return false
+		case "floods":
+			for range 1000 {
+				if _, err := rt.w.Write([]byte(`{"t":"bogus"}` + "\n")); err != nil {
+					return false
+				}
+			}
+			return rt.done(f.ID, "ok") == nil
 		}
 	case protocol.Interrupt:
 		if f.ID == rt.stops {

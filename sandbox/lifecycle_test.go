@@ -3,7 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -303,4 +306,38 @@ func TestWarmPoolRetriesWithBackoff(t *testing.T) {
 		}
 		wantCounts(t, eng, 4, 0)
 	})
+}
+
+// TestFramesCannotFloodTheDebugLog: a runtime that sends a thousand frames
+// the host ignores costs the host's log a bounded number of lines, even at
+// debug level.
+func TestFramesCannotFloodTheDebugLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		eng := &fakeEngine{}
+		var logged strings.Builder
+		s := fakeSession(eng, Config{})
+		s.log = slog.New(slog.NewTextHandler(&lockedWriter{w: &logged}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		defer s.Close()
+		res, _, err := runAt(t, t.Context(), s, "floods", time.Minute)
+		if err != nil || res.Status != StatusOK {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		s.Close()
+		got := strings.Count(logged.String(), "ignoring a frame")
+		if got != maxDebugLines || !strings.Contains(logged.String(), "the rest are dropped") {
+			t.Fatalf("%d lines about ignored frames, want %d and a line that says the rest are dropped:\n%s", got, maxDebugLines, logged.String())
+		}
+	})
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

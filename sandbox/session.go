@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox/engine"
@@ -166,6 +167,9 @@ type Result struct {
 	// StateKept is false when the container was replaced, so variables,
 	// imports and files from earlier cells are gone.
 	StateKept bool
+	// Rewound is what the rewind(n) the cell asked for restored, or why
+	// nothing was (sandbox/rewind.go); nil when it asked none.
+	Rewound *protocol.Rewound
 	// Notice explains a restart or a crash, for the agent.
 	Notice   string
 	Duration time.Duration
@@ -339,6 +343,9 @@ type live struct {
 	// stderr has (per container, lines cut, then how much was dropped):
 	// any code in the sandbox can send such frames, by any route.
 	logs *engine.LogWriter
+	// debugLines counts the host's debug lines about this container's
+	// frames (cell.debug bounds them).
+	debugLines atomic.Int64
 
 	direct  net.Conn // the direct channel's socket, or nil on the attach stream
 	channel string   // channelDirect or channelAttach

@@ -16,6 +16,9 @@ import "fmt"
 //	  ├──────────┘                  stopping ──> ready (the code stopped in its grace)
 //	  │                                │ grace over, crash, broken frames
 //	  └──────── replacing <────────────┘ (and running ──> replacing)
+//	                ^
+//	                └── rewinding <── running (the cell asked for a rewind)
+//	                        └──> ready (a checkpoint took over)
 //
 //	empty ──> adopting ──> ready (a sandbox another bridge started;
 //	            │                 failed: back to empty)
@@ -44,6 +47,10 @@ import "fmt"
 //   - replacing: the container died under the cell, broke the frame
 //     protocol, or would not stop; it is being removed. The cell ends
 //     with StateKept false and the session becomes empty.
+//   - rewinding: the cell ended asking to go back n cells (rewind(n));
+//     the host sends the runtime the rewind and nothing else until the
+//     answer comes from the checkpoint that took over (ready), or the
+//     runtime dies or does not answer (replacing). Put and Get wait.
 //   - closed: [Session.Close] removed the container (a start in progress
 //     is cancelled and waited for); every later Run, Put or Get is
 //     [ErrClosed]. A cell that was running ends as crashed.
@@ -56,11 +63,11 @@ import "fmt"
 // cell, which ends as crashed (running -> replacing): nothing watches an
 // idle container.
 //
-// The work that follows adds states here, not flags elsewhere. Rewind and
-// fork would add "checkpointing"
-// (ready -> checkpointing -> ready) and "restoring" (empty -> restoring ->
-// ready: a checkpointed interpreter woken to take the channel, in place of
-// a start).
+// The work that follows adds states here, not flags elsewhere. Fork would
+// add "forking" (ready -> forking -> ready: a checkpoint woken as another
+// session's interpreter). A checkpoint is taken by the runtime itself after
+// each cell's done frame, with no state of the host's: see
+// pyruntime/PROTOCOL.md.
 type state uint8
 
 // The states of a session; see [state].
@@ -71,11 +78,12 @@ const (
 	stateRunning
 	stateStopping
 	stateReplacing
+	stateRewinding
 	stateClosed
 	stateAdopting
 )
 
-var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "closed", "adopting"}
+var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "rewinding", "closed", "adopting"}
 
 func (st state) String() string {
 	if int(st) < len(stateNames) {
@@ -91,9 +99,10 @@ var transitions = [...][]state{
 	stateAdopting:  {stateReady, stateEmpty},
 	stateStarting:  {stateReady, stateEmpty},
 	stateReady:     {stateRunning},
-	stateRunning:   {stateReady, stateStopping, stateReplacing},
+	stateRunning:   {stateReady, stateStopping, stateReplacing, stateRewinding},
 	stateStopping:  {stateReady, stateReplacing},
 	stateReplacing: {stateEmpty},
+	stateRewinding: {stateReady, stateReplacing},
 	stateClosed:    nil,
 }
 

@@ -17,21 +17,24 @@ func init() { strictStates = true }
 // state stays as it was) with an error that says which.
 func TestStateTransitions(t *testing.T) {
 	legal := map[[2]state]bool{
-		{stateEmpty, stateStarting}:     true,
-		{stateStarting, stateReady}:     true,
-		{stateStarting, stateEmpty}:     true,
-		{stateReady, stateRunning}:      true,
-		{stateRunning, stateReady}:      true,
-		{stateRunning, stateStopping}:   true,
-		{stateRunning, stateReplacing}:  true,
-		{stateStopping, stateReady}:     true,
-		{stateStopping, stateReplacing}: true,
-		{stateReplacing, stateEmpty}:    true,
-		{stateEmpty, stateAdopting}:     true,
-		{stateAdopting, stateReady}:     true,
-		{stateAdopting, stateEmpty}:     true,
+		{stateEmpty, stateStarting}:      true,
+		{stateStarting, stateReady}:      true,
+		{stateStarting, stateEmpty}:      true,
+		{stateReady, stateRunning}:       true,
+		{stateRunning, stateReady}:       true,
+		{stateRunning, stateStopping}:    true,
+		{stateRunning, stateReplacing}:   true,
+		{stateStopping, stateReady}:      true,
+		{stateStopping, stateReplacing}:  true,
+		{stateReplacing, stateEmpty}:     true,
+		{stateRunning, stateRewinding}:   true,
+		{stateRewinding, stateReady}:     true,
+		{stateRewinding, stateReplacing}: true,
+		{stateEmpty, stateAdopting}:      true,
+		{stateAdopting, stateReady}:      true,
+		{stateAdopting, stateEmpty}:      true,
 	}
-	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateClosed, stateAdopting}
+	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateRewinding, stateClosed, stateAdopting}
 	for _, from := range all {
 		for _, to := range all {
 			want := legal[[2]state{from, to}] || (to == stateClosed && from != stateClosed)

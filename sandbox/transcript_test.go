@@ -91,6 +91,12 @@ var scenarios = []scenario{
 		{code: "print('over the socket')"},
 		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
 	}},
+	{"rewind", "A cell asks for rewind(1): its done frame says so, the host sends rewind and nothing else, and the checkpoint that took over answers rewound; the next cell sees the state before the undone cell. Recorded with CODEBRIDGE_INIT=subreaper (the loader's init, as a local process).", []step{
+		{code: "a = 1"},
+		{code: "a = 2"},
+		{code: "rewind(1)"},
+		{code: "a"},
+	}},
 	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", []step{
 		{code: "print('over the attach stream')"},
 	}},

@@ -27,6 +27,7 @@ no lock is left held).
 from __future__ import annotations  # annotations stay text: no typing import at startup
 
 import errno
+import io
 import itertools
 import json
 import os
@@ -127,7 +128,9 @@ class Channel:
         self._batches = itertools.count(1)
         self.kept = None              # the last cell's frames, when detachable (_Kept)
         self._swap = None             # held while a host takes over the channel
+        self._listener = None         # the resume socket, when detachable
         self._dropping = False        # frames go to /dev/null: no host holds the channel
+        self._graveyard = []          # readers replaced after a fork: never closed (their lock may be held)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -375,6 +378,12 @@ class Channel:
             if errors:
                 stored["error"] = "; ".join(errors)
             self.send(stored)
+        elif kind == "rewind":  # after the cell that asked (mcp._rewind): may not return
+            from mcp import _rewind
+            if _rewind._keeper is None:
+                self.send({"t": "rewound", "ok": False, "error": "this runtime keeps no checkpoints"})
+            else:
+                _rewind._keeper.hand_over(frame)
         elif kind == "get":  # the host reads a workspace file (resources/read)
             import threading
             from mcp._files import read_file
@@ -398,11 +407,17 @@ class Channel:
         ready frame, whose fields the ``resumed`` frame repeats."""
         import socket
         self.kept = _Kept(idle, key_hash, ready)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(resume_address(key_hash))
-        listener.listen(4)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(resume_address(key_hash))
+        self._listener.listen(4)
+        self._detached_threads()
+
+    def _detached_threads(self) -> None:
+        """Start the threads of a detachable runtime: the resume socket's
+        acceptor and the idle deadline's watch (again in a checkpoint that a
+        rewind woke: threads do not survive a fork)."""
         self._swap = threading.Lock()
-        threading.Thread(target=self._accept_loop, args=(listener,), name="codebridge-resume",
+        threading.Thread(target=self._accept_loop, args=(self._listener,), name="codebridge-resume",
                          daemon=True).start()
         threading.Thread(target=self._watch, name="codebridge-idle", daemon=True).start()
 
@@ -475,9 +490,22 @@ class Channel:
                     os.close(old)
             conn.close()  # the socket closes with the reader's file (makefile keeps it open)
             self.start_reader()
-            self.resume()
+            self._forget_checkpoints()
+            self._announce()
 
-    def resume(self) -> None:
+    def _forget_checkpoints(self) -> None:
+        """Drop the rewind's checkpoints (mcp._rewind): each holds the
+        previous host's channel, which a rewind would hand back. The next
+        cell's end takes one on this channel."""
+        from mcp import _rewind
+        keeper = _rewind._keeper
+        if keeper is None:
+            return
+        with keeper.lock:
+            for point in list(keeper.points):
+                keeper._drop(point, "a new bridge took over the session (the checkpoint held the old one's channel)")
+
+    def _announce(self) -> None:
         """Say where the runtime is, in a ``resumed`` frame, to the host
         that took over: the running cell with its output so far, or the last
         cell with its done frame (kept until the next exec); then fail the
@@ -659,11 +687,57 @@ class Channel:
                 continue
             _fail(future, BridgeError("the cell ended before the host answered this call"))
 
+    # ---- rewind (mcp._rewind) ------------------------------------------
+
+    def read_ahead(self) -> bytes:
+        """Reader thread, handing the channel over: the bytes it read from
+        the host that no frame took yet, without reading more."""
+        fd = self._in.fileno()
+        os.set_blocking(fd, False)
+        try:
+            data = self._in.peek()
+            return self._in.read(len(data)) if data else b""
+        finally:
+            os.set_blocking(fd, True)
+
+    def unread(self, data: bytes) -> None:
+        """Reader thread: a handover failed; read ``data`` again first."""
+        if data:
+            self._graveyard.append(self._in)
+            self._in = io.BufferedReader(_Prefixed(data, self._in.fileno()), 1 << 16)
+
+    def resume(self, leftover: bytes, output, executor) -> None:
+        """In a checkpoint that a rewind woke: become the runtime's channel
+        again. The reader starts afresh with the bytes the last runtime had
+        read ahead; what was queued or pending at the fork is gone."""
+        self._graveyard.append(self._in)  # its lock belongs to a reader thread that is not here
+        fd = self._in.fileno()
+        raw = _Prefixed(leftover, fd) if leftover else open(fd, "rb", buffering=0, closefd=False)
+        self._in = io.BufferedReader(raw, 1 << 16)
+        self._pid = os.getpid()
+        self.cells = queue.SimpleQueue()
+        self._pending.clear()
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._settler = self._outbox = None
+        self.exec_id = self.interrupted = self._interrupt_for = None
+        self.armed = False
+        signal.signal(signal.SIGINT, self.on_sigint)
+        output.resume()
+        executor.resume()
+        self.start_reader()
+        if self.kept is not None:  # a detachable runtime (above): its threads again
+            self.kept.heard = time.monotonic()
+            self._detached_threads()
+
     # ---- fork ----------------------------------------------------------
 
     def _after_fork_child(self) -> None:
         """In a forked child (multiprocessing), never touch the frame fds:
-        the child's output goes through fd 1 / fd 2 like a subprocess's."""
+        the child's output goes through fd 1 / fd 2 like a subprocess's.
+        A checkpoint (mcp._rewind) keeps them: it may become the runtime."""
+        from mcp import _rewind
+        if _rewind.forking:
+            return
         global _channel
         _channel = None
         for fd in (self._out_fd, self._in.fileno(), self._held_fd):
@@ -741,6 +815,31 @@ class _Kept:
                      if mine and running is None and self.done else None),
         }
         return frame
+
+
+class _Prefixed(io.RawIOBase):
+    """The channel's descriptor, with bytes read ahead before it."""
+
+    def __init__(self, prefix: bytes, fd: int):
+        self._prefix = memoryview(bytes(prefix))
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:  # the descriptor belongs to the channel
+        pass
+
+    def readinto(self, b) -> int:
+        if self._prefix:
+            n = min(len(b), len(self._prefix))
+            b[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        return os.readv(self._fd, [b])
 
 
 class _Outbox:

@@ -115,7 +115,7 @@ func (c *kubeContainer) oomKilled(ctx context.Context) (oom, known bool) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := c.output(ctx, []string{"python3", "-I", "-c", kubeOOMSource + "print(_codebridge_oom_kills())"}, kubeOOMReadLimit)
+	out, err := c.output(ctx, []string{"python3", "-I", "-c", kubeOOMSource + "print(_oom_kills())"}, kubeOOMReadLimit)
 	if err != nil {
 		c.engine.log.Debug("reading the sandbox Pod's out-of-memory count", "pod", c.name, "err", err)
 		return false, false

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codebridge/codebridge/pyruntime"
 	"github.com/codebridge/codebridge/sandbox/engine"
 )
 
@@ -34,24 +35,12 @@ import (
 // so the line can be believed; it is still read as data from the
 // sandbox (bounded, parsed, clipped).
 
-// kubeOOMSource defines _codebridge_oom_kills(), how many processes the
-// memory cgroup's out-of-memory killer has killed (v2 or v1), or None,
-// as the loader's init counts them.
-const kubeOOMSource = `def _codebridge_oom_kills():
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path) as f:
-                for line in f:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            pass
-    return None
-`
+// kubeOOMSource defines _oom_kills(), the loader's count of the memory
+// cgroup's out-of-memory kills (v2 or v1), or None.
+var kubeOOMSource = pyruntime.OOMKillsSource()
 
 // kubeCheckSource defines the check; kubeCommand calls it.
-const kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
+var kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
     import os
     child = os.fork()
     if child:
@@ -79,7 +68,7 @@ const kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
                 return "ok"
             except OSError as e:
                 return errno.errorcode.get(e.errno, "E?")
-        r["oom_kills"] = _codebridge_oom_kills()
+        r["oom_kills"] = _oom_kills()
         r["termination"] = opens(term)
         r["dev_termination_log"] = opens("/dev/termination-log")
         for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):
@@ -134,7 +123,7 @@ func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
 		room = engine.DefaultPids
 	}
 	out := slices.Clone(cmd)
-	out[len(out)-1] = fmt.Sprintf("%s_codebridge_check(%q, %d)\ndel _codebridge_check, _codebridge_oom_kills\n%s",
+	out[len(out)-1] = fmt.Sprintf("%s_codebridge_check(%q, %d)\ndel _codebridge_check, _oom_kills\n%s",
 		kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
 	return out, nil
 }
