@@ -13,6 +13,7 @@ import queue
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -60,7 +61,8 @@ class Replay:
         # The loader's init, as pid 1 has it: the rewind transcript needs it.
         env = dict(os.environ, CODEBRIDGE_INIT="subreaper")
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0, env=env)
+                                     stderr=subprocess.PIPE, bufsize=0, env=env,
+                                     start_new_session=True)  # close() can end the init's children too
         self.frames = queue.Queue()
         self.stderr = []
         # The threads that read the runtime's streams; close() waits for
@@ -158,9 +160,9 @@ class Replay:
         if self.conn is not None:  # its reader holds the descriptor: shut it down
             self.conn.shutdown(socket.SHUT_RDWR)
             self.conn.close()
-        if self.relay is not None:  # a detachable runtime outlives its hosts: end it
+        if self.relay is not None:  # a detachable runtime outlives its hosts: end it, and the init
             self.relay.stdin.close()
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.relay.wait(timeout=30)
             self.relay.stderr.close()
         self.proc.stdin.close()
