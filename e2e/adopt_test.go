@@ -138,7 +138,7 @@ func TestAdoptDetachedSandbox(t *testing.T) {
 	if res := runCell(t, ctx, sb, "rewind(1)"); res.Rewound == nil {
 		t.Fatalf("rewind(1) after adoption: %+v", res)
 	}
-	if err := sb.Detach(); err != nil {
+	if err = sb.Detach(); err != nil {
 		t.Fatal(err)
 	}
 	c := sandbox.NewManager(engineOptions())
@@ -239,17 +239,17 @@ func TestAdoptAfterBridgeKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := helper.Start(); err != nil {
+	if err = helper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer helper.Process.Kill()
+	defer func() { _ = helper.Process.Kill() }()
 	lines := bufio.NewScanner(out)
 	for lines.Scan() && lines.Text() != "READY" {
 	}
 	if lines.Text() != "READY" {
 		t.Fatalf("the helper bridge ended before its cell ran: %v", helper.Wait())
 	}
-	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+	if err = helper.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = helper.Wait()

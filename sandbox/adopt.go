@@ -167,7 +167,7 @@ func (s *Session) adopt(ctx context.Context) (c *live, r *Resumed, last int64, e
 	c = s.newLive(ctr, "the sandbox was adopted from another bridge: its frames travel through a relay in it")
 	if r, last, err = c.resume(ctx, s.cfg.Detachable.Key); err != nil {
 		c.detach()
-		return nil, nil, 0, fmt.Errorf("sandbox: resuming the channel of sandbox %s: %v; the sandbox is left running for its idle deadline", engine.Short(id), err)
+		return nil, nil, 0, fmt.Errorf("sandbox: resuming the channel of sandbox %s: %w; the sandbox is left running for its idle deadline", engine.Short(id), err)
 	}
 	s.log.Debug("sandbox adopted", "container", engine.Short(id), "python", c.python, "cell", r.Cell, "running", r.Running)
 	return c, r, last, nil
@@ -291,7 +291,7 @@ func (s *Session) Detach() error {
 	if s.cfg.Detachable == nil {
 		return ErrNotDetachable
 	}
-	var err error = ErrClosed
+	err := ErrClosed
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		c, st := s.current(), s.starting

@@ -449,7 +449,7 @@ func (r *recordedProc) Stdin() io.WriteCloser { return r.in }
 
 // Detach closes the runtime's stdin, as the engine does when a bridge's
 // attach ends.
-func (r *recordedProc) Detach() { r.proc.stdin.Close() }
+func (r *recordedProc) Detach() { r.stdin.Close() }
 
 // hostTee records the host's frames, after the bootstrap bytes.
 type hostTee struct {
