@@ -121,6 +121,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 	TGet: decodeAs[Get], TGot: decodeAs[Got],
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
+	TResume: decodeAs[Resume], TResumed: decodeAs[Resumed],
 	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
 }
 

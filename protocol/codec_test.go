@@ -35,6 +35,10 @@ func TestDecode(t *testing.T) {
 		{`{"id":3,"t":"interrupt"}`, Interrupt{ID: 3}}, // "t" need not come first
 		{`{"t":"done","id":1,"status":"ok","value":"42","error":null,"extra":true}`, Done{ID: 1, Status: "ok", Value: ptr("42")}},
 		{`{"t":"from-the-future","x":1}`, Unknown{T: "from-the-future"}},
+		{`{"t":"resume","key":"k"}`, Resume{Key: "k"}},
+		{`{"t":"resumed","v":2,"python":"3.11.2","last":4,"lost":1,"cell":{"id":4,"running":true,"stdout":"a","stderr":"","dropped":0,"done":null}}`,
+			Resumed{V: 2, Python: "3.11.2", Last: 4, Lost: 1, Cell: &ResumedCell{ID: 4, Running: true, Stdout: "a"}}},
+		{`{"t":"resumed","v":2,"python":"3.11.2","last":0,"lost":0,"cell":null}`, Resumed{V: 2, Python: "3.11.2"}},
 	} {
 		got, err := Decode([]byte(tc.line))
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -71,6 +75,7 @@ func FuzzDecode(f *testing.F) {
 		`{"t":"done","id":1,"status":"ok","value":null,"error":null,"spill":{"stdout":{"path":"/x","chars":3}}}`,
 		`{"t":"out","id":1,"stream":"stdout","data":"\u2028\n"}`,
 		`{"t":"put","id":1,"files":[{"path":"a","data":"AAE="}]}`,
+		`{"t":"resumed","v":2,"python":"3","last":1,"lost":0,"cell":{"id":1,"running":false,"stdout":"","stderr":"","dropped":0,"done":{"id":1,"status":"ok","value":null,"error":null}}}`,
 		`{"t":"rpc","id":"x"}`, `{"t":1}`, `[]`, `{}`, `{"t":"\"}`,
 	} {
 		f.Add([]byte(seed))

@@ -42,6 +42,14 @@ type Hello struct {
 	// packages every new sandbox gets); one that cannot be written is
 	// reported in a [Log] frame, and the runtime starts anyway.
 	Files []File `json:"files,omitempty"`
+	// Idle, in seconds, makes the sandbox detachable: it outlives its
+	// host, keeps its last cell for a host that sends [Resume], and ends
+	// itself once Idle passes with no frame from a host and no cell's end.
+	// 0: it ends when its channel does, as before.
+	Idle float64 `json:"idle,omitempty"`
+	// Resume is the SHA-256 (hex) of the key a new host proves itself
+	// with in [Resume]; set with Idle.
+	Resume string `json:"resume,omitempty"`
 }
 
 // File is a file the host puts into the sandbox. Path is absolute and

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-//go:embed loader.py mcp/*.py mcp/MANUAL.txt mcp/servers/*.py
+//go:embed loader.py relay.py mcp/*.py mcp/MANUAL.txt mcp/servers/*.py
 var files embed.FS
 
 // Loader returns the bootstrap program the container runs with python3 -c.
@@ -27,6 +27,17 @@ func Loader() string {
 	b, err := files.ReadFile("loader.py")
 	if err != nil {
 		panic("runtime: loader.py is not embedded: " + err.Error())
+	}
+	return string(b)
+}
+
+// Relay returns the program a bridge runs with python3 -c in a detachable
+// sandbox it adopts: it carries the new stream to the runtime's resume
+// socket (PROTOCOL.md, "Resuming the channel").
+func Relay() string {
+	b, err := files.ReadFile("relay.py")
+	if err != nil {
+		panic("runtime: relay.py is not embedded: " + err.Error())
 	}
 	return string(b)
 }

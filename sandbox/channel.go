@@ -229,6 +229,12 @@ func (s *Session) direct(eng Engine) (*directListener, string, string) {
 	if s.cfg.Channel == ChannelAttach {
 		return nil, "", "the attach channel is configured (--channel attach)"
 	}
+	if s.cfg.Detachable != nil {
+		// The socket's directory is this bridge's and is removed once the
+		// runtime connects; a bridge that adopts the sandbox cannot mount a
+		// new one into a running container. The attach stream survives.
+		return nil, "", "a detachable sandbox's channel must survive its bridge: the attach stream does"
+	}
 	ce, ok := eng.(engine.ChannelEngine)
 	if !ok {
 		return nil, "", eng.Name() + " cannot mount the bridge's socket"

@@ -18,8 +18,14 @@
 //     cells one at a time, answers the runtime's requests through the cell's
 //     [Caller], enforces time limits, and replaces the container when it
 //     dies, breaks the frame protocol or will not stop. Where a session is
-//     in that life is one state (state.go: empty, starting, ready, running,
-//     stopping, replacing, closed), changed only by moves its table allows.
+//     in that life is one state (state.go: empty, starting, adopting,
+//     ready, running, stopping, replacing, closed), changed only by moves
+//     its table allows.
+//   - A session made [Detachable] (adopt.go) has a sandbox that outlives
+//     its bridge: [Session.Detach] lets go of it, and [Manager.Adopt] on
+//     any bridge of the same engine finds it by its handle's digest and
+//     principal, resumes its runtime's channel through a relay it runs in
+//     the sandbox, and says where the runtime was ([Resumed]).
 //
 // # Security model
 //
@@ -50,5 +56,7 @@
 //
 // Containers carry the label [LabelKey] plus the host name, pid and start
 // time of the bridge that made them, so a later bridge can remove the ones a
-// killed bridge left behind without touching those of a live one.
+// killed bridge left behind without touching those of a live one. A
+// detachable sandbox ([LabelHandle]) is removed only once it no longer
+// runs: its runtime ends itself after its idle deadline with no bridge.
 package sandbox

@@ -46,6 +46,7 @@ const (
 	LabelWorkspace = engine.LabelWorkspace
 	LabelProject   = engine.LabelProject
 	LabelPrincipal = engine.LabelPrincipal
+	LabelHandle    = engine.LabelHandle
 	WorkspacePath  = engine.WorkspacePath
 	ChannelDir     = engine.ChannelDir
 )

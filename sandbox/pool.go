@@ -158,7 +158,7 @@ func (p *WarmPool) Close() {
 // acquire returns a new live sandbox for s: a ready one from its pool,
 // with the host's start files written into it, else one started now.
 func (s *Session) acquire(ctx context.Context) (*live, error) {
-	if s.warm != nil {
+	if s.warm != nil && s.cfg.Detachable == nil { // the pool's containers carry no handle
 		if c := s.warm.take(); c != nil {
 			files := s.host.StartFiles()
 			if len(files) == 0 {

@@ -100,8 +100,13 @@ type Config struct {
 	Workspace *Mount
 	// Mounts are more host directories or volumes for the code.
 	Mounts []Mount
-	// Channel says how frames travel; empty means [DefaultChannel].
+	// Channel says how frames travel; empty means [DefaultChannel]. A
+	// detachable sandbox's always travel over the attach stream.
 	Channel ChannelMode
+	// Detachable, when set, makes the sandbox outlive this bridge, for
+	// another to adopt ([Detachable], [Manager.Adopt]); nil: the sandbox
+	// ends with its session.
+	Detachable *Detachable
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
 }
@@ -355,6 +360,11 @@ type live struct {
 func (s *Session) start(ctx context.Context) (*live, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
+	if d := s.cfg.Detachable; d != nil {
+		if err := d.check(); err != nil {
+			return nil, err
+		}
+	}
 	eng, err := s.engine(ctx)
 	if err != nil {
 		return nil, err
@@ -367,6 +377,7 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	}
 	l, inside, why := s.direct(eng)
 	spec := s.spec(image)
+	s.detachLabels(&spec)
 	if l != nil {
 		spec.Channel = l.dir
 	}
@@ -386,7 +397,12 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		channel: channelAttach, why: why,
 		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, s.log.With("container", engine.Short(ctr.ID())))}
-	if err := c.greet(ctx, l, inside, s.log, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
+	hello := protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}
+	if d := s.cfg.Detachable; d != nil {
+		hello.Idle = d.idle().Seconds()
+		hello.Resume = d.keyHash()
+	}
+	if err := c.greet(ctx, l, inside, s.log, hello); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
 		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)

@@ -20,6 +20,10 @@ import "fmt"
 //	                └── rewinding <── running (the cell asked for a rewind)
 //	                        └──> ready (a checkpoint took over)
 //
+//	empty ──> adopting ──> ready (a sandbox another bridge started;
+//	            │                 failed: back to empty)
+//	            └──> empty
+//
 //	any state ──> closed (final)
 //
 // The states:
@@ -30,6 +34,11 @@ import "fmt"
 //     the warm pool and writes the host's start files into it) and greets
 //     its runtime; the others wait for it. It ends ready, or empty when the
 //     start failed (the next caller tries again).
+//   - adopting: [Manager.Adopt] takes over a detachable sandbox another
+//     bridge started (found by its handle's digest): it attaches anew and
+//     resumes the runtime's channel instead of starting a container. It
+//     ends ready, or empty when the sandbox was not found or did not
+//     answer.
 //   - ready: the container's runtime waits for a cell. Put and Get use it
 //     in this state and while a cell runs.
 //   - running: a cell runs; the session's turn keeps it to one.
@@ -45,20 +54,20 @@ import "fmt"
 //   - closed: [Session.Close] removed the container (a start in progress
 //     is cancelled and waited for); every later Run, Put or Get is
 //     [ErrClosed]. A cell that was running ends as crashed.
+//     [Session.Detach] closes a detachable session too, but leaves its
+//     container running for a bridge that adopts it: for this session
+//     the sandbox is gone either way, so "detached" is no state of its
+//     own.
 //
 // A container that dies while the session is ready is found by the next
 // cell, which ends as crashed (running -> replacing): nothing watches an
 // idle container.
 //
-// The work that follows adds states here, not flags elsewhere. Sessions as
-// handles (a sandbox adopted by another bridge, a channel resumed) would
-// add "adopting" (empty -> adopting -> ready: greet a running container
-// over a channel opened anew instead of starting one) and "detached"
-// (ready -> detached -> adopting: the channel lost, the container kept for
-// a bridge that takes it over). Fork would add "forking" (ready ->
-// forking -> ready: a checkpoint woken as another session's interpreter).
-// A checkpoint is taken by the runtime itself after each cell's done
-// frame, with no state of the host's: see pyruntime/PROTOCOL.md.
+// The work that follows adds states here, not flags elsewhere. Fork would
+// add "forking" (ready -> forking -> ready: a checkpoint woken as another
+// session's interpreter). A checkpoint is taken by the runtime itself after
+// each cell's done frame, with no state of the host's: see
+// pyruntime/PROTOCOL.md.
 type state uint8
 
 // The states of a session; see [state].
@@ -71,9 +80,10 @@ const (
 	stateReplacing
 	stateRewinding
 	stateClosed
+	stateAdopting
 )
 
-var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "rewinding", "closed"}
+var stateNames = [...]string{"empty", "starting", "ready", "running", "stopping", "replacing", "rewinding", "closed", "adopting"}
 
 func (st state) String() string {
 	if int(st) < len(stateNames) {
@@ -85,7 +95,8 @@ func (st state) String() string {
 // transitions lists the states each state may move to, besides closed,
 // which every state but closed may move to.
 var transitions = [...][]state{
-	stateEmpty:     {stateStarting},
+	stateEmpty:     {stateStarting, stateAdopting},
+	stateAdopting:  {stateReady, stateEmpty},
 	stateStarting:  {stateReady, stateEmpty},
 	stateReady:     {stateRunning},
 	stateRunning:   {stateReady, stateStopping, stateReplacing, stateRewinding},

@@ -30,8 +30,11 @@ func TestStateTransitions(t *testing.T) {
 		{stateRunning, stateRewinding}:   true,
 		{stateRewinding, stateReady}:     true,
 		{stateRewinding, stateReplacing}: true,
+		{stateEmpty, stateAdopting}:      true,
+		{stateAdopting, stateReady}:      true,
+		{stateAdopting, stateEmpty}:      true,
 	}
-	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateRewinding, stateClosed}
+	all := []state{stateEmpty, stateStarting, stateReady, stateRunning, stateStopping, stateReplacing, stateRewinding, stateClosed, stateAdopting}
 	for _, from := range all {
 		for _, to := range all {
 			want := legal[[2]state{from, to}] || (to == stateClosed && from != stateClosed)

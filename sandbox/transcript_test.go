@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,11 +50,22 @@ func channelOf(sc scenario) string {
 	return map[string]string{"channel": "direct", "channel-refused": "refused"}[sc.name]
 }
 
-// step is one cell (code, with TOON or not) or one Put.
+// step is one cell (code, with TOON or not), one Put, or (adopt) the
+// session's detach and its adoption by another manager.
 type step struct {
-	code string
-	toon bool
-	put  []protocol.File
+	code  string
+	toon  bool
+	put   []protocol.File
+	adopt bool
+}
+
+// transcriptDetachable is the detachable configuration of the transcripts
+// that adopt; the recorder stars its key and the key's hash.
+var transcriptDetachable = &Detachable{Digest: "transcript", Key: strings.Repeat("transcript-key-", 3), Principal: "p", Idle: time.Hour}
+
+// adopts reports whether sc detaches and adopts its session.
+func adopts(sc scenario) bool {
+	return slices.ContainsFunc(sc.steps, func(st step) bool { return st.adopt })
 }
 
 var scenarios = []scenario{
@@ -87,6 +99,11 @@ var scenarios = []scenario{
 	}},
 	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", []step{
 		{code: "print('over the attach stream')"},
+	}},
+	{"resume", "A detachable sandbox (hello idle and resume): its bridge lets go (its stdin closes), another resumes the channel through the relay with the key, learns where the runtime was, and finds the variables.", []step{
+		{code: "x = 41\nprint('set')"},
+		{adopt: true},
+		{code: "x + 1"},
 	}},
 }
 
@@ -152,10 +169,23 @@ func play(t *testing.T, sc scenario, eng Engine, why func() error) {
 	if channelOf(sc) == "" {
 		cfg.Channel = ChannelAttach
 	}
+	if adopts(sc) {
+		cfg.Detachable = transcriptDetachable
+	}
 	s := m.NewSession(cfg, cannedHost{})
-	defer s.Close()
+	defer func() { s.Close() }()
 	ctx := context.Background()
 	for _, st := range sc.steps {
+		if st.adopt {
+			if err := s.Detach(); err != nil {
+				fail("%v", err)
+			}
+			var err error
+			if s, _, err = m.Adopt(ctx, cfg, cannedHost{}); err != nil {
+				fail("%v", err)
+			}
+			continue
+		}
 		if st.put != nil {
 			if err := s.Put(ctx, st.put); err != nil {
 				fail("%v", err)
@@ -179,7 +209,7 @@ func record(t *testing.T, sc scenario) {
 		t.Skip("recording needs python3")
 	}
 	rec := &recorder{}
-	play(t, sc, recordingEngine{rec: rec, channel: channelOf(sc), t: t}, nil)
+	play(t, sc, recordingEngine{rec: rec, channel: channelOf(sc), t: t, made: &madeBox{}}, nil)
 	ar := &txtar.Archive{
 		Comment: []byte(sc.about + "\nRecorded from the real runtime: go test ./sandbox -run TestTranscripts -update\n"),
 		Files:   []txtar.File{{Name: "exchange", Data: rec.bytes()}},
@@ -205,7 +235,7 @@ func replay(t *testing.T, sc scenario) {
 	if len(lines) == 0 {
 		t.Fatal("the transcript has no exchange")
 	}
-	eng := &scriptEngine{t: t, lines: lines, channel: channelOf(sc)}
+	eng := &scriptEngine{t: t, lines: lines, channel: channelOf(sc), relays: make(chan *scriptContainer, 1)}
 	play(t, sc, eng, func() error { return eng.ctr.wait() })
 	if eng.ctr != nil {
 		if err := eng.ctr.wait(); err != nil {
@@ -230,6 +260,14 @@ func (r *recorder) add(side string, line []byte) {
 			line = bytes.TrimSpace(must(protocol.Encode(protocol.Channel{Path: star(f.Path), Secret: star(f.Secret), Error: star(f.Error)})))
 		case protocol.Connect:
 			line = bytes.TrimSpace(must(protocol.Encode(protocol.Connect{Secret: "*"})))
+		case protocol.Hello:
+			if f.Resume != "" {
+				line = bytes.Replace(line, []byte(`"resume":"`+f.Resume+`"`), []byte(`"resume":"*"`), 1)
+			}
+		case protocol.Resume:
+			line = bytes.TrimSpace(must(protocol.Encode(protocol.Resume{Key: "*"})))
+		case protocol.Resumed:
+			line = bytes.Replace(line, []byte(`"python":"`+f.Python+`"`), []byte(`"python":"*"`), 1)
 		}
 	}
 	r.mu.Lock()
@@ -265,6 +303,59 @@ type recordingEngine struct {
 	rec     *recorder
 	channel string
 	t       *testing.T
+	made    *madeBox // the container started, for List and Exec
+}
+
+// madeBox holds the one container a transcript's engine started.
+type madeBox struct {
+	mu     sync.Mutex
+	ctr    Container
+	labels map[string]string
+}
+
+func (b *madeBox) set(c Container, labels map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ctr, b.labels = c, labels
+}
+
+func (b *madeBox) list() []ContainerInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ctr == nil {
+		return nil
+	}
+	return []ContainerInfo{{ID: b.ctr.ID(), State: "running", Labels: b.labels}}
+}
+
+func (b *madeBox) get() Container {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ctr
+}
+
+func (e recordingEngine) List(context.Context) ([]ContainerInfo, error) { return e.made.list(), nil }
+
+// Exec runs the relay as a local process and records both directions of
+// its stream.
+func (e recordingEngine) Exec(ctx context.Context, _ string, cmd []string) (Container, error) {
+	c, err := e.Start(ctx, ContainerSpec{Cmd: cmd})
+	if err != nil {
+		return nil, err
+	}
+	return &relayed{Container: c, runtime: e.made.get()}, nil
+}
+
+// relayed is the relay's process, standing for the container it reaches.
+type relayed struct {
+	Container
+	runtime Container
+}
+
+func (r *relayed) ID() string { return r.runtime.ID() }
+func (r *relayed) Remove(ctx context.Context) error {
+	_ = r.Container.Remove(ctx)
+	return r.runtime.Remove(ctx)
 }
 
 // ChannelPath gives the runtime a socket of the recorder's, which relays
@@ -340,7 +431,11 @@ func (e recordingEngine) Start(ctx context.Context, spec ContainerSpec) (Contain
 			}
 		}
 	}()
-	return &recordedProc{proc: p, out: pr, in: &hostTee{w: p.stdin, rec: e.rec}}, nil
+	rp := &recordedProc{proc: p, out: pr, in: &hostTee{w: p.stdin, rec: e.rec}}
+	if spec.Image != "" || e.made.get() == nil { // the runtime, not a relay
+		e.made.set(rp, spec.Labels)
+	}
+	return rp, nil
 }
 
 type recordedProc struct {
@@ -351,6 +446,10 @@ type recordedProc struct {
 
 func (r *recordedProc) Stdout() io.Reader     { return r.out }
 func (r *recordedProc) Stdin() io.WriteCloser { return r.in }
+
+// Detach closes the runtime's stdin, as the engine does when a bridge's
+// attach ends.
+func (r *recordedProc) Detach() { r.stdin.Close() }
 
 // hostTee records the host's frames, after the bootstrap bytes.
 type hostTee struct {
@@ -363,7 +462,7 @@ type hostTee struct {
 func (h *hostTee) Write(p []byte) (int, error) {
 	n, err := h.w.Write(p)
 	if !h.started {
-		if bytes.HasPrefix(p, []byte(`{"t":"hello"`)) || bytes.HasPrefix(p, []byte(`{"t":"channel"`)) {
+		if bytes.HasPrefix(p, []byte(`{"t":"hello"`)) || bytes.HasPrefix(p, []byte(`{"t":"channel"`)) || bytes.HasPrefix(p, []byte(`{"t":"resume"`)) {
 			h.started = true
 		} else {
 			return n, err
@@ -390,6 +489,24 @@ type scriptEngine struct {
 	lines   []string
 	channel string
 	ctr     *scriptContainer
+	labels  map[string]string
+	relays  chan *scriptContainer // the streams of each Exec, for the script
+}
+
+func (e *scriptEngine) List(context.Context) ([]ContainerInfo, error) {
+	if e.ctr == nil {
+		return nil, nil
+	}
+	return []ContainerInfo{{ID: e.ctr.ID(), State: "running", Labels: e.labels}}, nil
+}
+
+// Exec gives the script a new stream, which it takes at the host's resume
+// frame.
+func (e *scriptEngine) Exec(context.Context, string, []string) (Container, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	e.relays <- &scriptContainer{in: inW, out: outR, hostR: inR, rtW: outW}
+	return &scriptContainer{in: inW, out: outR}, nil
 }
 
 // ChannelPath lets the scripted runtime reach the bridge's socket where
@@ -401,12 +518,12 @@ func (e *scriptEngine) ChannelPath(dir string) (string, error) {
 	return dir, nil
 }
 
-func (e *scriptEngine) Start(context.Context, ContainerSpec) (Container, error) {
+func (e *scriptEngine) Start(_ context.Context, spec ContainerSpec) (Container, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &scriptContainer{in: inW, out: outR, done: make(chan error, 1)}
-	e.ctr = c
-	go func() { c.done <- script(e.lines, inR, outW) }()
+	e.ctr, e.labels = c, spec.Labels
+	go func() { c.done <- script(e.lines, inR, outW, e.relays) }()
 	return c, nil
 }
 
@@ -414,8 +531,8 @@ func (e *scriptEngine) Start(context.Context, ContainerSpec) (Container, error) 
 // host frame against its line, and writes each runtime line. A channel
 // frame from the host gives the socket and the secret; the runtime's
 // connect line then opens the socket, which carries every later frame.
-func script(lines []string, in io.Reader, out io.WriteCloser) error {
-	defer out.Close()
+func script(lines []string, in io.Reader, out io.WriteCloser, relays <-chan *scriptContainer) error {
+	defer func() { out.Close() }()
 	r := bufio.NewReaderSize(in, 1<<20)
 	var header [16]byte
 	if _, err := io.ReadFull(r, header[:]); err != nil {
@@ -447,6 +564,11 @@ func script(lines []string, in io.Reader, out io.WriteCloser) error {
 				return err
 			}
 			continue
+		}
+		if strings.HasPrefix(frame, `{"t":"resume"`) { // a new host, through a relay
+			relay := <-relays
+			out.Close()
+			r, w, out = bufio.NewReaderSize(relay.hostR, 1<<20), relay.rtW, relay.rtW
 		}
 		got, err := r.ReadBytes('\n')
 		if err != nil {
@@ -529,7 +651,13 @@ type scriptContainer struct {
 	done chan error
 	once sync.Once
 	err  error
+
+	hostR *io.PipeReader // a relay's: the script's ends of its stream
+	rtW   *io.PipeWriter
 }
+
+// Detach lets go of the stream, as a bridge that dies does.
+func (c *scriptContainer) Detach() { c.in.Close() }
 
 func (c *scriptContainer) ID() string            { return "script" }
 func (c *scriptContainer) Stdin() io.WriteCloser { return c.in }

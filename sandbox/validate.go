@@ -50,6 +50,11 @@ func (cfg Config) Validate() error {
 	if cfg.StartTimeout < 0 || cfg.Grace < 0 {
 		return errors.New("the sandbox's start timeout and grace must not be negative: give a positive duration, or 0 for the default")
 	}
+	if cfg.Detachable != nil {
+		if err := cfg.Detachable.check(); err != nil {
+			return err
+		}
+	}
 	if cfg.Workspace != nil && cfg.Workspace.Source == "" {
 		return errors.New("the workspace has no source: give a host directory or a volume name")
 	}

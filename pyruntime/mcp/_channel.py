@@ -13,7 +13,9 @@ Threads:
   host for the whole life of the process: it queues ``exec`` frames for the
   main thread, resolves RPC futures from ``result`` frames, turns
   ``interrupt`` frames into SIGINT for the main thread (and, through
-  ``on_interrupt``, for the cell's processes), and exits the process at EOF;
+  ``on_interrupt``, for the cell's processes), and exits the process at EOF
+  (a detachable sandbox instead waits for a host to take over the channel:
+  :meth:`Channel.detachable`);
 * the output pump threads send ``out`` frames.
 
 A frame write on the main thread is a critical section: a KeyboardInterrupt
@@ -33,6 +35,7 @@ import queue
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from mcp._results import BridgeError, bridge_error
@@ -44,6 +47,10 @@ __all__ = ["Channel", "get"]
 # so that a cell that gathers thousands of calls never makes the host stop
 # reading its frames.
 MAX_IN_FLIGHT = 64
+
+# A detachable sandbox keeps at most this many characters of each stream of
+# its last cell for a host that resumes the channel (the rest is counted).
+KEEP_MAX = 1 << 16
 
 # Channel.hold() keeps at most this many bytes of frames before it writes them.
 HOLD_MAX = 1 << 16
@@ -59,6 +66,14 @@ _Future = None   # concurrent.futures.Future, imported on the first RPC
 # The start of a result frame as the host writes it (sandbox/frame.go), for
 # the id of a result that cannot be decoded.
 _RESULT_ID = re.compile(rb'\s*\{"t":\s*"result",\s*"id":\s*(\d+)')
+
+
+def resume_address(key_hash: str) -> bytes:
+    """The abstract Unix socket a detachable runtime waits on for a new host
+    (in the sandbox's network namespace; the key's hash names it, so that
+    runtimes that share a namespace, as in the runtime's tests, do not
+    meet)."""
+    return b"\0codebridge-resume-" + key_hash[:32].encode("ascii")
 
 
 def get() -> Channel:
@@ -111,6 +126,10 @@ class Channel:
         self.locate: Callable[[], int] = lambda: 0
         self._outbox = None           # the requests of this loop turn (_Outbox)
         self._batches = itertools.count(1)
+        self.kept = None              # the last cell's frames, when detachable (_Kept)
+        self._swap = None             # held while a host takes over the channel
+        self._listener = None         # the resume socket, when detachable
+        self._dropping = False        # frames go to /dev/null: no host holds the channel
         self._graveyard = []          # readers replaced after a fork: never closed (their lock may be held)
 
     def install(self) -> Channel:
@@ -125,7 +144,7 @@ class Channel:
 
     def send(self, frame: dict) -> None:
         """Send one frame (a dict)."""
-        self.send_bytes(encode(frame))
+        self._write(encode(frame), many=False, frame=frame)
 
     def send_many(self, frames: Iterable[dict]) -> None:
         """Send frames from an iterable as one critical section."""
@@ -135,11 +154,11 @@ class Channel:
         """Send one already encoded frame."""
         self._write(data, many=False)
 
-    def _write(self, what, many):
+    def _write(self, what, many, frame=None):
         entered = self.enter_critical()
         try:
             with self._write_lock:
-                self._write_frames(what, many)
+                self._write_frames(what, many, frame)
         finally:
             self.leave_critical(entered)
 
@@ -162,12 +181,17 @@ class Channel:
             if self.armed:
                 raise KeyboardInterrupt
 
-    def _write_frames(self, what, many):
+    def _write_frames(self, what, many, frame=None):
         put = self._write_all if self._held is None else self._hold_bytes
+        kept = self.kept
         if not many:
+            if kept is not None and frame is not None:
+                kept.record(frame)
             put(what)
             return
         for frame in what:
+            if kept is not None:
+                kept.record(frame)
             put(encode(frame))
 
     # ---- held frames ---------------------------------------------------
@@ -208,9 +232,11 @@ class Channel:
                 while view:
                     view = view[os.write(fd, view):]
         except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.EBADF):
+            if exc.errno not in (errno.EPIPE, errno.EBADF):
+                raise
+            if self.kept is None:
                 self.shutdown()  # the host is gone: nothing can work any more
-            raise
+            self._drop_output(fd)  # a detachable sandbox waits for the next host
 
     def log(self, level: str, msg: object) -> None:
         """Send a diagnostic for the host's log."""
@@ -285,18 +311,25 @@ class Channel:
                 return json.loads(line)
 
     def start_reader(self):
-        """Start the reader thread."""
-        threading.Thread(target=self._reader_loop, name="codebridge-reader",
+        """Start the reader thread (of the current channel)."""
+        threading.Thread(target=self._reader_loop, args=(self._in,), name="codebridge-reader",
                          daemon=True).start()
 
-    def _reader_loop(self):
+    def _reader_loop(self, source):
         while True:
             try:
-                line = self._in.readline()
-            except OSError:
+                line = source.readline()
+            except (OSError, ValueError):  # ValueError: closed by a host that took over
                 line = b""
+            if source is not self._in:
+                return  # a host took over the channel: this stream is no longer the host's
             if not line:
-                self.shutdown()
+                if self.kept is None:
+                    self.shutdown()
+                self._host_gone(source)
+                return
+            if self.kept is not None:
+                self.kept.heard = time.monotonic()
             try:
                 frame = json.loads(line)
             except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep
@@ -331,6 +364,8 @@ class Channel:
             return
         kind = frame.get("t")
         if kind == "exec":
+            if self.kept is not None and isinstance(frame.get("id"), int):
+                self.kept.last = max(self.kept.last, frame["id"])
             self.cells.put(frame)
         elif kind == "result":
             self._resolve(frame)
@@ -355,6 +390,148 @@ class Channel:
             threading.Thread(target=lambda: self.send(read_file(frame)), daemon=True).start()
         else:
             self.log("debug", f"unknown frame type {kind!r} ignored")
+
+    # ---- a detachable sandbox (PROTOCOL.md, "Resuming the channel") -----
+
+    def detachable(self, idle: float, key_hash: str, ready: dict) -> None:
+        """Make this sandbox one that outlives its host. The runtime listens
+        on the abstract Unix socket ``resume_address(key_hash)`` in the
+        sandbox's own network namespace, bound now, before any code runs,
+        so that no code can take the name; a new host reaches it through a
+        relay it runs in the sandbox (``mcp/_relay.py``) and proves itself
+        with the key whose SHA-256 is ``key_hash``. When the channel ends,
+        the runtime keeps its interpreter, drops what it writes, and waits
+        for the next host; it keeps the last cell's frames for it
+        (:meth:`resume`) and ends once ``idle`` seconds pass with no frame
+        from a host and no cell's end (:meth:`_watch`). ``ready`` is the
+        ready frame, whose fields the ``resumed`` frame repeats."""
+        import socket
+        self.kept = _Kept(idle, key_hash, ready)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(resume_address(key_hash))
+        self._listener.listen(4)
+        self._detached_threads()
+
+    def _detached_threads(self) -> None:
+        """Start the threads of a detachable runtime: the resume socket's
+        acceptor and the idle deadline's watch (again in a checkpoint that a
+        rewind woke: threads do not survive a fork)."""
+        self._swap = threading.Lock()
+        threading.Thread(target=self._accept_loop, args=(self._listener,), name="codebridge-resume",
+                         daemon=True).start()
+        threading.Thread(target=self._watch, name="codebridge-idle", daemon=True).start()
+
+    def _watch(self) -> None:
+        kept = self.kept
+        while True:
+            left = kept.idle - (time.monotonic() - max(kept.heard, kept.ended))
+            if left <= 0:
+                self.log("warning", f"no host for {kept.idle:g}s: the detached sandbox ends")
+                self.shutdown()
+            time.sleep(left)
+
+    def _host_gone(self, source) -> None:
+        """The host's stream ended: drop what the runtime writes until a
+        host resumes the channel."""
+        with self._swap:
+            if source is self._in:
+                with self._write_lock:
+                    self._drop_output(self._out_fd)
+        try:
+            source.close()  # a relay's socket closes, and the relay ends
+        except OSError:
+            pass
+
+    def _drop_output(self, fd: int) -> None:
+        """Write the frames sent to ``fd`` from now on to /dev/null (the
+        write lock held): a host that is gone reads nothing, and a pipe no
+        one reads would stop the runtime."""
+        if fd != self._out_fd or self._dropping:
+            return
+        self._dropping = True
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        os.dup2(null, fd, inheritable=False)
+        os.close(null)
+
+    def _accept_loop(self, listener) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._take_over, args=(conn,), daemon=True).start()
+
+    def _take_over(self, conn) -> None:
+        """A relay connected: its first line must be ``{"t":"resume","key":K}``
+        with the key of this sandbox; then its connection is the channel in
+        both directions, and the runtime says where it was."""
+        import hashlib
+        import hmac
+        try:
+            conn.settimeout(10)
+            reader = conn.makefile("rb", buffering=1 << 16)
+            first = json.loads(reader.readline(4096) or b"null")
+            key = first.get("key") if isinstance(first, dict) and first.get("t") == "resume" else None
+            if not isinstance(key, str) or not hmac.compare_digest(
+                    hashlib.sha256(key.encode()).hexdigest(), self.kept.key_hash):
+                conn.close()
+                return
+            conn.settimeout(None)
+        except (OSError, ValueError, RecursionError):
+            conn.close()
+            return
+        with self._swap:
+            self.kept.heard = time.monotonic()
+            self._in = reader
+            with self._write_lock:
+                old = self._out_fd
+                self._out_fd, self._dropping = os.dup(conn.fileno()), False
+                if old >= 0:
+                    os.close(old)
+            conn.close()  # the socket closes with the reader's file (makefile keeps it open)
+            self.start_reader()
+            self._forget_checkpoints()
+            self._announce()
+
+    def _forget_checkpoints(self) -> None:
+        """Drop the rewind's checkpoints (mcp._rewind): each holds the
+        previous host's channel, which a rewind would hand back. The next
+        cell's end takes one on this channel."""
+        from mcp import _rewind
+        keeper = _rewind._keeper
+        if keeper is None:
+            return
+        with keeper.lock:
+            for point in list(keeper.points):
+                keeper._drop(point, "a new bridge took over the session (the checkpoint held the old one's channel)")
+
+    def _announce(self) -> None:
+        """Say where the runtime is, in a ``resumed`` frame, to the host
+        that took over: the running cell with its output so far, or the last
+        cell with its done frame (kept until the next exec); then fail the
+        requests the previous host never answered (it may have acted on
+        them: the code learns so). The ``resumed`` frame is the new host's
+        first: frames held for one write are dropped (it counts them)."""
+        kept = self.kept
+        try:
+            self.flush_output()  # text the running cell printed so far counts
+        except Exception as exc:
+            self.log("error", f"resume: flushing output: {type(exc).__name__}: {exc}")
+        lost = list(self._pending)  # sent to the previous host, which never answered
+        entered = self.enter_critical()
+        try:
+            with self._write_lock:
+                if self._held:  # counted in the resumed frame, written to nobody yet
+                    self._held, self._held_size = [], 0
+                self._write_all(encode(kept.resumed(self.exec_id, len(lost))))
+        finally:
+            self.leave_critical(entered)
+        for rid in lost:  # after the resumed frame: what the cell does next is the new host's
+            entry = self._take(rid)
+            if entry is not None:
+                _fail(entry[0], BridgeError(
+                    "the bridge that was to answer this call went away, and another took over "
+                    "the session: whether the call ran is unknown; check before you retry it"))
 
     def shutdown(self) -> None:
         """End the process: the host closed the channel, or is gone. Runs
@@ -548,6 +725,9 @@ class Channel:
         output.resume()
         executor.resume()
         self.start_reader()
+        if self.kept is not None:  # a detachable runtime (above): its threads again
+            self.kept.heard = time.monotonic()
+            self._detached_threads()
 
     # ---- fork ----------------------------------------------------------
 
@@ -567,6 +747,74 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+class _Kept:
+    """What a detachable sandbox keeps for a host that resumes the channel:
+    the frames of its last cell (its output up to ``KEEP_MAX`` characters a
+    stream, and its done frame), the largest exec id it got, and when it
+    last heard from a host and last ended a cell. Written under the
+    channel's write lock."""
+
+    __slots__ = ("idle", "key_hash", "ready", "last", "heard", "ended", "cell", "out", "size",
+                 "dropped", "done")
+
+    def __init__(self, idle: float, key_hash: str, ready: dict):
+        self.idle = float(idle)
+        self.key_hash = key_hash
+        self.ready = ready
+        self.last = 0
+        self.heard = self.ended = time.monotonic()
+        self.cell = None
+        self.out = {"stdout": [], "stderr": []}
+        self.size = {"stdout": 0, "stderr": 0}
+        self.dropped = 0
+        self.done = None
+
+    def record(self, frame: dict) -> None:
+        """Keep ``frame`` when it is a cell's output or end. A frame of a
+        later cell starts the record anew; one of an earlier cell (a thread
+        that outlived it) is not kept."""
+        kind = frame.get("t")
+        if kind not in ("out", "done"):
+            return
+        cell = frame.get("id")
+        if not isinstance(cell, int) or (self.cell is not None and cell < self.cell):
+            return
+        if cell != self.cell:
+            self.cell, self.done, self.dropped = cell, None, 0
+            self.out = {"stdout": [], "stderr": []}
+            self.size = {"stdout": 0, "stderr": 0}
+        if kind == "done":
+            self.done = frame
+            self.ended = time.monotonic()
+            return
+        stream, data = frame.get("stream"), frame.get("data")
+        if stream not in self.out or not isinstance(data, str):
+            return
+        room = max(0, KEEP_MAX - self.size[stream])
+        if room:
+            self.out[stream].append(data[:room])
+            self.size[stream] += min(room, len(data))
+        self.dropped += max(0, len(data) - room)
+
+    def resumed(self, running, lost: int) -> dict:
+        """The ``resumed`` frame: ``running`` is the cell that runs now, or None."""
+        frame = {"t": "resumed", "v": self.ready.get("v"), "python": self.ready.get("python"),
+                 "last": self.last, "lost": lost, "cell": None}
+        cell = running if running is not None else self.cell
+        if cell is None:
+            return frame
+        mine = cell == self.cell
+        frame["cell"] = {
+            "id": cell, "running": running is not None,
+            "stdout": "".join(self.out["stdout"]) if mine else "",
+            "stderr": "".join(self.out["stderr"]) if mine else "",
+            "dropped": self.dropped if mine else 0,
+            "done": ({k: v for k, v in self.done.items() if k != "t"}
+                     if mine and running is None and self.done else None),
+        }
+        return frame
 
 
 class _Prefixed(io.RawIOBase):

@@ -195,7 +195,10 @@ def main(handoff=None):
     os.close(diag)
     output.start()
     channel.start_reader()
-    channel.send({"t": "ready", "v": PROTOCOL_VERSION, "python": sys.version.split()[0]})
+    ready = {"t": "ready", "v": PROTOCOL_VERSION, "python": sys.version.split()[0]}
+    if hello.get("idle"):  # a detachable sandbox: it outlives its host (PROTOCOL.md)
+        channel.detachable(hello["idle"], hello.get("resume", ""), ready)
+    channel.send(ready)
     if first.get("t") != "hello":
         channel.log("warning", f"first frame was {first.get('t')!r}, not hello")
         channel.dispatch(first)

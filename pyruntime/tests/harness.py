@@ -224,7 +224,7 @@ class Cell:
 class Runtime:
     """One runtime process driven like the host drives it."""
 
-    def __init__(self, command=None, servers=SERVERS, upstream=None):
+    def __init__(self, command=None, servers=SERVERS, upstream=None, hello=None):
         self.upstream = upstream or FakeUpstream()
         if command is None:
             command = shlex.split(COMMAND) + [LOADER] if COMMAND else [PYTHON, "-I", "-u", "-c", LOADER]
@@ -252,7 +252,7 @@ class Runtime:
             thread.start()
         archive = build_zip()
         self.write(b"%16d" % len(archive) + archive)
-        self.send({"t": "hello", "v": PROTOCOL_VERSION, "servers": servers})
+        self.send({"t": "hello", "v": PROTOCOL_VERSION, "servers": servers, **(hello or {})})
         if not self._ready.wait(30):
             raise RuntimeError(f"runtime not ready; stderr: {self.stderr_text()}")
 

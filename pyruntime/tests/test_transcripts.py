@@ -6,12 +6,14 @@ session test replays the same files from the host's side
 fails a unit test on that side.
 """
 
+import hashlib
 import json
 import os
 import queue
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,6 +24,7 @@ from pathlib import Path
 from tests import harness
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "testdata" / "protocol"
+RELAY = (Path(__file__).resolve().parents[1] / "relay.py").read_text()
 
 
 def parse_txtar(text):
@@ -58,7 +61,8 @@ class Replay:
         # The loader's init, as pid 1 has it: the rewind transcript needs it.
         env = dict(os.environ, CODEBRIDGE_INIT="subreaper")
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0, env=env)
+                                     stderr=subprocess.PIPE, bufsize=0, env=env,
+                                     start_new_session=True)  # close() can end the init's children too
         self.frames = queue.Queue()
         self.stderr = []
         # The threads that read the runtime's streams; close() waits for
@@ -79,15 +83,36 @@ class Replay:
         self.conn = None       # the direct channel, once the runtime connected
         self.listener = None
         self.secret = None
+        self.key = secrets.token_hex(32)  # a detachable runtime's resume key
+        self.relay = None      # the resume relay, once a new host resumed
 
     def _read(self, stream=None):
         for line in stream or self.proc.stdout:
             frame = json.loads(line)
             if frame.get("t") != "log":  # diagnostics are not part of the exchange
                 self.frames.put(frame)
-        if stream is None and self.conn is not None:
-            return  # stdout ends, unused, after the runtime took the socket
+        if stream is None and (self.conn is not None or self.relay is not None):
+            return  # stdout ends, unused, after the runtime took the socket or a relay
         self.frames.put(None)
+
+    def hello(self, frame):
+        """Play the host's hello; a detachable one gets this replay's key."""
+        want = json.loads(frame)
+        if want.get("resume") == "*":
+            want["resume"] = hashlib.sha256(self.key.encode()).hexdigest()
+            frame = json.dumps(want)
+        self.send(frame)
+
+    def resume(self):
+        """Play a new host: the old one lets go (stdin closes), and the new
+        one runs the relay and sends the resume frame with the key; every
+        later frame travels through the relay."""
+        self.relay = subprocess.Popen([harness.PYTHON, "-I", "-u", "-c", RELAY], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        self.proc.stdin.close()
+        self.readers.append(threading.Thread(target=self._read, args=(self.relay.stdout,), daemon=True))
+        self.readers[-1].start()
+        self.send(json.dumps({"t": "resume", "key": self.key}))
 
     def offer(self, direct):
         """Play the host's channel frame: a real socket (and secret) when the
@@ -116,6 +141,9 @@ class Replay:
         return first
 
     def send(self, line):
+        if self.relay is not None:
+            self.relay.stdin.write(line.encode() + b"\n")
+            return
         if self.conn is not None:
             self.conn.sendall(line.encode() + b"\n")
             return
@@ -132,12 +160,19 @@ class Replay:
         if self.conn is not None:  # its reader holds the descriptor: shut it down
             self.conn.shutdown(socket.SHUT_RDWR)
             self.conn.close()
+        if self.relay is not None:  # a detachable runtime outlives its hosts: end it, and the init
+            self.relay.stdin.close()
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.relay.wait(timeout=30)
+            self.relay.stderr.close()
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
         for t in self.readers:  # the runtime is gone: each stream ends
             t.join(timeout=30)
         self.proc.stdout.close()
         self.proc.stderr.close()
+        if self.relay is not None:
+            self.relay.stdout.close()
         if self.folder:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -175,6 +210,12 @@ class TranscriptTest(unittest.TestCase):
             for n, line in enumerate(lines, 1):
                 side, _, frame = line.partition(": ")
                 want = json.loads(frame)
+                if side == "host" and want.get("t") == "hello":
+                    rt.hello(frame)
+                    continue
+                if side == "host" and want.get("t") == "resume":
+                    rt.resume()
+                    continue
                 if side == "host" and want.get("t") == "channel":
                     rt.offer(direct='"t":"connect"' in lines[n])  # the runtime's answer
                     continue

@@ -16,6 +16,12 @@ const (
 	LabelStart = "io.codebridge.start"
 )
 
+// LabelHandle marks a detachable sandbox ([ContainerSpec.Detachable]) with
+// the digest of its session's handle (never the handle itself); it carries
+// its principal's key in [LabelPrincipal]. A bridge that adopts it finds it
+// by these two.
+const LabelHandle = "io.codebridge.handle"
+
 // ContainerSpec is what an [Engine] needs to start the sandbox container.
 // The hardening itself is not configurable: engines apply all of it.
 type ContainerSpec struct {
@@ -41,6 +47,27 @@ type ContainerSpec struct {
 	// bridge's socket for the direct channel; engines that can carry it
 	// mount it, read-only, at [ChannelDir].
 	Channel string
+	// Detachable makes a container that outlives the bridge that started
+	// it: another bridge can reach its runtime ([Adopter]), and the engine
+	// removes it when it exits (its runtime ends itself when no bridge
+	// comes back). Its Labels carry [LabelHandle] and [LabelPrincipal].
+	Detachable bool
+}
+
+// Adopter is an engine whose detachable containers another bridge can take
+// over: Exec runs cmd (the resume relay) in the running container id, as
+// the container's user, and returns a Container whose Stdin and Stdout are
+// cmd's; its Remove removes the container, its Exited says how the
+// container ended.
+type Adopter interface {
+	Exec(ctx context.Context, id string, cmd []string) (Container, error)
+}
+
+// Detacher is a container whose bridge can let go of it: Detach ends this
+// bridge's streams and leaves the container running, for an [Adopter].
+// Remove still removes it afterwards.
+type Detacher interface {
+	Detach()
 }
 
 // Engine is a container engine that can run the sandbox.

@@ -55,6 +55,18 @@ func (o Owner) IsStale(labels map[string]string) bool {
 	return start != "" && labels[LabelStart] != "" && start != labels[LabelStart]
 }
 
+// IsStaleContainer is [Owner.IsStale] for a container whose state is
+// known. A detachable sandbox ([LabelHandle]) outlives the bridge that
+// started it on purpose: it is stale only once it no longer runs (its
+// runtime ended itself, and the engine did not remove it), never because
+// its bridge is gone.
+func (o Owner) IsStaleContainer(c ContainerInfo) bool {
+	if c.Labels[LabelHandle] != "" {
+		return c.State != "running"
+	}
+	return o.IsStale(c.Labels)
+}
+
 func processAlive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {

@@ -145,6 +145,9 @@ func (e *mobyEngine) Start(ctx context.Context, spec engine.ContainerSpec) (engi
 		AttachStderr: true,
 	}
 	hc := hostConfig(spec.Limits)
+	// A detachable sandbox's runtime ends itself when no bridge comes back
+	// for it; the engine removes what is left, as no bridge may be there.
+	hc.AutoRemove = spec.Detachable
 	if err := e.applyMounts(ctx, spec, cfg, hc); err != nil {
 		return nil, err
 	}
@@ -187,27 +190,60 @@ func (e *mobyEngine) Start(ctx context.Context, spec engine.ContainerSpec) (engi
 		return fail(err)
 	}
 	// Attach before start, so that not a byte of output is missed.
-	att, err := e.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{
+	if err := e.attach(ctx, c); err != nil {
+		return fail(err)
+	}
+	if _, err := e.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(spec.Limits, err)))
+	}
+	return c, nil
+}
+
+// attach attaches to c's stdin, stdout and stderr from now on: stdout
+// becomes c.stdout, stderr goes to the log.
+func (e *mobyEngine) attach(ctx context.Context, c *mobyContainer) error {
+	att, err := e.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		return fail(fmt.Errorf("sandbox: attaching to container %s on %s: %w", engine.Short(created.ID), e.name, err))
+		return fmt.Errorf("sandbox: attaching to container %s on %s: %w", engine.Short(c.id), e.name, err)
 	}
-	c.conn = att.Conn
+	e.streams(c, att.HijackedResponse)
+	return nil
+}
+
+// streams makes a hijacked stream (an attach's, an exec's) c's: its
+// connection is c's stdin, its stdout c.stdout, its stderr goes to the log.
+func (e *mobyEngine) streams(c *mobyContainer, h client.HijackedResponse) {
+	c.conn = h.Conn
 	outR, outW := io.Pipe()
 	c.stdout = outR
-	c.stderr = engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, e.log.With("container", engine.Short(created.ID)))
+	c.stderr = engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, e.log.With("container", engine.Short(c.id)))
 	go func() {
-		_, err := stdcopy.StdCopy(outW, c.stderr, att.Reader)
+		_, err := stdcopy.StdCopy(outW, c.stderr, h.Reader)
 		c.stderr.Close()
 		if err == nil {
 			err = io.EOF
 		}
 		outW.CloseWithError(err)
 	}()
-	if _, err := e.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return fail(fmt.Errorf("sandbox: starting container on %s: %w%s", e.name, err, startHint(spec.Limits, err)))
+}
+
+// Exec runs cmd in the running container id, which another bridge may
+// have started, as the container's user, with its stdin and stdout as the
+// returned container's streams ([engine.Adopter]): removing it removes
+// the container.
+func (e *mobyEngine) Exec(ctx context.Context, id string, cmd []string) (engine.Container, error) {
+	created, err := e.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: cmd, AttachStdin: true, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: running a command in container %s on %s: %w", engine.Short(id), e.name, err)
 	}
+	att, err := e.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: attaching to a command in container %s on %s: %w", engine.Short(id), e.name, err)
+	}
+	c := &mobyContainer{engine: e, id: id}
+	e.streams(c, att.HijackedResponse)
 	return c, nil
 }
 
@@ -318,7 +354,7 @@ func (e *mobyEngine) RemoveStale(ctx context.Context) (int, error) {
 	removed := 0
 	var errs []error
 	for _, s := range list {
-		if !e.owner.IsStale(s.Labels) {
+		if !e.owner.IsStaleContainer(s) {
 			continue
 		}
 		if err := e.remove(ctx, s.ID); err != nil {
@@ -382,6 +418,17 @@ func (c *mobyContainer) ended(ctx context.Context) (*engine.Ended, error) {
 		end.Memory = hc.Memory
 	}
 	return end, nil
+}
+
+// Detach closes this bridge's stream and leaves the container running
+// ([engine.Detacher]). Podman then closes the container's stdin (with
+// OpenStdin and StdinOnce false too), as the end of an exec's stream ends
+// its stdin: a detachable runtime takes that as its bridge's end and waits
+// for another to reach it by [mobyEngine.Exec].
+func (c *mobyContainer) Detach() {
+	if c.conn != nil {
+		c.conn.Close()
+	}
 }
 
 func (c *mobyContainer) Remove(ctx context.Context) error {
