@@ -49,7 +49,7 @@ func BenchmarkProxiedCall(b *testing.B) {
 				defer audit.Close()
 				h.gate = gate.New(gate.Config{Redactor: redactor, Audit: audit, Log: log}).NewSession()
 				store := shapes.Open(statedir.Dir(b.TempDir()), log)
-				defer closeStore(store)
+				defer store.Close()
 				h.shapes = store.Book("")
 			}
 			c := &call{sandboxHost: h}
@@ -68,6 +68,3 @@ func BenchmarkProxiedCall(b *testing.B) {
 		})
 	}
 }
-
-// closeStore writes what store holds that is not in its files yet.
-func closeStore(store *shapes.Store) {}

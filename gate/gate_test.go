@@ -141,8 +141,8 @@ func TestThroughOrder(t *testing.T) {
 	if !bytes.Contains(up.got, []byte(`"who":"carol@example.com"`)) {
 		t.Fatalf("the upstream got %s", up.got)
 	}
-	if string(res) != `{"content":[{"text":"saved <email_1> with <secret:mem.env.KEY>","type":"text"}]}` {
-		t.Fatalf("result: %s", res)
+	if string(res.JSON) != `{"content":[{"text":"saved <email_1> with <secret:mem.env.KEY>","type":"text"}]}` {
+		t.Fatalf("result: %s", res.JSON)
 	}
 	recs := readRecords(t, path)
 	if len(recs) != 3 || recs[0].Outcome != "denied" || recs[1].Event != "call" || recs[1].Decision != "allow" || recs[2].Event != "done" || recs[2].ID != recs[1].ID {
