@@ -378,9 +378,9 @@ func TestSDKToolCallFindsItsCall(t *testing.T) {
 	s := newLineServer(t)
 	ws := &callWatchers{}
 	s.c.calls = ws
-	w, end := ws.watch(nil, &mcp.CallToolParams{})
+	w, end := ws.watch(nil)
 	defer end()
-	other, endOther := ws.watch(nil, &mcp.CallToolParams{})
+	other, endOther := ws.watch(nil)
 	defer endOther()
 	write := func(n float64, params string) jsonrpc.ID {
 		t.Helper()

@@ -156,8 +156,7 @@ func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments
 	}
 	var raw json.RawMessage
 	err = s.sup.run(ctx, caller, "calling tool "+strconv.Quote(tool), func(cctx context.Context, c *conn) error {
-		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-		call, forget := s.watchers.watch(caller, params)
+		call, forget := s.watchers.watch(caller)
 		defer forget()
 		var err error
 		if c.line != nil { // stdio, legacy protocol: the bridge sends it itself
@@ -168,6 +167,8 @@ func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments
 		// The go-sdk sends it; a stdio connection finds the call by its
 		// progress token and leaves the raw result in its slot.
 		defer call.slot.release()
+		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
+		params.SetProgressToken(call.token)
 		res, err := c.cs.CallTool(cctx, params)
 		if err != nil || call.slot.raw != nil {
 			raw = call.slot.raw
