@@ -26,7 +26,7 @@ func buildBridge(ctx context.Context, repo, dir string, tags []string) (string, 
 	cmd.Dir = repo
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/codebridge: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/codebridge: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -64,7 +64,7 @@ func (e *env) startBridgeWith(ctx context.Context, extraEnv []string, configs ..
 	defer cancel()
 	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to codebridge: %v\nstderr:\n%s", err, b.stderr)
+		return nil, fmt.Errorf("connecting to codebridge: %w\nstderr:\n%s", err, b.stderr)
 	}
 	b.cs, b.pid = cs, cmd.Process.Pid
 	return b, nil
@@ -76,7 +76,7 @@ func (b *bridge) call(ctx context.Context, code string) (*mcp.CallToolResult, er
 	defer cancel()
 	res, err := b.cs.CallTool(cctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
 	if err != nil {
-		return nil, fmt.Errorf("run_python: %v\nstderr:\n%s", err, b.stderr)
+		return nil, fmt.Errorf("run_python: %w\nstderr:\n%s", err, b.stderr)
 	}
 	return res, nil
 }

@@ -38,11 +38,11 @@ func (e *env) measureColdAndIdle(ctx context.Context) ([]row, error) {
 		took := time.Since(start)
 		if err != nil || strings.TrimSpace(out) != "1" {
 			b.close()
-			return nil, fmt.Errorf("first run_python: %q, %v", out, err)
+			return nil, fmt.Errorf("first run_python: %q, %w", out, err)
 		}
 		cold = append(cold, took.Seconds())
 
-		if _, err := b.run(ctx, warmAllCode); err != nil {
+		if _, err = b.run(ctx, warmAllCode); err != nil {
 			b.close()
 			return nil, err
 		}

@@ -84,10 +84,10 @@ func (e *env) transferInFreshBridge(ctx context.Context, cfg string, t transfer)
 		return nil, err
 	}
 	defer b.close()
-	if _, err := b.run(ctx, `print(await mcp_stub.echo(message="warm"))`); err != nil {
+	if _, err = b.run(ctx, `print(await mcp_stub.echo(message="warm"))`); err != nil {
 		return nil, err
 	}
-	if v, err := b.run(ctx, "import platform; print(platform.python_version())"); err == nil {
+	if v, verr := b.run(ctx, "import platform; print(platform.python_version())"); verr == nil {
 		e.python = strings.TrimSpace(v)
 	}
 	base, err := procStatus(b.pid, "VmRSS")

@@ -31,7 +31,7 @@ func (e *env) measureGate(ctx context.Context) ([]row, error) {
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": ev.Command, "args": ev.Args, "tools": gateRules}}})
 	gated := filepath.Join(e.tmp, "gate-rules.json")
-	if err := os.WriteFile(gated, cfg, 0o644); err != nil {
+	if err = os.WriteFile(gated, cfg, 0o644); err != nil {
 		return nil, err
 	}
 	off, err := e.startBridgeWith(ctx, []string{"CODEBRIDGE_AUDIT=off"}, plain)

@@ -76,7 +76,7 @@ func (b *httpBridge) session(ctx context.Context) (*bridge, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "codebridge-bench", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, DisableStandaloneSSE: true}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("connecting over HTTP: %v\nstderr:\n%s", err, b.stderr)
+		return nil, fmt.Errorf("connecting over HTTP: %w\nstderr:\n%s", err, b.stderr)
 	}
 	return &bridge{cs: cs, pid: b.cmd.Process.Pid, stderr: b.stderr}, nil
 }
@@ -129,7 +129,7 @@ func (e *env) firstResults(ctx context.Context, warm int) (sample, error) {
 		s = append(s, time.Since(start).Seconds())
 		sess.close()
 		if err != nil || strings.TrimSpace(out) != "1" {
-			return nil, fmt.Errorf("first result %q: %v", out, err)
+			return nil, fmt.Errorf("first result %q: %w", out, err)
 		}
 	}
 	return s, nil
@@ -147,7 +147,7 @@ func (e *env) idlePerSession(ctx context.Context, sessions int) (float64, error)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := one.run(ctx, "print(1)"); err != nil {
+	if _, err = one.run(ctx, "print(1)"); err != nil {
 		return 0, err
 	}
 	base, err := idleRSS(b.cmd.Process.Pid)
@@ -155,11 +155,11 @@ func (e *env) idlePerSession(ctx context.Context, sessions int) (float64, error)
 		return 0, err
 	}
 	for range sessions {
-		s, err := b.session(ctx)
-		if err != nil {
+		var s *bridge
+		if s, err = b.session(ctx); err != nil {
 			return 0, err
 		}
-		if _, err := s.run(ctx, "x = 1"); err != nil {
+		if _, err = s.run(ctx, "x = 1"); err != nil {
 			return 0, err
 		}
 	}

@@ -128,16 +128,8 @@ func (e *env) measureKubeNode(ctx context.Context) ([]row, error) {
 		e.leftPods = k.removeLeft(context.WithoutCancel(ctx), pid)
 	}()
 	for i := range n {
-		s, err := b.session(ctx)
-		if err != nil {
+		if err = e.idleSession(ctx, b, i); err != nil {
 			return nil, err
-		}
-		if out, err := s.run(ctx, "print(1)"); err != nil || strings.TrimSpace(out) != "1" {
-			return nil, fmt.Errorf("session %d: %q, %v", i+1, out, err)
-		}
-		if e.python == "" { // for the report, which the data section fills elsewhere
-			v, _ := s.run(ctx, "import platform\nprint(platform.python_version())")
-			e.python = strings.TrimSpace(v)
 		}
 		if (i+1)%10 == 0 {
 			progress(fmt.Sprintf("%d idle sessions", i+1))
@@ -161,6 +153,23 @@ func (e *env) measureKubeNode(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	return k.nodeRows(ctx, node, pods, ws, rss, from)
+}
+
+// idleSession opens the bridge's i-th session and runs a first cell in
+// it, which leaves its sandbox Pod idle.
+func (e *env) idleSession(ctx context.Context, b *httpBridge, i int) error {
+	s, err := b.session(ctx)
+	if err != nil {
+		return err
+	}
+	if out, err := s.run(ctx, "print(1)"); err != nil || strings.TrimSpace(out) != "1" {
+		return fmt.Errorf("session %d: %q, %w", i+1, out, err)
+	}
+	if e.python == "" { // for the report, which the data section fills elsewhere
+		v, _ := s.run(ctx, "import platform\nprint(platform.python_version())")
+		e.python = strings.TrimSpace(v)
+	}
+	return nil
 }
 
 // allPodMemory reads the memory of every Pod in want: from the kubelet's
@@ -438,6 +447,6 @@ func (k *kubeCluster) roundTrips(ctx context.Context, pod, sub string, opts runt
 	}
 	inW.Close()
 	cancel()
-	<-done
+	<-done //nolint:errcheck // the stream was cancelled just above: its error says only that
 	return trips, nil
 }

@@ -41,75 +41,35 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 	prof := e.profiler(b)
 	// Warm up: the sandbox, the upstream, both code paths.
 	for range 20 {
-		if _, err := b.run(ctx, "print(1)"); err != nil {
+		if _, err = b.run(ctx, "print(1)"); err != nil {
 			return nil, err
 		}
 	}
 	for _, expr := range []string{echoCall, hostRPC} {
-		if _, err := b.run(ctx, pythonSequential(50, expr)); err != nil {
+		if _, err = b.run(ctx, pythonSequential(50, expr)); err != nil {
 			return nil, err
 		}
 	}
 
-	// Warm run_python round trips, timed by the MCP client.
-	var warm runStats
-	end := prof.window("print(1), sequential run_python calls")
-	for range e.runs {
-		lat := make(sample, 0, e.calls)
-		start := time.Now()
-		for range e.calls {
-			t := time.Now()
-			out, err := b.run(ctx, "print(1)")
-			if err != nil {
-				return nil, err
-			}
-			lat = append(lat, time.Since(t).Seconds())
-			if strings.TrimSpace(out) != "1" {
-				return nil, fmt.Errorf("print(1) returned %q", out)
-			}
-		}
-		warm.add(lat, time.Since(start))
+	warm, err := e.warmRuns(ctx, b, prof)
+	if err != nil {
+		return nil, err
 	}
-	end()
-
-	// Proxied calls, sequential and timed inside Python; and the part of
-	// each that is the sandbox-host round trip alone.
-	var proxied, rpc runStats
-	for _, m := range []struct {
-		stats *runStats
-		expr  string
-	}{{&proxied, echoCall}, {&rpc, hostRPC}} {
-		end := prof.window(m.expr + ", sequential")
-		for range e.runs {
-			out, err := b.run(ctx, pythonSequential(e.calls, m.expr))
-			if err != nil {
-				return nil, err
-			}
-			total, lat, err := parseTimings(out, e.calls)
-			if err != nil {
-				return nil, err
-			}
-			m.stats.add(lat, total)
-		}
-		end()
+	// Proxied calls, and the part of each that is the sandbox-host round
+	// trip alone.
+	proxied, err := e.sequentialRuns(ctx, b, prof, echoCall)
+	if err != nil {
+		return nil, err
 	}
-
-	// Proxied calls, all at once with asyncio.gather.
-	var gathered sample
-	end = prof.window("echo, asyncio.gather")
-	for range e.runs {
-		out, err := b.run(ctx, pythonGathered(e.calls))
-		if err != nil {
-			return nil, err
-		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("gathered calls printed %q", out)
-		}
-		gathered = append(gathered, float64(e.calls)/time.Duration(ns).Seconds())
+	rpc, err := e.sequentialRuns(ctx, b, prof, hostRPC)
+	if err != nil {
+		return nil, err
 	}
-	end()
-	if err := e.pythonProfiles(ctx, b); err != nil {
+	gathered, err := e.gatheredRuns(ctx, b, prof)
+	if err != nil {
+		return nil, err
+	}
+	if err = e.pythonProfiles(ctx, b); err != nil {
 		return nil, err
 	}
 
@@ -167,6 +127,67 @@ func (e *env) measureLatency(ctx context.Context) ([]row, error) {
 			target: "≥ 80% of direct concurrent", ok: share >= 0.8,
 		},
 	}, nil
+}
+
+// warmRuns times warm run_python round trips of print(1), by the MCP client.
+func (e *env) warmRuns(ctx context.Context, b *bridge, prof *profiler) (runStats, error) {
+	var warm runStats
+	defer prof.window("print(1), sequential run_python calls")()
+	for range e.runs {
+		lat := make(sample, 0, e.calls)
+		start := time.Now()
+		for range e.calls {
+			t := time.Now()
+			out, err := b.run(ctx, "print(1)")
+			if err != nil {
+				return warm, err
+			}
+			lat = append(lat, time.Since(t).Seconds())
+			if strings.TrimSpace(out) != "1" {
+				return warm, fmt.Errorf("print(1) returned %q", out)
+			}
+		}
+		warm.add(lat, time.Since(start))
+	}
+	return warm, nil
+}
+
+// sequentialRuns times calls of expr made one after another from Python,
+// timed inside Python.
+func (e *env) sequentialRuns(ctx context.Context, b *bridge, prof *profiler, expr string) (runStats, error) {
+	var stats runStats
+	defer prof.window(expr + ", sequential")()
+	for range e.runs {
+		out, err := b.run(ctx, pythonSequential(e.calls, expr))
+		if err != nil {
+			return stats, err
+		}
+		total, lat, err := parseTimings(out, e.calls)
+		if err != nil {
+			return stats, err
+		}
+		stats.add(lat, total)
+	}
+	return stats, nil
+}
+
+// gatheredRuns measures the rate of proxied calls made all at once with
+// asyncio.gather.
+func (e *env) gatheredRuns(ctx context.Context, b *bridge, prof *profiler) (sample, error) {
+	var gathered sample
+	defer prof.window("echo, asyncio.gather")()
+	for range e.runs {
+		out, err := b.run(ctx, pythonGathered(e.calls))
+		if err != nil {
+			return nil, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("gathered calls printed %q", out)
+		}
+		gathered = append(gathered, float64(e.calls)/time.Duration(ns).Seconds())
+	}
+	return gathered, nil
 }
 
 // directEcho makes the same echo calls with a go-sdk client wired straight

@@ -332,6 +332,7 @@ func (e *env) sections() []section {
 		{name: "serving HTTP", measure: e.measureHTTP},
 		{name: "search", measure: e.measureSearch, inProcess: true},
 		{name: "first search of a new bridge", measure: e.measureSearchCold}, // searchcold.go
+		{name: "rewind", measure: e.measureRewind},                           // rewind.go
 	}
 }
 

@@ -150,8 +150,8 @@ func (e *env) taskDirect(ctx context.Context, dir string, want map[string]int) (
 	defer mem.Close()
 	var schemas []*mcp.Tool
 	for _, cs := range []*mcp.ClientSession{fs, mem} {
-		tools, err := listTools(ctx, cs)
-		if err != nil {
+		var tools []*mcp.Tool
+		if tools, err = listTools(ctx, cs); err != nil {
 			return t, err
 		}
 		schemas = append(schemas, tools...)
@@ -159,9 +159,9 @@ func (e *env) taskDirect(ctx context.Context, dir string, want map[string]int) (
 	t.definitions = e.tok.countJSON(schemas)
 
 	call := func(cs *mcp.ClientSession, name string, args map[string]any) (string, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
+		res, cerr := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if cerr != nil {
+			return "", fmt.Errorf("%s: %w", name, cerr)
 		}
 		if res.IsError {
 			return "", fmt.Errorf("%s: %s", name, resultText(res))

@@ -79,6 +79,10 @@ type Options struct {
 	// mounts its principal's, and no other. Its sandboxes start when the
 	// principal is known, so there is no warm pool.
 	WorkspaceOf func(principal.Principal) *sandbox.Mount
+	// SessionIdle ends a session handle that had no call for this long,
+	// and removes its sandbox (handles.go). Zero means
+	// [DefaultSessionIdle].
+	SessionIdle time.Duration
 }
 
 // Bridge serves run_python over MCP. Each MCP session gets its own
@@ -100,6 +104,7 @@ type Bridge struct {
 	reg       *Clients          // its sessions, each one's sandbox session, and its mode (client.go)
 	trips     *roundTrips       // run_python calls of clients on the newer protocol (reg's; roundtrip.go)
 	shapes    *shapes.Store     // the observed shapes of tool results (shapes.go)
+	handles   *handles          // the session handles of clients on the stateless protocol (handles.go)
 
 	mu        sync.Mutex
 	closed    bool
@@ -127,6 +132,7 @@ func New(sandboxes *sandbox.Manager, cfg sandbox.Config, pool *upstream.Pool, op
 		gate: reg.gate, srv: reg.srv, reg: reg, trips: &reg.trips,
 		timeouts: newRunTimeouts(opts.DefaultTimeout, opts.MaxTimeout), runNotes: map[*mcp.ServerSession]string{}}
 	b.shapes = cmp.Or(opts.Shapes, shapes.Open("", opts.Log))
+	b.handles = newHandles(cmp.Or(opts.SessionIdle, DefaultSessionIdle), b.endingSession) // before any session
 	b.srv.AddReceivingMiddleware(b.passRootsChanged)
 	if reg.mode == ManyUsers && opts.Warm > 0 && opts.WorkspaceOf == nil {
 		b.warm = sandboxes.NewWarmPool(cfg, opts.Warm, newSandboxHost(pool, opts.Log).Servers())
@@ -175,19 +181,21 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
-	sess, err := b.sessionOf(req.Session, req.Extra)
+	sess, handle, err := b.pickSession(req, a.Session)
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
 	note := b.takeRunNote(req.Session)
 	if req.Session != nil && multiRoundTrip(req.Session) {
 		return b.runDetached(ctx, req, sess, note, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
-			return sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers)
+			defer b.enter(sess, req.Session)()
+			return withHandle(sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers), handle)
 		})
 	}
+	defer b.enter(sess, req.Session)()
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return withNote(sess.run(ctx, &call{client: req.Session, output: onOutput, request: ctx}, a.Code, timeout, a.Servers), note), nil
+	return withNote(withHandle(sess.run(ctx, &call{client: req.Session, output: onOutput, request: ctx}, a.Code, timeout, a.Servers), handle), note), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,
@@ -229,7 +237,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 	status = res.Status
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	out = render(res, timeout, ledgerNote(res.Status, run.Calls()))
+	out = render(res, timeout, joinNotes(ledgerNote(res.Status, run.Calls()), sess.history.after(res, run.Calls())))
 	out.Content = append(out.Content, c.shared.links()...)
 	return out
 }

@@ -57,13 +57,16 @@ type Clients struct {
 	mu       sync.Mutex
 	single   *session                        // the bridge's single session (stdio, exec), once made
 	sessions map[*mcp.ServerSession]*session // with ManyUsers, the sandbox session of each session that ran code
+	// visiting are the handle sessions (handles.go) that calls of clients
+	// on the stateless protocol run in now, by the request's session.
+	visiting map[*mcp.ServerSession]*session
 }
 
 // NewClients returns the clients of a bridge to be made with opts (its
 // Mode, Gate, Version and Roots), and the MCP server they connect to.
 func NewClients(opts Options) *Clients {
 	c := &Clients{mode: opts.Mode, gate: cmp.Or(opts.Gate, gate.New(gate.Config{})), roots: rootsFromDirs(opts.Roots),
-		sessions: map[*mcp.ServerSession]*session{}}
+		sessions: map[*mcp.ServerSession]*session{}, visiting: map[*mcp.ServerSession]*session{}}
 	c.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Version: cmp.Or(opts.Version, "dev")}, &mcp.ServerOptions{
 		Instructions: "codebridge runs Python with access to the user's MCP servers through one tool, run_python.",
 	})
@@ -98,7 +101,25 @@ func (c *Clients) session(ss *mcp.ServerSession) *session {
 	if c.mode == OneUser {
 		return c.single
 	}
-	return c.sessions[ss]
+	if s := c.sessions[ss]; s != nil {
+		return s
+	}
+	return c.visiting[ss]
+}
+
+// visit registers s as the session a call of ss (a request of a client
+// on the stateless protocol) runs in, until the returned leave is called.
+func (c *Clients) visit(ss *mcp.ServerSession, s *session) (leave func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.visiting[ss] = s
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.visiting[ss] == s {
+			delete(c.visiting, ss)
+		}
+	}
 }
 
 // remove forgets the sandbox session of ss and returns it, or nil.
@@ -152,10 +173,16 @@ func (c *Clients) gateOf(ss *mcp.ServerSession) *gate.Session {
 	return c.gate.NewSession()
 }
 
-// all are every session of the bridge's MCP server.
+// all are every session of the bridge's MCP server that lasts beyond a
+// request: over HTTP, the go-sdk's session of one request of a client on
+// the stateless protocol (it has no id) is none, for it can neither own a
+// server's roots nor hear what comes apart from a call.
 func (c *Clients) all() []*mcp.ServerSession {
 	var out []*mcp.ServerSession
 	for ss := range c.srv.Sessions() {
+		if c.mode == ManyUsers && ss.ID() == "" {
+			continue
+		}
 		out = append(out, ss)
 	}
 	return out
@@ -191,9 +218,12 @@ func sendLog(ctx context.Context, ss *mcp.ServerSession, g *gate.Session, params
 // the servers one session has of its own (per_session, [router.forSession]),
 // that session alone.
 type router struct {
-	c     *Clients
-	only  *mcp.ServerSession // set: the router of one session's own servers
-	notes *cellNotes         // where the warnings tied to no call go; nil: the single session's
+	c    *Clients
+	only *mcp.ServerSession // set: the router of one session's own servers
+	// follow, set, makes the router that of a handle's own servers: their
+	// client is the one whose call runs in the handle's session now.
+	follow *callingClient
+	notes  *cellNotes // where the warnings tied to no call go; nil: the single session's
 }
 
 // forSession is the router of the servers ss has its own clients of
@@ -207,6 +237,12 @@ func (d *router) forSession(ss *mcp.ServerSession, notes *cellNotes) *router {
 // listeners are the sessions that hear the log messages of the router's
 // servers.
 func (d *router) listeners() []*mcp.ServerSession {
+	if d.follow != nil {
+		if ss := d.follow.get(); ss != nil {
+			return []*mcp.ServerSession{ss}
+		}
+		return nil
+	}
 	if d.only != nil {
 		return []*mcp.ServerSession{d.only}
 	}
@@ -218,6 +254,9 @@ func (d *router) listeners() []*mcp.ServerSession {
 // none or several have, the request cannot be told apart, so it goes to
 // none rather than to another user.
 func (d *router) client(server string) *mcp.ServerSession {
+	if d.follow != nil {
+		return d.follow.get()
+	}
 	if d.only != nil {
 		return d.only
 	}
@@ -437,7 +476,7 @@ func (d *router) ListRoots(ctx context.Context, server string) (*mcp.ListRootsRe
 // or the running call's level, applies), with the server's name as the
 // logger, and a warning or worse to the running cell's stderr.
 func (d *router) Log(_ context.Context, server string, p *mcp.LoggingMessageParams) {
-	if d.only == nil && d.c.mode == ManyUsers {
+	if d.only == nil && d.follow == nil && d.c.mode == ManyUsers {
 		return
 	}
 	msg := named(server, p)

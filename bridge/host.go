@@ -38,6 +38,9 @@ type sandboxHost struct {
 	shapes *shapes.Book
 
 	metrics *metrics.Metrics // counts each request of the sandbox; nil: none
+	// sessions are the session's principal's handle sessions, as its
+	// sandbox may list and end them (handles.go); nil: none.
+	sessions *sessionsView
 }
 
 func newSandboxHost(pool *upstream.Pool, log *slog.Logger) *sandboxHost {

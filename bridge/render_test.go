@@ -2,12 +2,15 @@ package bridge
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 func TestRender(t *testing.T) {
@@ -66,4 +69,27 @@ func TestToolDefinitionIsSmall(t *testing.T) {
 	if size > 1000 {
 		t.Fatalf("run_python definition is %d bytes; keep it under 1,000", size)
 	}
+}
+
+// TestToolDefinitionTokens holds the run_python definition (name,
+// description, input schema), as a client reads it from tools/list, to
+// the design's 150 tokens of o200k_base, whatever is configured.
+func TestToolDefinitionTokens(t *testing.T) {
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+	enc, err := tiktoken.GetEncoding("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false) // the client decodes \u003c to <
+	if err := e.Encode(tool()); err != nil {
+		t.Fatal(err)
+	}
+	def := strings.TrimSpace(buf.String())
+	n := len(enc.EncodeOrdinary(def))
+	if n > 150 {
+		t.Fatalf("run_python's definition is %d tokens, over 150: %s", n, def)
+	}
+	t.Logf("run_python's definition: %d tokens, %d bytes", n, len(def))
 }

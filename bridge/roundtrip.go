@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,6 +54,7 @@ type clientQuestion struct {
 type detachedRun struct {
 	id     string
 	ss     *mcp.ServerSession
+	sess   *session             // the sandbox session it runs in
 	asks   chan *clientQuestion // a question of the cell, taken by the waiting call
 	done   chan *mcp.CallToolResult
 	cancel context.CancelFunc // interrupts the cell
@@ -224,12 +226,25 @@ func (t *roundTrips) add(ss *mcp.ServerSession, cancel context.CancelFunc) *deta
 
 // get is the run of ss with request state id, or nil.
 func (t *roundTrips) get(id string, ss *mcp.ServerSession) *detachedRun {
+	return t.getIf(id, func(r *detachedRun) bool { return r.ss == ss })
+}
+
+// getIf is the run with request state id, if ok says it is the caller's,
+// or nil.
+func (t *roundTrips) getIf(id string, ok func(*detachedRun) bool) *detachedRun {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r := t.runs[id]; r != nil && r.ss == ss {
+	if r := t.runs[id]; r != nil && ok(r) {
 		return r
 	}
 	return nil
+}
+
+// inHandle reports whether r runs in a handle's session of principal p:
+// on the stateless protocol each request has a session of its own, so
+// the handle's, and its principal, tell the caller's runs.
+func (r *detachedRun) inHandle(p principal.Principal) bool {
+	return r.sess != nil && r.sess.calling != nil && r.sess.principal == p
 }
 
 func (t *roundTrips) remove(r *detachedRun) {
@@ -259,12 +274,13 @@ func (t *roundTrips) of(ss *mcp.ServerSession) *detachedRun {
 }
 
 // declineAbandoned declines the unanswered questions of every run of ss
-// that no call waits on, and returns how many it declined.
-func (t *roundTrips) declineAbandoned(ss *mcp.ServerSession) int {
+// (or, with a handle's session, of sess) that no call waits on, and
+// returns how many it declined.
+func (t *roundTrips) declineAbandoned(ss *mcp.ServerSession, sess *session) int {
 	t.mu.Lock()
 	runs := make([]*detachedRun, 0, len(t.runs))
 	for _, r := range t.runs {
-		if r.ss == ss {
+		if r.ss == ss || (sess != nil && sess.calling != nil && r.sess == sess) {
 			runs = append(runs, r)
 		}
 	}
@@ -292,10 +308,10 @@ func (t *roundTrips) endSession(ss *mcp.ServerSession) {
 // runDetached starts the cell of a client on the newer protocol apart
 // from its call, then waits as a call does. Its result begins with note.
 func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess *session, note string, start func(context.Context, *detachedRun) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	declined := b.trips.declineAbandoned(req.Session)
+	declined := b.trips.declineAbandoned(req.Session, sess)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := b.trips.add(req.Session, cancel)
-	r.note = note
+	r.note, r.sess = note, sess
 	if declined > 0 {
 		r.note += fmt.Sprintf(abandonedNote, declined)
 	}
@@ -315,11 +331,22 @@ func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess
 // resumeDetached is a call that brings the answers to a detached run's
 // questions: it gives them to the cell and waits on.
 func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	sess, err := b.sessionOf(req.Session, req.Extra)
-	if err != nil {
-		return errorResult("%v", err), nil
+	var r *detachedRun
+	var sess *session
+	if b.stateless(req.Session) {
+		// The request's session is new: the run is the caller's by its
+		// handle's principal.
+		p := principalOf(req.Extra)
+		if r = b.trips.getIf(req.Params.RequestState, func(r *detachedRun) bool { return r.inHandle(p) }); r != nil {
+			sess = r.sess
+		}
+	} else {
+		s, err := b.sessionOf(req.Session, req.Extra)
+		if err != nil {
+			return errorResult("%v", err), nil
+		}
+		sess, r = s, b.trips.get(req.Params.RequestState, req.Session)
 	}
-	r := b.trips.get(req.Params.RequestState, req.Session)
 	if r == nil {
 		return errorResult("this run_python call continues one codebridge no longer has (it ended, was abandoned, or belongs to another session): run the code again"), nil
 	}

@@ -128,14 +128,14 @@ func TestAbandonedQuestionsDeclined(t *testing.T) {
 	old.inputRequired(<-old.asks)
 
 	old.setWaiting(context.Background(), nil) // a call carries them: left alone
-	if n := trips.declineAbandoned(ss); n != 0 {
+	if n := trips.declineAbandoned(ss, nil); n != 0 {
 		t.Fatalf("declined %d questions a call still carries", n)
 	}
 	old.setWaiting(nil, nil)
-	if n := trips.declineAbandoned(&mcp.ServerSession{}); n != 0 {
+	if n := trips.declineAbandoned(&mcp.ServerSession{}, nil); n != 0 {
 		t.Fatalf("another session's call declined %d questions", n)
 	}
-	if n := trips.declineAbandoned(ss); n != 2 {
+	if n := trips.declineAbandoned(ss, nil); n != 2 {
 		t.Fatalf("declined %d questions, want 2", n)
 	}
 	if g := <-approval; g.err != nil || g.a.(*mcp.ElicitResult).Action != "decline" {

@@ -31,6 +31,9 @@ var methods = map[string]method{
 	protocol.MDeleteSkill:  typed(deleteSkill),
 	protocol.MShare:        typed(share),
 	protocol.MCalls:        typed(ledgerCalls), // ledger.go
+	// handles.go
+	protocol.MSessions:   typed(listSessions),
+	protocol.MEndSession: typed(endSession),
 	// resources.go
 	protocol.MListResources:         redacted(pageListing, typed(listResources)),
 	protocol.MListResourceTemplates: redacted(pageListing, typed(listResourceTemplates)),

@@ -27,6 +27,11 @@ type session struct {
 	// cells counts the cells that run now ([session.run]): the HTTP
 	// front ends no session whose cell runs ([Bridge.RunsCell]).
 	cells atomic.Int32
+	// history is its cells' ledgers, for what a rewind undid (rewind.go).
+	history cellHistory
+	// calling, for a handle's session (handles.go), is the client whose
+	// call runs in it now; nil for the others.
+	calling *callingClient
 }
 
 // newSession makes a session of principal p over upstreams. No
@@ -41,6 +46,7 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.busy = b.reg.inflight() // with one session calling a server, its client is the one to ask
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
+	h.sessions = &sessionsView{handles: b.handles, p: p, self: s}
 	switch {
 	case b.opts.WorkspaceOf != nil:
 		cfg := b.cfg
@@ -100,6 +106,49 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 		b.endSession(ss)
 	}()
 	return s, nil
+}
+
+// newHandleSession makes a session of p for a client on the stateless
+// protocol, and the handle that names it (handles.go). Its own upstream
+// clients ask the client whose call runs in it.
+func (b *Bridge) newHandleSession(p principal.Principal) (*session, string, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, "", sandbox.ErrClosed
+	}
+	notes, calling := &cellNotes{}, &callingClient{}
+	s := b.newSession(b.pool.ForSession(&router{c: b.reg, follow: calling, notes: notes}, p.Key()), true, p)
+	s.notes, s.calling = notes, calling
+	handle, err := b.handles.mint(p, s)
+	if err != nil {
+		s.close()
+		return nil, "", err
+	}
+	b.opts.Metrics.Sandboxes(1)
+	b.log.Debug("session sandbox made", "session", HandleTag(handle), "principal", p.String())
+	return s, handle, nil
+}
+
+// endingSession counts s as being removed, for Close to wait on, and
+// returns what removes it. The handles call it under their lock, so that
+// Close, which ends the handles first, waits for every one they ended.
+func (b *Bridge) endingSession(s *session) (remove func()) {
+	b.mu.Lock()
+	b.closing.Add(1)
+	b.ending++
+	b.mu.Unlock()
+	return func() {
+		defer func() {
+			b.mu.Lock()
+			b.ending--
+			b.mu.Unlock()
+			b.closing.Done()
+		}()
+		s.close()
+		b.opts.Metrics.Sandboxes(-1)
+	}
 }
 
 // endSession removes the sandbox of an MCP session that ended.
@@ -172,9 +221,10 @@ func (b *Bridge) takeRunNote(ss *mcp.ServerSession) string {
 // came with its calls; end returns them.
 func (s *session) beginNotes() (end func() string) { return s.notes.begin() }
 
-// Sandboxes is how many MCP sessions have a sandbox now.
+// Sandboxes is how many MCP sessions and session handles have a sandbox
+// now.
 func (b *Bridge) Sandboxes() int {
-	return b.reg.count()
+	return b.reg.count() + b.handles.count()
 }
 
 // Close removes every session's sandbox at once (a cell still running
@@ -196,6 +246,7 @@ func (b *Bridge) closeAll() {
 	}
 	all := append([]*session{b.single}, b.reg.removeAll()...)
 	b.mu.Unlock()
+	all = append(all, b.handles.closeAll()...)
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(s.close)

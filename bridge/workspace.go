@@ -197,6 +197,9 @@ func (b *Bridge) addWorkspace(s *mcp.Server) {
 
 func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
+	if b.stateless(req.Session) {
+		return nil, errStatelessResource
+	}
 	sess, err := b.sessionOf(req.Session, req.Extra)
 	if err != nil {
 		return nil, err

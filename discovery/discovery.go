@@ -166,11 +166,14 @@ type Options struct {
 type Config struct {
 	// Servers are the servers loaded, as [Load] returns them.
 	Servers []Server
-	// Patterns are the files' custom redaction patterns, as [Patterns]
-	// returns them.
+	// Patterns are the files' custom redaction patterns: each file's
+	// top-level "redact" object maps a name to a regular expression
+	// ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a name
+	// wins. Matches are shown to the model as <employee_id_1>.
 	Patterns map[string]string
-	// Packages are the files' package settings, as [LoadPackages] returns
-	// them.
+	// Packages are the files' package settings ("packages",
+	// "allow_packages", "package_index"), read in the order Load reads
+	// the files.
 	Packages Packages
 	// Problems are the problems of every kind, file by file.
 	Problems []Problem
@@ -259,7 +262,7 @@ func (l *loader) listDir(dir string) []string {
 			l.problem(dir, "", "", errors.New("is not a directory; make it a directory of .json files, or move it away"))
 			return nil
 		}
-		l.problem(dir, "", "", fmt.Errorf("cannot list the directory: %v; check its permissions", unwrapPath(err)))
+		l.problem(dir, "", "", fmt.Errorf("cannot list the directory: %w; check its permissions", unwrapPath(err)))
 		// os.ReadDir returns what it could read before the error; use it.
 	}
 	var files []string
@@ -306,7 +309,7 @@ func (l *loader) loadFile(path string) {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			line, col := position(data, se.Offset)
-			l.problem(path, "", "", fmt.Errorf("invalid JSON at line %d, column %d: %v; fix the syntax (JSON allows no comments and no trailing commas)", line, col, se))
+			l.problem(path, "", "", fmt.Errorf("invalid JSON at line %d, column %d: %w; fix the syntax (JSON allows no comments and no trailing commas)", line, col, se))
 			return
 		}
 		l.problem(path, "", "", fmt.Errorf(`the file holds %s, not a JSON object; write {"mcpServers": {...}}`, kindOf(data)))
@@ -339,19 +342,19 @@ func (l *loader) loadFile(path string) {
 	// Decode token by token: a Go map would lose the order of the entries.
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // the opening brace, checked above
-		l.problem(path, "", "mcpServers", fmt.Errorf("cannot decode: %v", err))
+		l.problem(path, "", "mcpServers", fmt.Errorf("cannot decode: %w", err))
 		return
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			l.problem(path, "", "mcpServers", fmt.Errorf("cannot decode: %v", err))
+			l.problem(path, "", "mcpServers", fmt.Errorf("cannot decode: %w", err))
 			return
 		}
 		name, _ := t.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			l.problem(path, name, "", fmt.Errorf("cannot decode: %v", err))
+			l.problem(path, name, "", fmt.Errorf("cannot decode: %w", err))
 			return
 		}
 		l.loadEntry(path, name, v, fileDesc)
@@ -387,7 +390,7 @@ func (l *loader) loadEntry(file, name string, raw json.RawMessage, fileDesc stri
 	}
 	e := &entry{file: file, name: name}
 	if err := json.Unmarshal(raw, &e.fields); err != nil {
-		l.problem(file, name, "", fmt.Errorf("cannot decode: %v", err))
+		l.problem(file, name, "", fmt.Errorf("cannot decode: %w", err))
 		return
 	}
 	if disabled := e.boolean("disabled"); len(e.problems) > 0 || disabled {

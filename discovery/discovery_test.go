@@ -573,16 +573,24 @@ func mkdir(t *testing.T, p string) {
 
 func TestPerSession(t *testing.T) {
 	h := t.TempDir()
-	os.MkdirAll(filepath.Join(h, "MCPs"), 0o755)
-	os.WriteFile(filepath.Join(h, "MCPs", "a.json"), []byte(`{"mcpServers": {
+	must(t, os.MkdirAll(filepath.Join(h, "MCPs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(h, "MCPs", "a.json"), []byte(`{"mcpServers": {
 		"mine": {"command": "x", "per_session": true},
 		"ours": {"command": "y"},
-		"bad": {"command": "z", "per_session": "yes"}}}`), 0o644)
+		"bad": {"command": "z", "per_session": "yes"}}}`), 0o644))
 	servers, problems := Load(Options{Home: h, LookupEnv: func(string) (string, bool) { return "", false }})
 	if len(servers) != 2 || !servers[0].PerSession || servers[1].PerSession {
 		t.Fatalf("servers %+v", servers)
 	}
 	if len(problems) != 1 || problems[0].Server != "bad" || problems[0].Field != "per_session" {
 		t.Fatalf("problems %v", problems)
+	}
+}
+
+// must fails the test at once when a step of its set-up returned an error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

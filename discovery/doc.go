@@ -23,8 +23,8 @@
 // to do about it.
 //
 // [Read] reads the same files once and returns everything they hold: the
-// servers Load returns, the files' custom redaction patterns ([Patterns])
-// and package settings ([LoadPackages]), and the problems of all of them
+// servers Load returns, the files' custom redaction patterns
+// and package settings, and the problems of all of them
 // in one list. A command reads its configuration with Read, once.
 //
 // Within an entry, ${VAR} and ${VAR:-default} are replaced from the

@@ -15,14 +15,19 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(home)
-	os.Mkdir(filepath.Join(home, "MCPs"), 0o755)
-	os.WriteFile(filepath.Join(home, "MCPs", "servers.json"), []byte(`{"mcpServers": {
+	if err = os.Mkdir(filepath.Join(home, "MCPs"), 0o755); err != nil {
+		panic(err)
+	}
+	err = os.WriteFile(filepath.Join(home, "MCPs", "servers.json"), []byte(`{"mcpServers": {
 		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
 		       "cwd": "~/work", "description": "Files under /tmp"},
 		"remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
 		"off": {"command": "x", "disabled": true},
 		"github": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}
 	}}`), 0o644)
+	if err != nil {
+		panic(err)
+	}
 
 	env := map[string]string{"TOKEN": "s3cret"}
 	servers, problems := discovery.Load(discovery.Options{

@@ -100,16 +100,6 @@ func (e *entry) keepTokens() bool {
 	return keep
 }
 
-// Patterns reads the custom redaction patterns of the same files Load
-// reads: each file's top-level "redact" object maps a name to a regular
-// expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a
-// name wins. Matches are shown to the model as <employee_id_1>. The
-// problems are those of the "redact" objects only; [Read] gives all.
-func Patterns(opts Options) (map[string]string, []Problem) {
-	c := Read(opts)
-	return c.Patterns, topLevelProblems(c.Problems, "redact")
-}
-
 // patternsOf adds the "redact" patterns of one file's top-level object.
 func (l *loader) patternsOf(file string, top map[string]json.RawMessage) {
 	raw, ok := top["redact"]

@@ -14,12 +14,12 @@ func TestToolRulesAndPatterns(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
+	must(t, os.WriteFile(good, []byte(`{"redact": {"employee_id": "EMP-[0-9]{6}"},
 	  "mcpServers": {"m": {"command": "true", "tools": {"allow": ["read_*"], "deny": ["delete_*"], "ask": ["create_*"]},
-	    "resources": {"deny": ["secret://*"]}, "prompts": {"allow": ["*"]}}}}`), 0o600)
-	os.WriteFile(bad, []byte(`{"redact": ["x"],
+	    "resources": {"deny": ["secret://*"]}, "prompts": {"allow": ["*"]}}}}`), 0o600))
+	must(t, os.WriteFile(bad, []byte(`{"redact": ["x"],
 	  "mcpServers": {"b": {"command": "true", "tools": {"deny": "delete_*"}}, "c": {"command": "true", "tools": {"deny": ["[x"]}}, "d": {"command": "true", "tools": {"block": []}},
-	    "e": {"command": "true", "resources": ["x"]}, "f": {"command": "true", "prompts": {"ask": ["\\"]}}}}`), 0o600)
+	    "e": {"command": "true", "resources": ["x"]}, "f": {"command": "true", "prompts": {"ask": ["\\"]}}}}`), 0o600))
 	opts := Options{Home: dir, Files: []string{good, bad}, LookupEnv: func(string) (string, bool) { return "", false }}
 	servers, problems := Load(opts)
 	if len(servers) != 1 {
@@ -40,7 +40,7 @@ func TestToolRulesAndPatterns(t *testing.T) {
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}
 	}
-	pats, probs := Patterns(opts)
+	pats, probs := patterns(opts)
 	if pats["employee_id"] != "EMP-[0-9]{6}" || len(probs) != 1 || !strings.Contains(probs[0].Error(), `field "redact"`) {
 		t.Fatalf("patterns %v, problems %v", pats, probs)
 	}
@@ -52,13 +52,13 @@ func TestToolRulesAndPatterns(t *testing.T) {
 func TestRedactRestoreSetting(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "s.json")
-	os.WriteFile(f, []byte(`{"mcpServers": {
+	must(t, os.WriteFile(f, []byte(`{"mcpServers": {
 	  "keep": {"command": "true", "redact": {"restore": false}},
 	  "plain": {"command": "true", "redact": {"restore": true}},
 	  "none": {"command": "true"},
 	  "bad1": {"command": "true", "redact": {"restore": "no"}},
 	  "bad2": {"command": "true", "redact": {"restor": false}},
-	  "bad3": {"command": "true", "redact": false}}}`), 0o600)
+	  "bad3": {"command": "true", "redact": false}}}`), 0o600))
 	servers, problems := Load(Options{Home: dir, Files: []string{f}, LookupEnv: func(string) (string, bool) { return "", false }})
 	keep := map[string]bool{}
 	for _, s := range servers {
@@ -77,4 +77,14 @@ func TestRedactRestoreSetting(t *testing.T) {
 			t.Errorf("no problem %q in:\n%s", want, all)
 		}
 	}
+}
+
+// patterns reads, for the tests, the custom redaction patterns of the same files Load
+// reads: each file's top-level "redact" object maps a name to a regular
+// expression ({"employee_id": "EMP-[0-9]{6}"}); the first definition of a
+// name wins. Matches are shown to the model as <employee_id_1>. The
+// problems are those of the "redact" objects only; [Read] gives all.
+func patterns(opts Options) (map[string]string, []Problem) {
+	c := Read(opts)
+	return c.Patterns, topLevelProblems(c.Problems, "redact")
 }

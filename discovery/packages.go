@@ -3,7 +3,6 @@ package discovery
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // Packages are the package settings of the config files: top-level keys
@@ -22,17 +21,6 @@ type Packages struct {
 	Allow []string
 	// Index is the first package_index set; empty means pip's own.
 	Index string
-}
-
-// packageKeys are the top-level keys of the package settings.
-var packageKeys = []string{"packages", "allow_packages", "package_index"}
-
-// LoadPackages reads the package settings of the files Load reads, in the
-// same order. The problems are those of the package settings only; [Read]
-// gives all.
-func LoadPackages(opts Options) (Packages, []Problem) {
-	c := Read(opts)
-	return c.Packages, topLevelProblems(c.Problems, packageKeys...)
 }
 
 // packagesOf adds one file's package settings.
@@ -61,16 +49,4 @@ func (l *loader) packagesOf(path string, top map[string]json.RawMessage) {
 			l.problem(path, "", "package_index", fmt.Errorf("must be a URL string, not %s", kindOf(raw)))
 		}
 	}
-}
-
-// topLevelProblems are the problems of the given top-level keys of the
-// files.
-func topLevelProblems(all []Problem, keys ...string) []Problem {
-	var out []Problem
-	for _, p := range all {
-		if p.Server == "" && slices.Contains(keys, p.Field) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -60,7 +60,7 @@ func TestDoctor(t *testing.T) {
 	needEnv(t)
 	good := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
 	broken := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
-	os.WriteFile(filepath.Join(broken, "MCPs", "bad.json"), []byte(`{"mcpServers": {"x": {"command": 5}}}`), 0o644)
+	must(t, os.WriteFile(filepath.Join(broken, "MCPs", "bad.json"), []byte(`{"mcpServers": {"x": {"command": 5}}}`), 0o644))
 	dead := home(t, map[string]map[string]server{"s.json": {
 		"stub":   stub(),
 		"broken": {Command: "python3", Args: []string{"-c", "import sys; print('no API key set', file=sys.stderr); sys.exit(1)"}},
@@ -179,9 +179,9 @@ func TestRemoteUpstream(t *testing.T) {
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 
 	h := t.TempDir()
-	os.MkdirAll(filepath.Join(h, "MCPs"), 0o755)
+	must(t, os.MkdirAll(filepath.Join(h, "MCPs"), 0o755))
 	cfg := `{"mcpServers": {"remote": {"url": "` + hs.URL + `", "headers": {"Authorization": "Bearer ${E2E_REMOTE_TOKEN}"}}}}`
-	os.WriteFile(filepath.Join(h, "MCPs", "remote.json"), []byte(cfg), 0o644)
+	must(t, os.WriteFile(filepath.Join(h, "MCPs", "remote.json"), []byte(cfg), 0o644))
 	b := startBridge(t, h, "E2E_REMOTE_TOKEN=s3cret")
 	mustContain(t, b.ok(`print(await mcp_remote.greet(name="sandbox"))`), "hello, sandbox")
 	if !sawAuth {

@@ -108,8 +108,8 @@ print(sorted(k for k in d if k in ('server', 'serverAlias', 'tool', 'toolAlias',
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			got := b.ok(c.code)
+			sb := b.in(t)
+			got := sb.ok(c.code)
 			if !strings.Contains(got, c.want) {
 				t.Fatalf("want %q in:\n%s", c.want, got)
 			}

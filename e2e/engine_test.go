@@ -52,15 +52,6 @@ func codebridgeSeccomp(t *testing.T) {
 	}
 }
 
-// kubeOnly skips a test of the kubernetes engine on other engines.
-func kubeOnly(t *testing.T) {
-	t.Helper()
-	needEnv(t)
-	if !onKubernetes() {
-		t.Skip("runs with CODEBRIDGE_ENGINE=kubernetes and KUBECONFIG naming a cluster")
-	}
-}
-
 // buildTags are the tags codebridge is built with for this run: the
 // kubernetes engine is compiled in only with the tag kubernetes.
 func buildTags() []string {

@@ -156,12 +156,12 @@ func TestFaultOutOfMemory(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
+			sb := b.in(t)
 			want := c.want
 			if c.restarted {
 				want = "ran out of memory (the limit is 512 MiB"
 			}
-			runFault(t, b, c.code, c.restarted, want)
+			runFault(t, sb, c.code, c.restarted, want)
 		})
 	}
 }
@@ -189,9 +189,9 @@ func TestFaultForkBomb(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			setMarker(t, b)
-			r := b.run(c.code, "timeout", 5)
+			sb := b.in(t)
+			setMarker(t, sb)
+			r := sb.run(c.code, "timeout", 5)
 			if !containsAny(r.text, c.statuses) {
 				t.Fatalf("the call ended with none of %q:\n%s", c.statuses, clipText(r.text))
 			}
@@ -204,7 +204,7 @@ func TestFaultForkBomb(t *testing.T) {
 			// answer must say so, and the state is gone. Either way the
 			// answer and the state agree, whatever the machine's speed.
 			restarted := strings.Contains(r.text, "the sandbox was restarted")
-			afterFault(t, b, !restarted)
+			afterFault(t, sb, !restarted)
 			// The limit held: the kernel refused forks beyond it. A restarted
 			// sandbox is a new container whose counters start at zero, so
 			// there only its limit can be checked (the bomb's own container,
@@ -212,7 +212,7 @@ func TestFaultForkBomb(t *testing.T) {
 			if onKubernetes() {
 				return // the limit is the Pod's, in a cgroup the sandbox cannot read
 			}
-			got := b.ok(pidsLimitHeld)
+			got := sb.ok(pidsLimitHeld)
 			if restarted {
 				mustContain(t, got, "limit 128, forks refused: ")
 			} else {
@@ -249,16 +249,16 @@ func TestFaultEndlessOutput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			setMarker(t, b)
-			r := b.run(c.code, "timeout", 3)
+			sb := b.in(t)
+			setMarker(t, sb)
+			r := sb.run(c.code, "timeout", 3)
 			mustFail(t, r, "characters omitted; ", "[status: timeout after 3s; the code was interrupted; variables and imports were kept]")
 			// Head and tail of each stream (20,000 characters by default),
 			// markers and the status: bounded, whatever was printed.
 			if len(r.text) > 50_000 {
 				t.Fatalf("the answer has %d bytes; output is not capped", len(r.text))
 			}
-			afterFault(t, b, true)
+			afterFault(t, sb, true)
 		})
 	}
 }
@@ -287,13 +287,13 @@ subprocess.run(["sh", "-c", "echo subprocess out ok; echo subprocess err ok >&2"
 print("stdin", repr(sys.stdin.read()), repr(os.read(0, 10)))`
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			r := b.run(c.code)
+			sb := b.in(t)
+			r := sb.run(c.code)
 			if r.isError {
 				t.Fatalf("the call failed:\n%s", r.text)
 			}
 			mustContain(t, r.text, c.want)
-			got := b.ok(next)
+			got := sb.ok(next)
 			mustContain(t, got, "print ok", "fd 1 ok", "subprocess out ok", "stdin '' b''",
 				"[stderr]\n", "stderr ok", "fd 2 ok", "subprocess err ok")
 			if i := strings.Index(got, "[stderr]"); strings.Contains(got[i:], "fd 1 ok") || strings.Contains(got[:i], "fd 2 ok") {
@@ -392,8 +392,8 @@ import time; time.sleep(30)`, true, "not a frame"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			runFault(t, b, c.code, c.restarted, c.why)
+			sb := b.in(t)
+			runFault(t, sb, c.code, c.restarted, c.why)
 		})
 	}
 }
@@ -420,9 +420,9 @@ func TestFaultSystemExit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := b.in(t)
-			setMarker(t, b)
-			r := b.run(c.code)
+			sb := b.in(t)
+			setMarker(t, sb)
+			r := sb.run(c.code)
 			if c.clean {
 				if r.isError || strings.Contains(r.text, "SystemExit") || strings.Contains(r.text, "after") {
 					t.Fatalf("a clean exit must end the cell with status ok:\n%s", r.text)
@@ -434,9 +434,9 @@ func TestFaultSystemExit(t *testing.T) {
 			if strings.Contains(r.text, "restarted") {
 				t.Fatalf("the sandbox was restarted:\n%s", r.text)
 			}
-			afterFault(t, b, true)
+			afterFault(t, sb, true)
 			// The event loop still works after a SystemExit inside it.
-			mustContain(t, b.ok("import asyncio\nawait asyncio.sleep(0)\nprint('loop ok')"), "loop ok")
+			mustContain(t, sb.ok("import asyncio\nawait asyncio.sleep(0)\nprint('loop ok')"), "loop ok")
 		})
 	}
 	// SystemExit in a thread ends the thread only, as in any Python program.
@@ -597,7 +597,7 @@ func watch(t *testing.T, name string, pid int) *watchedProc {
 		// Only if the test failed and it still runs; a pidfd names this
 		// process even if its pid was reused.
 		const sysPidfdSendSignal = 424
-		syscall.RawSyscall6(sysPidfdSendSignal, uintptr(p.pidfd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+		_, _, _ = syscall.RawSyscall6(sysPidfdSendSignal, uintptr(p.pidfd), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
 		syscall.Close(p.pidfd)
 	})
 	return p
@@ -633,7 +633,7 @@ func (p *watchedProc) reaped() error {
 	var ws syscall.WaitStatus
 	_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
 	if err := syscall.Kill(p.pid, 0); !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("it exited but its pid is still taken (kill: %v): nobody reaped it", err)
+		return fmt.Errorf("it exited but its pid is still taken (kill: %w): nobody reaped it", err)
 	}
 	return nil
 }

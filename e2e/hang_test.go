@@ -65,7 +65,7 @@ func TestShutdownMidCell(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd.Stdout = io.Discard
-			if err := cmd.Start(); err != nil {
+			if err = cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			for _, msg := range []string{
@@ -74,7 +74,7 @@ func TestShutdownMidCell(t *testing.T) {
 				fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python","arguments":{"code":%q,"timeout":3600}}}`,
 					"await mcp_stub.sleep(seconds=0)\n"+tc.code),
 			} {
-				if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+				if _, err = io.WriteString(stdin, msg+"\n"); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -383,3 +383,11 @@ func mustContain(t *testing.T, got string, wants ...string) {
 		}
 	}
 }
+
+// must fails the test at once when a step of its set-up returned an error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

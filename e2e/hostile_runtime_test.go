@@ -30,7 +30,9 @@ func TestHostileUnknownOCIRuntime(t *testing.T) {
 		Limits: sandbox.Limits{Runtime: "codebridge-no-such-runtime"},
 	})
 	if err == nil {
-		c.Remove(ctx)
+		if rerr := c.Remove(ctx); rerr != nil {
+			t.Errorf("removing that container: %v", rerr)
+		}
 		t.Fatal("a container started with an OCI runtime the engine does not know")
 	}
 	if onKubernetes() {

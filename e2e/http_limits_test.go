@@ -69,7 +69,7 @@ func (b *httpBridge) tryConnect(who string, guard time.Duration) (*mcp.ClientSes
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: who, Version: "1"}, nil)
 	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url,
-		HTTPClient: &http.Client{Transport: withBearer{teamTokens[who]}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{teamTokens[who]}}, DisableStandaloneSSE: true}, oldProtocol) // sessions: 2025-11-25
 }
 
 // initialize POSTs an initialize request with a token (none if empty) and
@@ -123,17 +123,17 @@ func TestHTTPStalledBodyBlocksNoOne(t *testing.T) {
 	if err != nil || !strings.Contains(status, " 100 ") {
 		t.Fatalf("the server did not start reading the body: %q %v", status, err)
 	}
-	if _, err := rd.ReadString('\n'); err != nil { // the blank line after 100 Continue
+	if _, err = rd.ReadString('\n'); err != nil { // the blank line after 100 Continue
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(conn, `{"jsonrpc":"2.0","id":1,"method":"initialize",`); err != nil {
+	if _, err = io.WriteString(conn, `{"jsonrpc":"2.0","id":1,"method":"initialize",`); err != nil {
 		t.Fatal(err)
 	}
 	ended := make(chan string, 1)
 	go func() {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			line = err.Error()
+		line, rerr := rd.ReadString('\n')
+		if rerr != nil {
+			line = rerr.Error()
 		}
 		ended <- line
 	}()

@@ -105,7 +105,7 @@ func (b *httpBridge) connectDroppable(t *testing.T, who string) *httpClient {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: who, Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, oldProtocol) // sessions: 2025-11-25
 	if err != nil {
 		t.Fatalf("%s could not open a session: %v", who, err)
 	}

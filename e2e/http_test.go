@@ -145,8 +145,13 @@ func (b *httpBridge) connect(t *testing.T, name string) *httpClient {
 // connectWith is connect with client options (handlers for requests the
 // bridge makes of the client) and session options; a client with
 // handlers keeps the standalone SSE stream such requests may come on.
+// Nil session options ask for protocol 2025-11-25, whose clients open an
+// MCP session that keeps a sandbox (newer ones pass handles).
 func (b *httpBridge) connectWith(t *testing.T, name string, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *httpClient {
 	t.Helper()
+	if sopts == nil {
+		sopts = oldProtocol
+	}
 	d := &droppable{}
 	hc := &http.Client{Transport: &http.Transport{DialContext: d.dial}}
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, copts)

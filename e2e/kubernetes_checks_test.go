@@ -45,7 +45,7 @@ func installWeakProfile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var p map[string]any
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err = json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}
 	ring := []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
@@ -117,7 +117,9 @@ func TestKubernetesNetworkPolicyRequired(t *testing.T) {
 	if err := ensureNamespace(ctx, cs, ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		logDelete(t, "namespace "+ns, cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
+	})
 	env := []string{"CODEBRIDGE_NAMESPACE=" + ns}
 	want := "no NetworkPolicy selects the sandbox Pods in namespace " + ns
 

@@ -65,7 +65,9 @@ func TestKubernetesBridgeInCluster(t *testing.T) {
 	if err := ensureNamespace(ctx, cs, ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		logDelete(t, "namespace "+ns, cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
+	})
 	applyDeploy(t, cs, cfg, ns)
 	checkSeccompInstaller(t, cs, ns)
 
@@ -382,8 +384,8 @@ func forwardBridge(t *testing.T, cfg *rest.Config, cs *kubernetes.Clientset, ns 
 	t.Cleanup(func() { close(stop) })
 	select {
 	case <-ready:
-	case err := <-errc:
-		t.Fatalf("port-forward to %s: %v", p.Name, err)
+	case ferr := <-errc:
+		t.Fatalf("port-forward to %s: %v", p.Name, ferr)
 	}
 	ports, err := pf.GetPorts()
 	if err != nil || len(ports) != 1 {

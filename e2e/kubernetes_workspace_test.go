@@ -258,8 +258,8 @@ func TestKubernetesWorkspaceNeedsAStorageClass(t *testing.T) {
 	var defaults []string
 	setDefault := func(name, v string) {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, isDefault, v)
-		if _, err := cs.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
+		if _, perr := cs.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); perr != nil {
+			t.Fatal(perr)
 		}
 	}
 	for _, c := range classes.Items {

@@ -90,7 +90,7 @@ func startProviderWith(t *testing.T, kid string, settings map[string]any, client
 	out, _ := cmd.StdoutPipe()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	if err = cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &provider{t: t, key: key, kid: kid, stdin: stdin, done: make(chan struct{})}
@@ -389,7 +389,9 @@ func TestOAuthKeyRotation(t *testing.T) {
 
 	u, _ := url.Parse(idp.issuer)
 	var port int
-	fmt.Sscan(u.Port(), &port)
+	if _, err := fmt.Sscan(u.Port(), &port); err != nil {
+		t.Fatalf("the provider's port %q: %v", u.Port(), err)
+	}
 	idp.stop()
 	rotated := startProvider(t, "after", port, alice)
 	if rotated.issuer != idp.issuer {
@@ -433,7 +435,7 @@ func TestOAuthClientDiscovers(t *testing.T) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "discovering-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, OAuthHandler: handler, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, OAuthHandler: handler, DisableStandaloneSSE: true}, oldProtocol)
 	if err != nil {
 		t.Fatalf("the client did not sign in by itself: %v", err)
 	}

@@ -99,8 +99,8 @@ print("written")
 	if err := os.MkdirAll(filepath.Join(project, "evilpkg"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(project, "evilpkg", "pyproject.toml"), []byte(hostilePyproject), 0o644)
-	os.WriteFile(filepath.Join(project, "evilpkg", "backend.py"), []byte(backend), 0o644)
+	must(t, os.WriteFile(filepath.Join(project, "evilpkg", "pyproject.toml"), []byte(hostilePyproject), 0o644))
+	must(t, os.WriteFile(filepath.Join(project, "evilpkg", "backend.py"), []byte(backend), 0o644))
 	for _, f := range []string{"x-1.0.tar", "x==1.0+foo.tar", "evilpkg-1.0.tar.gz", "privpkg-1.0-py3-none-any.whl"} {
 		if _, err := os.Stat(filepath.Join(project, f)); err != nil {
 			t.Fatalf("the archive is not in place: %v", err)
@@ -181,8 +181,12 @@ func writeSdist(t *testing.T, path, backend string) {
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
 	for name, text := range map[string]string{"evilpkg-1.0/pyproject.toml": hostilePyproject, "evilpkg-1.0/backend.py": backend} {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))})
-		tw.Write([]byte(text))
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tw.Close()
 	gz.Close()
@@ -203,8 +207,13 @@ func writePrivateWheel(t *testing.T, path string) {
 		{"privpkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
 		{"privpkg-1.0.dist-info/RECORD", ""},
 	} {
-		w, _ := zw.Create(f[0])
-		w.Write([]byte(f[1]))
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zw.Close()
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

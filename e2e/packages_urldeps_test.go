@@ -46,7 +46,7 @@ func (ix *urlIndex) serve(w http.ResponseWriter, r *http.Request) {
 	ix.asked = append(ix.asked, r.URL.Path)
 	if name, ok := strings.CutPrefix(r.URL.Path, "/files/"); ok {
 		if data, ok := ix.files[name]; ok {
-			w.Write(data)
+			_, _ = w.Write(data) // a failed write is pip's to report
 			return
 		}
 	}
@@ -59,7 +59,7 @@ func (ix *urlIndex) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			b.WriteString("</body></html>\n")
 			w.Header().Set("Content-Type", "text/html")
-			w.Write([]byte(b.String()))
+			_, _ = w.Write([]byte(b.String())) // a failed write is pip's to report
 			return
 		}
 	}
@@ -109,13 +109,20 @@ func buildWheel(t *testing.T, name, version, body string, requires ...string) (s
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write([]byte(f[1]))
+		if _, err := w.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
 		sum := sha256.Sum256([]byte(f[1]))
 		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f[0], base64.RawURLEncoding.EncodeToString(sum[:]), len(f[1]))
 	}
 	record.WriteString(info + "/RECORD,,\n")
-	w, _ := zw.Create(info + "/RECORD")
-	w.Write([]byte(record.String()))
+	w, err := zw.Create(info + "/RECORD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(record.String())); err != nil {
+		t.Fatal(err)
+	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +249,12 @@ func buildSdist(t *testing.T, dir, backend string) []byte {
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
 	for name, text := range map[string]string{dir + "/pyproject.toml": hostilePyproject, dir + "/backend.py": backend} {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))})
-		tw.Write([]byte(text))
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(text))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := errors.Join(tw.Close(), gz.Close()); err != nil {
 		t.Fatal(err)

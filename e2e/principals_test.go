@@ -23,7 +23,7 @@ func (b *httpBridge) clientAs(t *testing.T, name, token string) *httpClient {
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url, HTTPClient: hc, DisableStandaloneSSE: true}, oldProtocol) // a session: 2025-11-25
 	if err != nil {
 		t.Fatalf("connecting %s: %v\nstderr:\n%s", name, err, b.stderr)
 	}
@@ -171,7 +171,7 @@ func TestTeamSkillsAreReadOnly(t *testing.T) {
 
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	const aliceTok, bobTok = "alice-0123456789abcdef", "bob-0123456789abcdef0"
-	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
+	if err = os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b := startHTTP(t, h, env, "--token-file", tokens)

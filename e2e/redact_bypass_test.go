@@ -186,7 +186,7 @@ func TestRedactSharedWorkspace(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(ws, 0o777)
+	must(t, os.Chmod(ws, 0o777))
 	email := "dana.reyes@example.org"
 	if err := os.WriteFile(filepath.Join(ws, "contacts.txt"), []byte(email+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -102,12 +102,12 @@ func pendingConnection(t *testing.T, ln net.Listener) bool {
 	var accepted bool
 	var acceptErr error
 	err = rc.Control(func(fd uintptr) {
-		nfd, _, err := syscall.Accept(int(fd)) // the fd is non-blocking: EAGAIN when none waits
-		if err == nil {
+		nfd, _, aerr := syscall.Accept(int(fd)) // the fd is non-blocking: EAGAIN when none waits
+		if aerr == nil {
 			syscall.Close(nfd)
 			accepted = true
-		} else if err != syscall.EAGAIN {
-			acceptErr = err
+		} else if aerr != syscall.EAGAIN {
+			acceptErr = aerr
 		}
 	})
 	if err != nil || acceptErr != nil {
@@ -196,7 +196,7 @@ func TestBadInput(t *testing.T) {
 func TestProxyCalls(t *testing.T) {
 	needEnv(t)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the host"), 0o644)
+	must(t, os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the host"), 0o644))
 	b := startBridge(t, home(t, map[string]map[string]server{"servers.json": {
 		"stub":       stub(),
 		"everything": npmServer("mcp-server-everything"),
@@ -267,7 +267,7 @@ func TestDiscoveryFromHome(t *testing.T) {
 		"10-first.json":  {"alpha": stub("--name=alpha"), "shared": stub("--name=first")},
 		"20-second.json": {"beta": stub("--name=beta"), "shared": stub("--name=second"), "me": {Command: binary}},
 	})
-	os.WriteFile(filepath.Join(h, "MCPs", "15-broken.json"), []byte("{not json"), 0o644)
+	must(t, os.WriteFile(filepath.Join(h, "MCPs", "15-broken.json"), []byte("{not json"), 0o644))
 	b := startBridge(t, h)
 	got := b.ok(`print(runtime.discovered_servers())`)
 	mustContain(t, got, "alpha", "shared", "beta")

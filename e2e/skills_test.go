@@ -85,8 +85,8 @@ func TestSkillErrors(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("refused skills were stored: %v", entries)
 	}
-	os.MkdirAll(dir, 0o700)
-	os.WriteFile(filepath.Join(dir, "fails.py"), []byte("def fails():\n    pass\nraise RuntimeError('boom at import')\n"), 0o600)
+	must(t, os.MkdirAll(dir, 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "fails.py"), []byte("def fails():\n    pass\nraise RuntimeError('boom at import')\n"), 0o600))
 	b2 := startBridge(t, h)
 	r := b2.run("from skills import fails")
 	if !r.isError || !strings.Contains(r.text, "skill 'fails' failed to import: RuntimeError: boom at import") {
@@ -213,7 +213,7 @@ print("shared")`, csv, base64.StdEncoding.EncodeToString(png))
 		"codebridge://workspace/etc/passwd":        "is outside /workspace",
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		_, err = b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("reading %s: want an error with %q, got %v", uri, want, err)
@@ -226,7 +226,7 @@ print("shared")`, csv, base64.StdEncoding.EncodeToString(png))
 	b.ok(`open("big.bin", "wb").write(b"x" * (33 << 20))`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codebridge://workspace/big.bin"}); err == nil || !strings.Contains(err.Error(), "at most 32 MiB can be read") {
+	if _, err = b.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codebridge://workspace/big.bin"}); err == nil || !strings.Contains(err.Error(), "at most 32 MiB can be read") {
 		t.Fatalf("a file over the cap should be refused clearly: %v", err)
 	}
 	list, err := b.cs.ListResourceTemplates(ctx, nil)
@@ -275,8 +275,8 @@ func TestMounts(t *testing.T) {
 	needEnv(t)
 	h := home(t, nil)
 	proj := filepath.Join(t.TempDir(), "proj")
-	os.MkdirAll(proj, 0o755)
-	os.WriteFile(filepath.Join(proj, "README"), []byte("project notes"), 0o644)
+	must(t, os.MkdirAll(proj, 0o755))
+	must(t, os.WriteFile(filepath.Join(proj, "README"), []byte("project notes"), 0o644))
 	code := "print(open('/mnt/proj/README').read())\ntry:\n    open('/mnt/proj/new', 'w')\nexcept OSError as e:\n    print('not writable:', e.strerror)\n"
 	stdout, stderr, exit := cli(t, h, code, nil, "exec", "--mount", proj, "-")
 	if exit != 0 {

@@ -35,10 +35,10 @@ func TestShowArguments(t *testing.T) {
 	if !strings.HasPrefix(got, `{"note":"aaaa`) || !strings.Contains(got, `…" (12,345 bytes),"path":"/"}`) || len(got) > maxShownString+60 {
 		t.Fatalf("a long value: %q", got)
 	}
-	if got := showArguments([]byte(`{"a":"x\u202egnp.exe","b":"\"q\"\\","c":"é€😀"}`)); got != `{"a":"x\u202egnp.exe","b":"\"q\"\\","c":"é€😀"}` {
+	if got = showArguments([]byte(`{"a":"x\u202egnp.exe","b":"\"q\"\\","c":"é€😀"}`)); got != `{"a":"x\u202egnp.exe","b":"\"q\"\\","c":"é€😀"}` {
 		t.Fatalf("escapes: %s", got)
 	}
-	if got := showArguments([]byte("{\"a\":\"x\u202egnp\u200b\U000e0041\"}")); got != `{"a":"x\u202egnp\u200b\udb40\udc41"}` {
+	if got = showArguments([]byte("{\"a\":\"x\u202egnp\u200b\U000e0041\"}")); got != `{"a":"x\u202egnp\u200b\udb40\udc41"}` {
 		t.Fatalf("raw characters that do not print: %s", got)
 	}
 	many := make([]string, 100)

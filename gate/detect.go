@@ -92,7 +92,7 @@ func customDetector(name, pattern string) (detector, error) {
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return detector{}, fmt.Errorf("redact: pattern %q: %v; write a Go regular expression (RE2 syntax)", name, err)
+		return detector{}, fmt.Errorf("redact: pattern %q: %w; write a Go regular expression (RE2 syntax)", name, err)
 	}
 	if re.MatchString("") {
 		return detector{}, fmt.Errorf("redact: pattern %q matches empty text; make it match at least one character", name)

@@ -30,6 +30,11 @@ type sessionLimit struct {
 	// open yields the id of each session open now, and whether a cell of
 	// it runs (which the bridge knows).
 	open func() iter.Seq2[string, bool]
+	// handles yields the tag of each session handle live now (the
+	// stateless protocol's sessions, which the bridge keeps), its
+	// principal and whether a cell of it runs; nil yields none. A handle
+	// counts like a session, from the moment it is live.
+	handles func() iter.Seq2[string, openHandle]
 
 	mu      sync.Mutex
 	owned   map[string]*ownedSession // by session id, pruned to open
@@ -37,6 +42,12 @@ type sessionLimit struct {
 	pending map[string]int           // principal -> sessions being opened
 	opening int                      // sessions being opened, in all
 	uses    uint64                   // counts uses: the least recently used session has the smallest lastUse
+}
+
+// openHandle is a live session handle as the limit sees it.
+type openHandle struct {
+	principal string
+	running   bool
 }
 
 // ownedSession is what the limit knows of an open session.
@@ -69,8 +80,8 @@ func (k limitKind) flag() string {
 	return "--max-sessions"
 }
 
-func newSessionLimit(total, perPrincipal int, open func() iter.Seq2[string, bool]) *sessionLimit {
-	return &sessionLimit{total: total, perPrincipal: perPrincipal, open: open,
+func newSessionLimit(total, perPrincipal int, open func() iter.Seq2[string, bool], handles func() iter.Seq2[string, openHandle]) *sessionLimit {
+	return &sessionLimit{total: total, perPrincipal: perPrincipal, open: open, handles: handles,
 		owned: map[string]*ownedSession{}, active: map[activeKey]int{}, pending: map[string]int{}}
 }
 
@@ -122,6 +133,16 @@ func (l *sessionLimit) prune() map[string]bool {
 	running := map[string]bool{}
 	for id, r := range l.open() {
 		running[id] = r
+	}
+	if l.handles != nil {
+		for tag, h := range l.handles() {
+			running[tag] = h.running
+			if l.owned[tag] == nil {
+				now := time.Now()
+				l.uses++
+				l.owned[tag] = &ownedSession{principal: h.principal, opened: now, used: now, lastUse: l.uses}
+			}
+		}
 	}
 	for id := range l.owned {
 		if _, ok := running[id]; !ok {
@@ -249,6 +270,8 @@ func (s *Server) limitSessions(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		who := userID(r)
 		switch {
+		case speaksStateless(r):
+			s.serveStateless(w, r, h, who)
 		case r.Header.Get(sessionIDHeader) != "":
 			s.serveSession(w, r, h, who, r.Header.Get(sessionIDHeader))
 		case opensSession(r):
@@ -338,6 +361,8 @@ func (s *Server) endToMakeRoom(who string, hit limitKind, e *endedSession) strin
 		"session_age", age, "idle", idle, "limit", hit.flag())
 	if ss := s.session(e.id); ss != nil {
 		go ss.Close() // as the idle timeout does; Close waits for nothing of an idle session, but never blocks this request
+	} else {
+		s.b.EndSession(e.id, who, true) // a session handle: its next use says why it ended; its sandbox goes in the background
 	}
 	return fmt.Sprintf("[codebridge ended an older session of yours to make room for this one: %s, "+
 		"and that one, opened %s ago, had been idle for %s (no cell running, no open stream); its variables and files are gone. "+

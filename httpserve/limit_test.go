@@ -329,7 +329,7 @@ func opened(t *testing.T, l *sessionLimit, f fakeSessions, principal, id string)
 // principal for a session being ended is refused.
 func TestLimitEndsTheLeastRecentlyUsedIdleSession(t *testing.T) {
 	f := fakeSessions{}
-	l := newSessionLimit(4, 2, f.open)
+	l := newSessionLimit(4, 2, f.open, nil)
 	opened(t, l, f, "alice", "a1")
 	opened(t, l, f, "alice", "a2")
 	f["a1"] = true // a cell of a1 runs
@@ -363,7 +363,7 @@ func TestLimitEndsTheLeastRecentlyUsedIdleSession(t *testing.T) {
 // idle sessions others have; one with an idle session ends that one.
 func TestLimitNeverEndsAnotherPrincipalsSession(t *testing.T) {
 	f := fakeSessions{}
-	l := newSessionLimit(4, 2, f.open)
+	l := newSessionLimit(4, 2, f.open, nil)
 	opened(t, l, f, "alice", "a1")
 	f["a1"] = true // a cell of a1 runs
 	opened(t, l, f, "bob", "b1")

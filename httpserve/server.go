@@ -24,7 +24,7 @@ import (
 
 // Defaults of [Options], stated once.
 const (
-	DefaultIdleTimeout = 30 * time.Minute
+	DefaultIdleTimeout = bridge.DefaultSessionIdle
 	DefaultMaxSessions = 32
 	DefaultBodyTimeout = 30 * time.Second
 	// DefaultUserShare is the part of MaxSessions one user may hold when
@@ -63,7 +63,9 @@ type Options struct {
 	// TLSCert and TLSKey are PEM files; both empty means plain HTTP.
 	TLSCert, TLSKey string
 	// IdleTimeout ends a session (and removes its sandbox) that sent no
-	// request for this long. Zero means [DefaultIdleTimeout].
+	// request for this long. Zero means [DefaultIdleTimeout]. The bridge's
+	// session handles have their own limit ([bridge.Options.SessionIdle]),
+	// which serve sets to the same.
 	IdleTimeout time.Duration
 	// MaxSessions bounds the sessions open at once. Zero means
 	// [DefaultMaxSessions].
@@ -130,7 +132,7 @@ func New(b *bridge.Bridge, opts Options) (*Server, error) {
 	if !opts.authenticates() {
 		perUser = 0
 	}
-	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.openSessions)
+	s.limit = newSessionLimit(opts.MaxSessions, perUser, s.openSessions, s.openHandles)
 	opts.Metrics.Gauge("codebridge_sessions", "MCP sessions open now.", func() float64 { return float64(s.sessions()) })
 	s.http = &http.Server{ReadHeaderTimeout: headerTimeout, IdleTimeout: idleConnTimeout,
 		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)}
@@ -166,10 +168,17 @@ func (s *Server) authenticator(scheme string, addr net.Addr) (*authenticator, er
 // resource metadata (at RFC 9728's path for the resource URL, and at the
 // root well-known path, which some clients ask first).
 func (s *Server) handler(a *authenticator) http.Handler {
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	server := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		SessionTimeout: s.opts.IdleTimeout,
 		// The Host check below covers loopback too, and allows the names
 		// given with AllowedHosts.
+		DisableLocalhostProtection: true,
+		Logger:                     s.log,
+	})
+	// The newer protocol, on the same endpoint (stateless.go).
+	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
 		DisableLocalhostProtection: true,
 		Logger:                     s.log,
 	})
@@ -187,7 +196,7 @@ func (s *Server) handler(a *authenticator) http.Handler {
 		mux.Handle(oauth.MetadataPath(a.oauth.Resource()), meta)
 		mux.Handle("/.well-known/oauth-protected-resource", meta)
 	}
-	mux.Handle("/mcp", protect(s.readBody(s.limitSessions(streamable))))
+	mux.Handle("/mcp", protect(s.readBody(s.limitSessions(route(stateless, stateful)))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	if s.opts.Metrics != nil {
 		mux.Handle("GET /metrics", protect(s.opts.Metrics.Handler()))
@@ -245,10 +254,10 @@ func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 	return nil
 }
 
-// sessions counts the open MCP sessions.
+// sessions counts the open MCP sessions, and the session handles.
 func (s *Server) sessions() int {
-	n := 0
-	for range s.mcp.Sessions() {
+	n := len(s.b.ListSessions("", true))
+	for range s.openSessions() {
 		n++
 	}
 	return n
@@ -259,6 +268,9 @@ func (s *Server) sessions() int {
 func (s *Server) openSessions() iter.Seq2[string, bool] {
 	return func(yield func(string, bool) bool) {
 		for ss := range s.mcp.Sessions() {
+			if ss.ID() == "" {
+				continue // one request's, on the stateless protocol: none of these lasts
+			}
 			if !yield(ss.ID(), s.b.RunsCell(ss)) {
 				return
 			}

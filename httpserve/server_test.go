@@ -66,12 +66,21 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
+// connect opens an MCP session: a client on protocol 2025-11-25, the
+// last that has sessions (stateless.go).
 func connect(ctx context.Context, url, tok string, base http.RoundTripper) (*mcp.ClientSession, error) {
+	return connectAt(ctx, url, tok, base, "2025-11-25")
+}
+
+// connectAt connects a go-sdk client that asks for protocol version; ""
+// is the client's default (2026-07-28, stateless).
+func connectAt(ctx context.Context, url, tok string, base http.RoundTripper, version string) (*mcp.ClientSession, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok, base}}, DisableStandaloneSSE: true}, nil)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok, base}}, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 func get(t *testing.T, url, tok string, header ...string) (int, string) {

@@ -11,11 +11,11 @@
 // which wheel it would fetch, then that pinned version; the host checks
 // each file is that wheel, reads its METADATA, evaluates the markers of
 // its dependencies for the target, and takes only dependencies that are
-// names the same parser accepts ([ParseRequirement]), never a direct
+// names the same parser accepts (names.go), never a direct
 // reference (a URL or a path) from a package's metadata (resolve.go).
 // So no package code ever runs on the host, and nothing but the index's
 // own wheels is fetched. Only a requirement's canonical form
-// ([Requirement]) reaches pip, which runs isolated in an empty directory
+// (names.go) reaches pip, which runs isolated in an empty directory
 // of its own: pip can read no request as a file, and no configuration but
 // the index's. Downloaded wheels go into a cache under the state
 // directory's packages/ entry, each stored under its SHA-256, and each

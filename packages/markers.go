@@ -264,8 +264,8 @@ func (m markerCompare) eval(env map[string]string) (bool, error) {
 	case "===":
 		return lhs == rhs, nil
 	}
-	if v, err := ParseVersion(lhs); err == nil {
-		if _, err := ParseVersion(strings.TrimSuffix(rhs, ".*")); err == nil {
+	if v, err := parseVersion(lhs); err == nil {
+		if _, err := parseVersion(strings.TrimSuffix(rhs, ".*")); err == nil {
 			return v.satisfies(m.op + rhs), nil
 		}
 	}
@@ -299,7 +299,7 @@ func normalizeExtra(s string) string {
 	if s == "" {
 		return ""
 	}
-	return Normalize(s)
+	return normalize(s)
 }
 
 // markerEnv is what the markers see of the sandbox's Python: its version

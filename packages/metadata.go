@@ -33,16 +33,16 @@ var wheelFile = regexp.MustCompile(`^([A-Za-z0-9](?:[A-Za-z0-9._]*[A-Za-z0-9])?)
 
 // parseWheelFile reads a wheel's file name: its project's normalized
 // name and its version.
-func parseWheelFile(file string) (string, Version, error) {
+func parseWheelFile(file string) (string, pepVersion, error) {
 	m := wheelFile.FindStringSubmatch(file)
 	if m == nil {
-		return "", Version{}, errors.New("not a wheel's file name")
+		return "", pepVersion{}, errors.New("not a wheel's file name")
 	}
-	v, err := ParseVersion(m[2])
+	v, err := parseVersion(m[2])
 	if err != nil {
-		return "", Version{}, err
+		return "", pepVersion{}, err
 	}
-	return Normalize(m[1]), v, nil
+	return normalize(m[1]), v, nil
 }
 
 // metadata is what the host reads of a wheel's METADATA.
@@ -65,7 +65,7 @@ func readWheelMetadata(path, name string) (metadata, error) {
 	if err != nil {
 		return metadata{}, err
 	}
-	if err := checkZipDirectory(f, st.Size()); err != nil {
+	if err = checkZipDirectory(f, st.Size()); err != nil {
 		return metadata{}, err
 	}
 	z, err := zip.NewReader(f, st.Size())
@@ -82,7 +82,7 @@ func readWheelMetadata(path, name string) (metadata, error) {
 			return metadata{}, errors.New("it has more than one .dist-info directory")
 		}
 		project, _, _ := strings.Cut(dir, "-")
-		if Normalize(project) != name {
+		if normalize(project) != name {
 			return metadata{}, fmt.Errorf("its .dist-info directory is of another project, %q", clip(project, 60))
 		}
 		found = e
@@ -192,7 +192,7 @@ func parseMetadata(r io.Reader) (metadata, error) {
 // dependency is one Requires-Dist of a wheel, parsed.
 type dependency struct {
 	// req is the requirement, when it is one the host accepts.
-	req Requirement
+	req requirement
 	// name is the dependency's normalized name, or "" when it has none
 	// the host can read.
 	name string
@@ -210,7 +210,7 @@ type dependency struct {
 
 // parseDependency reads a Requires-Dist value such as
 // "pandas[excel] (>=2.0) ; python_version >= '3.9'". A dependency by name
-// is checked by [ParseRequirement], as the sandbox's own requirements
+// is checked by [parseRequirement], as the sandbox's own requirements
 // are (versions are first put in their normal form: "1.0-RC1" is
 // "1.0rc1"); a direct reference ("name @ URL") is kept only as the
 // redacted text of [dependency.ref]: it is never fetched.
@@ -235,7 +235,7 @@ func parseDependency(line string) dependency {
 		d.bad = "it is a direct reference"
 	} else {
 		d.name = dependencyName(req)
-		r, err := ParseRequirement(normalSpecs(req))
+		r, err := parseRequirement(normalSpecs(req))
 		if err != nil {
 			d.bad = "its name or version is not one the host accepts"
 		}
@@ -262,13 +262,13 @@ func dependencyName(s string) string {
 	if !projectName.MatchString(s[:end]) {
 		return ""
 	}
-	return Normalize(s[:end])
+	return normalize(s[:end])
 }
 
 // normalSpecs rewrites a requirement's versions in their normal form and
 // takes off the parentheses METADATA may put around them: "Foo (>=1.0-RC1)"
 // is "Foo >=1.0rc1". A version that is not PEP 440 is left as it is, for
-// [ParseRequirement] to refuse.
+// [parseRequirement] to refuse.
 func normalSpecs(req string) string {
 	start := strings.IndexAny(req, "(~=!<>")
 	if start < 0 {
@@ -286,7 +286,7 @@ func normalSpecs(req string) string {
 	for i, p := range parts {
 		op, text := splitOperator(strings.TrimSpace(p))
 		release, wild := strings.CutSuffix(text, ".*")
-		if v, err := ParseVersion(release); err == nil && op != "" && op != "===" && len(v.Local) == 0 {
+		if v, err := parseVersion(release); err == nil && op != "" && op != "===" && len(v.Local) == 0 {
 			text = v.Public()
 			if wild {
 				text += ".*"

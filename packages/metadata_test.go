@@ -81,8 +81,13 @@ func writeZip(t *testing.T, files [][2]string) string {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, f := range files {
-		w, _ := zw.Create(f[0])
-		w.Write([]byte(f[1]))
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zw.Close()
 	path := filepath.Join(t.TempDir(), "x.whl")
@@ -122,12 +127,12 @@ func TestReadWheelMetadata(t *testing.T) {
 	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
 	binary.LittleEndian.PutUint32(data[end+12:], maxZipDirectory+1)
 	huge := filepath.Join(t.TempDir(), "huge.whl")
-	os.WriteFile(huge, data, 0o600)
+	must(t, os.WriteFile(huge, data, 0o600))
 	if _, err := readWheelMetadata(huge, "foo-bar"); err == nil || !strings.Contains(err.Error(), "list of files") {
 		t.Errorf("a huge central directory: %v", err)
 	}
 	short := filepath.Join(t.TempDir(), "short.whl")
-	os.WriteFile(short, []byte("PK"), 0o600)
+	must(t, os.WriteFile(short, []byte("PK"), 0o600))
 	if _, err := readWheelMetadata(short, "x"); err == nil {
 		t.Error("a two-byte file was read as a wheel")
 	}
@@ -298,8 +303,8 @@ func TestVersions(t *testing.T) {
 	order := []string{"1.0.dev0", "1.0a1", "1.0a2.dev1", "1.0a2", "1.0b1", "1.0rc1", "1.0", "1.0+abc", "1.0+5", "1.0.post1.dev0", "1.0.post1", "1.1", "1!0.1"}
 	for i := range order {
 		for j := range order {
-			a, err1 := ParseVersion(order[i])
-			b, err2 := ParseVersion(order[j])
+			a, err1 := parseVersion(order[i])
+			b, err2 := parseVersion(order[j])
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -309,12 +314,12 @@ func TestVersions(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{"V1.0-RC.1": "1.0rc1", "1.0-1": "1.0.post1", "1.0.Alpha": "1.0a0", "01.002": "1.2", "1.0_dev-3": "1.0.dev3", "1.0+UBUNTU-1": "1.0+ubuntu.1", "2.0-preview2": "2.0rc2", "1.0.rev4": "1.0.post4"} {
-		if v, err := ParseVersion(in); err != nil || v.String() != want {
+		if v, err := parseVersion(in); err != nil || v.String() != want {
 			t.Errorf("ParseVersion(%q) = %q %v, want %q", in, v.String(), err, want)
 		}
 	}
 	for _, bad := range []string{"", "1.0.", "one", "1.0+", "1.0++x", "1..0", strings.Repeat("9", 19), "1" + strings.Repeat(".1", 40)} {
-		if _, err := ParseVersion(bad); err == nil {
+		if _, err := parseVersion(bad); err == nil {
 			t.Errorf("%q was read as a version", bad)
 		}
 	}
@@ -326,7 +331,7 @@ func TestVersions(t *testing.T) {
 		{"1.0", "<=1.0"}: true, {"1.0", ">=1.0"}: true, {"1.0", "===1.0"}: true, {"1.0", ">=x"}: false, {"1.0", ">=1.*"}: false,
 		{"1.0", "1.0"}: false,
 	} {
-		v, _ := ParseVersion(c[0])
+		v, _ := parseVersion(c[0])
 		if got := v.Satisfies([]string{c[1]}); got != want {
 			t.Errorf("%s %s = %v, want %v", c[0], c[1], got, want)
 		}

@@ -8,17 +8,17 @@ import (
 	"strings"
 )
 
-// MaxRequirements bounds the requirements of one install.
-const MaxRequirements = 64
+// maxRequirements bounds the requirements of one install.
+const maxRequirements = 64
 
 // maxRequirementLen bounds one requirement's text.
 const maxRequirementLen = 200
 
-// Requirement is a request the host accepts, parsed: a project name,
+// requirement is a request the host accepts, parsed: a project name,
 // optional extras and optional version specifiers, all in their canonical
-// forms. Its [Requirement.String] is the only text of the sandbox's that
+// forms. Its [requirement.String] is the only text of the sandbox's that
 // reaches pip.
-type Requirement struct {
+type requirement struct {
 	// Name is the name normalized as PEP 503 compares them: lower case
 	// letters, digits and single "-".
 	Name string
@@ -39,16 +39,16 @@ var (
 	operators = []string{"~=", "==", "!=", "<=", ">=", "<", ">"}
 )
 
-// ParseRequirement reads a requirement such as "Pandas[excel] >= 2, <3".
+// parseRequirement reads a requirement such as "Pandas[excel] >= 2, <3".
 // It accepts a PEP 508 name, extras and PEP 440 version specifiers, and
 // refuses everything else: paths, archives, URLs, markers and pip options.
 // The canonical form it returns can never be read by pip as anything but
 // a name on the index: it has no "/", does not start with "." or "-",
 // and ends in a letter or digit of a name, a "]" or a version's digit or
 // "*", never in an archive's suffix.
-func ParseRequirement(s string) (Requirement, error) {
-	refuse := func(why string) (Requirement, error) {
-		return Requirement{}, fmt.Errorf("%q is not a package name: %s. Give a name from the package index with an optional version, such as \"pandas\" or \"matplotlib>=3.8\" (no paths, archives, URLs, markers or pip options)", clip(s, 80), why)
+func parseRequirement(s string) (requirement, error) {
+	refuse := func(why string) (requirement, error) {
+		return requirement{}, fmt.Errorf("%q is not a package name: %s. Give a name from the package index with an optional version, such as \"pandas\" or \"matplotlib>=3.8\" (no paths, archives, URLs, markers or pip options)", clip(s, 80), why)
 	}
 	if len(s) > maxRequirementLen {
 		return refuse(fmt.Sprintf("it is longer than %d characters", maxRequirementLen))
@@ -61,7 +61,7 @@ func ParseRequirement(s string) (Requirement, error) {
 	if !projectName.MatchString(rest[:end]) {
 		return refuse("a name is letters, digits and \".\", \"-\" or \"_\" between them")
 	}
-	r := Requirement{Name: Normalize(rest[:end])}
+	r := requirement{Name: normalize(rest[:end])}
 	rest = strings.TrimLeft(rest[end:], " \t")
 	if strings.HasPrefix(rest, "[") {
 		closing := strings.IndexByte(rest, ']')
@@ -73,7 +73,7 @@ func ParseRequirement(s string) (Requirement, error) {
 			if !projectName.MatchString(e) {
 				return refuse("an extra is a name")
 			}
-			r.Extras = append(r.Extras, Normalize(e))
+			r.Extras = append(r.Extras, normalize(e))
 		}
 		slices.Sort(r.Extras)
 		r.Extras = slices.Compact(r.Extras)
@@ -115,7 +115,7 @@ func versionSpec(spec string) (string, bool) {
 }
 
 // String is the requirement as pip reads it: "pandas[excel]>=2,<3".
-func (r Requirement) String() string {
+func (r requirement) String() string {
 	s := r.Name
 	if len(r.Extras) > 0 {
 		s += "[" + strings.Join(r.Extras, ",") + "]"
@@ -126,23 +126,23 @@ func (r Requirement) String() string {
 // Name is the normalized name (PEP 503) of a requirement such as
 // "Pandas[excel]>=2", or an error saying why the requirement is refused.
 func Name(req string) (string, error) {
-	r, err := ParseRequirement(req)
+	r, err := parseRequirement(req)
 	return r.Name, err
 }
 
 var separators = regexp.MustCompile(`[-_.]+`)
 
-// Normalize is a package name as PEP 503 compares them: lower case, runs
+// normalize is a package name as PEP 503 compares them: lower case, runs
 // of "-", "_" and "." as one "-".
-func Normalize(name string) string {
+func normalize(name string) string {
 	return separators.ReplaceAllString(strings.ToLower(name), "-")
 }
 
-// Allowed reports whether the normalized name matches one of the globs
+// allowed reports whether the normalized name matches one of the globs
 // (path.Match syntax, compared with normalized names).
-func Allowed(name string, globs []string) bool {
+func allowed(name string, globs []string) bool {
 	for _, g := range globs {
-		if ok, err := path.Match(Normalize(g), name); err == nil && ok {
+		if ok, err := path.Match(normalize(g), name); err == nil && ok {
 			return true
 		}
 	}

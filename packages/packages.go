@@ -127,21 +127,21 @@ func (e *Error) Error() string { return e.Msg }
 
 // Check refuses requirements the host does not accept, or whose names the
 // allow-list does not match; it returns them in canonical form
-// ([Requirement.String]), the only form that reaches pip.
+// ([requirement.String]), the only form that reaches pip.
 func (in *Installer) Check(reqs []string) ([]string, error) {
 	if len(reqs) == 0 {
 		return nil, &Error{Kind: Refused, Msg: "name at least one package to install, such as install(\"pandas\")"}
 	}
-	if len(reqs) > MaxRequirements {
-		return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%d requirements in one install: at most %d", len(reqs), MaxRequirements)}
+	if len(reqs) > maxRequirements {
+		return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%d requirements in one install: at most %d", len(reqs), maxRequirements)}
 	}
 	canon := make([]string, len(reqs))
 	for i, r := range reqs {
-		req, err := ParseRequirement(r)
+		req, err := parseRequirement(r)
 		if err != nil {
 			return nil, &Error{Kind: Refused, Msg: err.Error()}
 		}
-		if !Allowed(req.Name, in.opts.Allow) {
+		if !allowed(req.Name, in.opts.Allow) {
 			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("the package %q is not allowed here: allow_packages is %q; the user can add it to allow_packages in a codebridge config file", req.Name, in.opts.Allow)}
 		}
 		canon[i] = req.String()
@@ -160,7 +160,7 @@ func (in *Installer) Resolve(ctx context.Context, reqs []string, target Target, 
 	if err != nil {
 		return nil, err
 	}
-	if err := target.Check(); err != nil {
+	if err = target.Check(); err != nil {
 		return nil, &Error{Kind: Refused, Msg: err.Error()}
 	}
 	root, err := in.opts.State.Ensure(statedir.Packages)

@@ -98,8 +98,13 @@ func testWheel(t *testing.T, name, version string, requires ...string) (string, 
 		{info + ".dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
 		{info + ".dist-info/RECORD", ""},
 	} {
-		w, _ := zw.Create(f[0])
-		w.Write([]byte(f[1]))
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -238,7 +243,7 @@ func TestRefusals(t *testing.T) {
 	if c := calls(); len(c) != 1 || c[0] != "" {
 		t.Fatalf("pip ran for refused requests: %q", c)
 	}
-	if New(Options{Allow: []string{}}).opts.Allow == nil || Allowed("x", []string{}) {
+	if New(Options{Allow: []string{}}).opts.Allow == nil || allowed("x", []string{}) {
 		t.Fatal("an empty allow-list must allow nothing")
 	}
 }
@@ -300,7 +305,7 @@ func TestPipIsolated(t *testing.T) {
 		"global.cert='/etc/ssl/ca.pem'\n:env:.index-url='https://env.example/simple'\ndownload.trusted-host='a.example b.example'\n"+
 		"install.proxy='http://install-only:3128'\nglobal.client-cert='/x/\\'quoted'\n")
 	cwd, _ := os.Getwd()
-	os.WriteFile("tabulate", []byte("a file named like the request"), 0o600)
+	must(t, os.WriteFile("tabulate", []byte("a file named like the request"), 0o600))
 	defer os.Remove("tabulate")
 	in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
 	if _, err := in.Resolve(context.Background(), []string{"tabulate"}, target, false); err != nil {
@@ -355,7 +360,7 @@ func TestParseRequirement(t *testing.T) {
 		"torch!=2.1.0rc1":              "torch!=2.1.0rc1",
 		"a==1!2.0.post1.dev3":          "a==1!2.0.post1.dev3",
 	} {
-		r, err := ParseRequirement(in)
+		r, err := parseRequirement(in)
 		if err != nil || r.String() != want {
 			t.Errorf("ParseRequirement(%q) = %q, %v; want %q", in, r.String(), err, want)
 		}
@@ -364,8 +369,16 @@ func TestParseRequirement(t *testing.T) {
 		"x==1.0+foo.tar", "x===1.0.tar", "x>=2.*", "x==1.0.tar", "x @ file:///tmp/x.tar", "file:///tmp/x.tar",
 		"git+https://example.invalid/x.git", "x; os_name=='nt'", "x[", "x[a/b]", "C:\\x.whl", "x y", "x\n--index-url=y",
 		strings.Repeat("a", 201)} {
-		if r, err := ParseRequirement(bad); err == nil || !strings.Contains(err.Error(), "is not a package name") {
+		if r, err := parseRequirement(bad); err == nil || !strings.Contains(err.Error(), "is not a package name") {
 			t.Errorf("ParseRequirement(%q) = %q, %v: want a refusal", bad, r.String(), err)
 		}
+	}
+}
+
+// must fails the test at once when a step of its set-up returned an error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -30,7 +30,7 @@ func (in *Installer) Available(ctx context.Context) (string, error) {
 	}
 	version := strings.TrimSpace(string(out))
 	if f := strings.Fields(version); len(f) >= 2 && f[0] == "pip" {
-		if v, err := ParseVersion(f[1]); err == nil && !v.Satisfies([]string{">=" + minPip}) {
+		if v, err := parseVersion(f[1]); err == nil && !v.Satisfies([]string{">=" + minPip}) {
 			return "", fmt.Errorf("%w: %q is pip %s, and on-demand installs need pip %s or newer (its --report, which names the URL of a wheel before it is fetched): python3 -m pip install --user --upgrade pip, or point --pip at a newer pip",
 				errOldPip, strings.Join(in.opts.Pip, " "), f[1], minPip)
 		}
@@ -92,7 +92,7 @@ func pipEnv(user bool) []string {
 	return env
 }
 
-// download resolves reqs (canonical requirements, [Requirement.String])
+// download resolves reqs (canonical requirements, [requirement.String])
 // and their dependencies for t into a fresh directory ([Installer.resolve]:
 // the host reads every dependency itself, and pip fetches only wheels by
 // name), and moves the wheels into the cache.

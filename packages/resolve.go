@@ -16,9 +16,9 @@ import (
 	"strings"
 )
 
-// MaxDistributions bounds the distributions of one install, its
+// maxDistributions bounds the distributions of one install, its
 // dependencies included.
-const MaxDistributions = 256
+const maxDistributions = 256
 
 // maxRounds bounds the rounds of one resolution (each asks pip about the
 // names the round before found).
@@ -36,7 +36,7 @@ const maxReport = 64 << 20
 // wheel (its name, version and hash), reads its METADATA, evaluates each
 // Requires-Dist's marker for the sandbox's Python, and refuses a
 // dependency that applies but is a direct reference (a URL or a path) or
-// not a requirement [ParseRequirement] accepts. The names found are the
+// not a requirement [parseRequirement] accepts. The names found are the
 // next round's, until every name has a wheel that meets every version
 // asked of it. There is no backtracking: a version some dependency rules
 // out is fetched again with every specifier asked of it, and when no
@@ -45,7 +45,7 @@ const maxReport = 64 << 20
 // dist is a wheel the resolution holds for a project.
 type dist struct {
 	name    string
-	version Version
+	version pepVersion
 	file    string // the downloaded wheel, under the resolution's directory
 	deps    []dependency
 }
@@ -65,7 +65,7 @@ type want struct {
 	asks []string
 }
 
-func (w *want) add(r Requirement, by string) {
+func (w *want) add(r requirement, by string) {
 	for _, s := range r.Specs {
 		if !slices.Contains(w.specs, s) {
 			w.specs = append(w.specs, s)
@@ -93,7 +93,7 @@ func (w *want) add(r Requirement, by string) {
 func (w *want) requirement() string {
 	specs := slices.Clone(w.specs)
 	slices.Sort(specs)
-	return Requirement{Name: w.name, Specs: specs}.String()
+	return requirement{Name: w.name, Specs: specs}.String()
 }
 
 // resolution is one install's resolution.
@@ -103,7 +103,7 @@ type resolution struct {
 	dir    string   // a fresh directory for pip's files
 	target Target
 	env    map[string]string
-	roots  []Requirement
+	roots  []requirement
 	chosen map[string]*dist
 }
 
@@ -112,7 +112,7 @@ type resolution struct {
 func (in *Installer) resolve(ctx context.Context, dir string, reqs []string, t Target) ([]*dist, error) {
 	r := &resolution{in: in, reqs: reqs, dir: dir, target: t, env: t.markerEnv(), chosen: map[string]*dist{}}
 	for _, s := range reqs {
-		req, err := ParseRequirement(s)
+		req, err := parseRequirement(s)
 		if err != nil {
 			return nil, &Error{Kind: Refused, Msg: err.Error()}
 		}
@@ -123,8 +123,8 @@ func (in *Installer) resolve(ctx context.Context, dir string, reqs []string, t T
 		if err != nil {
 			return nil, err
 		}
-		if len(wants) > MaxDistributions {
-			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%s need more than %d packages with their dependencies: install fewer at a time", strings.Join(reqs, " "), MaxDistributions)}
+		if len(wants) > maxDistributions {
+			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("%s need more than %d packages with their dependencies: install fewer at a time", strings.Join(reqs, " "), maxDistributions)}
 		}
 		var fetch []*want
 		for _, w := range wants {
@@ -168,7 +168,7 @@ type refused struct {
 // dependency that applies but that the host refuses.
 func (r *resolution) closure() ([]*want, *refused, error) {
 	type item struct {
-		req Requirement
+		req requirement
 		by  string
 	}
 	var order []*want
@@ -180,7 +180,7 @@ func (r *resolution) closure() ([]*want, *refused, error) {
 	}
 	expanded := map[string]bool{}
 	evaluations := 0
-	for len(queue) > 0 && len(order) <= MaxDistributions {
+	for len(queue) > 0 && len(order) <= maxDistributions {
 		it := queue[0]
 		queue = queue[1:]
 		w := wants[it.req.Name]
@@ -243,7 +243,7 @@ func (r *resolution) refuse(d *dist, dep dependency, why string) *Error {
 // pick is the wheel pip would fetch for a want: its version, URL and
 // hash, from pip's report.
 type pick struct {
-	version Version
+	version pepVersion
 	sha256  string
 }
 
@@ -298,7 +298,7 @@ func (r *resolution) fetch(ctx context.Context, round int, wants []*want) error 
 
 // ask is pip's choice of a wheel for each requirement (pip install
 // --dry-run --no-deps --report): an http(s) URL on the index with a
-// sha256, of the project asked for, with a version [ParseRequirement]
+// sha256, of the project asked for, with a version [parseRequirement]
 // accepts in a pin.
 func (r *resolution) ask(ctx context.Context, dir string, reqs []string, byName map[string]*want) (map[string]pick, error) {
 	path := filepath.Join(dir, "report.json")
@@ -312,7 +312,7 @@ func (r *resolution) ask(ctx context.Context, dir string, reqs []string, byName 
 	}
 	picks := map[string]pick{}
 	for _, it := range rep.Install {
-		name := Normalize(it.Metadata.Name)
+		name := normalize(it.Metadata.Name)
 		if _, dup := picks[name]; byName[name] == nil || dup {
 			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("asked for %s, the index gave a wheel of %q: the host takes only the projects it asks for", strings.Join(reqs, " "), clip(it.Metadata.Name, 60))}
 		}
@@ -325,7 +325,7 @@ func (r *resolution) ask(ctx context.Context, dir string, reqs []string, byName 
 		if it.DownloadInfo.ArchiveInfo != nil {
 			sum = strings.ToLower(it.DownloadInfo.ArchiveInfo.Hashes["sha256"])
 		}
-		v, err := ParseVersion(it.Metadata.Version)
+		v, err := parseVersion(it.Metadata.Version)
 		if !sha256Hex.MatchString(sum) || err != nil || !publicVersion.MatchString(v.Public()) {
 			return nil, &Error{Kind: Refused, Msg: fmt.Sprintf("the index's wheel of %s has no sha256 or no public PEP 440 version (%q): the host fetches only wheels it can pin", name, clip(it.Metadata.Version, 40))}
 		}
@@ -386,7 +386,7 @@ func (r *resolution) take(dir string, picks map[string]pick) error {
 		}
 		got[name] = true
 		path := filepath.Join(dir, e.Name())
-		if sum, err := fileSHA256(path); err != nil || sum != p.sha256 {
+		if sum, serr := fileSHA256(path); serr != nil || sum != p.sha256 {
 			return &Error{Kind: Refused, Msg: fmt.Sprintf("the wheel %s pip fetched is not the one the index listed (its sha256 differs): the host refused it", clip(e.Name(), 80))}
 		}
 		d, err := readDist(path, name, p.version)
@@ -405,13 +405,13 @@ func (r *resolution) take(dir string, picks map[string]pick) error {
 
 // readDist reads a downloaded wheel's METADATA and checks it is of the
 // project and version its file name says.
-func readDist(path, name string, version Version) (*dist, error) {
+func readDist(path, name string, version pepVersion) (*dist, error) {
 	md, err := readWheelMetadata(path, name)
 	if err != nil {
 		return nil, err
 	}
-	v, verr := ParseVersion(md.Version)
-	if Normalize(md.Name) != name || verr != nil || v.Compare(version) != 0 {
+	v, verr := parseVersion(md.Version)
+	if normalize(md.Name) != name || verr != nil || v.Compare(version) != 0 {
 		return nil, fmt.Errorf("its METADATA says it is %q %q, not %s %s", clip(md.Name, 60), clip(md.Version, 40), name, version)
 	}
 	d := &dist{name: name, version: version, file: path}

@@ -184,14 +184,14 @@ func TestIndexWheelsChecked(t *testing.T) {
 		"another project": {func(t *testing.T) {
 			other, otherData := testWheel(t, "other", "1.0")
 			fakePublishFile(t, "pkg", "1.0", "https://index.example/"+other, other, otherData)
-			os.Rename(filepath.Join(os.Getenv("INDEX"), "pkg.json"), filepath.Join(os.Getenv("INDEX"), "pkg.json.tmp"))
+			must(t, os.Rename(filepath.Join(os.Getenv("INDEX"), "pkg.json"), filepath.Join(os.Getenv("INDEX"), "pkg.json.tmp")))
 			b, _ := os.ReadFile(filepath.Join(os.Getenv("INDEX"), "pkg.json.tmp"))
-			os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg.json"), []byte(strings.Replace(string(b), `"name":"pkg"`, `"name":"other"`, 1)), 0o600)
+			must(t, os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg.json"), []byte(strings.Replace(string(b), `"name":"pkg"`, `"name":"other"`, 1)), 0o600))
 		}, `the index gave a wheel of "other"`},
 		"changed file": {func(t *testing.T) {
 			fakePublishFile(t, "pkg", "1.0", "https://index.example/"+file, file, data)
 			_, changed := testWheel(t, "pkg", "1.0", "base")
-			os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg", file), changed, 0o600)
+			must(t, os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg", file), changed, 0o600))
 		}, "is not the one the index listed (its sha256 differs)"},
 		"an sdist": {func(t *testing.T) {
 			fakePublishFile(t, "pkg", "1.0", "https://index.example/pkg-1.0.tar.gz", "pkg-1.0.tar.gz", []byte("sdist"))
@@ -210,7 +210,7 @@ func TestIndexWheelsChecked(t *testing.T) {
 		"no hash": {func(t *testing.T) {
 			fakePublishFile(t, "pkg", "1.0", "https://index.example/"+file, file, data)
 			b, _ := os.ReadFile(filepath.Join(os.Getenv("INDEX"), "pkg.json"))
-			os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg.json"), []byte(strings.Replace(string(b), `"sha256"`, `"md5"`, 1)), 0o600)
+			must(t, os.WriteFile(filepath.Join(os.Getenv("INDEX"), "pkg.json"), []byte(strings.Replace(string(b), `"sha256"`, `"md5"`, 1)), 0o600))
 		}, "has no sha256"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -239,7 +239,7 @@ func TestIndexWheelsChecked(t *testing.T) {
 func TestConflictsAndBounds(t *testing.T) {
 	pip, calls := fakePip(t, "")
 	fakePublish(t, "plot", "3.8", "numpy<2,>=1.21")
-	os.WriteFile(filepath.Join(os.Getenv("INDEX"), "numpy.refuse"), []byte("<2"), 0o600)
+	must(t, os.WriteFile(filepath.Join(os.Getenv("INDEX"), "numpy.refuse"), []byte("<2"), 0o600))
 	in := New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
 	_, err := in.Resolve(context.Background(), []string{"numpy==2.0", "plot"}, target, false)
 	var pe *Error
@@ -260,13 +260,13 @@ func TestConflictsAndBounds(t *testing.T) {
 
 	pip, calls = fakePip(t, "")
 	var deps []string
-	for i := range MaxDistributions + 10 {
+	for i := range maxDistributions + 10 {
 		deps = append(deps, fmt.Sprintf("dep%d", i))
 	}
 	fakePublish(t, "huge", "1.0", deps...)
 	in = New(Options{State: statedir.Dir(t.TempDir()), Pip: pip})
 	_, err = in.Resolve(context.Background(), []string{"huge"}, target, false)
-	if !errors.As(err, &pe) || pe.Kind != Refused || !strings.Contains(pe.Msg, fmt.Sprintf("more than %d packages", MaxDistributions)) {
+	if !errors.As(err, &pe) || pe.Kind != Refused || !strings.Contains(pe.Msg, fmt.Sprintf("more than %d packages", maxDistributions)) {
 		t.Fatalf("too many dependencies: %v", err)
 	}
 	if reqs := pipRequirements(calls()); !slices.Equal(reqs, []string{"huge", "huge==1.0"}) {

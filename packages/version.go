@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// Version is a PEP 440 version, parsed: what the host compares when it
+// pepVersion is a PEP 440 version, parsed: what the host compares when it
 // checks that a wheel it holds meets a dependency's version specifiers
 // and when it evaluates an environment marker.
-type Version struct {
+type pepVersion struct {
 	Epoch   int
 	Release []int
 	// Pre is the pre-release: "a", "b" or "rc" and its number; "" for none.
@@ -32,14 +32,14 @@ var versionPattern = regexp.MustCompile(`^v?(?:([0-9]{1,18})!)?([0-9]{1,18}(?:\.
 	`(?:[-_.]?(dev)[-_.]?([0-9]{1,18})?)?` +
 	`(?:\+([a-z0-9]{1,32}(?:[-_.][a-z0-9]{1,32}){0,15}))?$`)
 
-// ParseVersion reads a PEP 440 version ("2.1.0", "1.0rc1", "1!2.0.post1",
+// parseVersion reads a PEP 440 version ("2.1.0", "1.0rc1", "1!2.0.post1",
 // "v1.0-beta.2", "1.0+cpu").
-func ParseVersion(s string) (Version, error) {
+func parseVersion(s string) (pepVersion, error) {
 	m := versionPattern.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
 	if m == nil {
-		return Version{}, fmt.Errorf("%q is not a PEP 440 version", clip(s, 40))
+		return pepVersion{}, fmt.Errorf("%q is not a PEP 440 version", clip(s, 40))
 	}
-	v := Version{Post: -1, Dev: -1}
+	v := pepVersion{Post: -1, Dev: -1}
 	v.Epoch = atoi(m[1])
 	for _, r := range strings.Split(m[2], ".") {
 		v.Release = append(v.Release, atoi(r))
@@ -70,7 +70,7 @@ func atoi(s string) int {
 }
 
 // normal is the version's public part in PEP 440's normal form.
-func (v Version) normal() string {
+func (v pepVersion) normal() string {
 	var b strings.Builder
 	if v.Epoch != 0 {
 		fmt.Fprintf(&b, "%d!", v.Epoch)
@@ -94,7 +94,7 @@ func (v Version) normal() string {
 }
 
 // String is the version in its normal form ("1.0rc1", "2.0.post1+cpu").
-func (v Version) String() string {
+func (v pepVersion) String() string {
 	if len(v.Local) > 0 {
 		return v.public + "+" + strings.Join(v.Local, ".")
 	}
@@ -102,13 +102,13 @@ func (v Version) String() string {
 }
 
 // Public is the normal form without the local label.
-func (v Version) Public() string { return v.public }
+func (v pepVersion) Public() string { return v.public }
 
 // IsPrerelease says whether the version is a pre- or development release.
-func (v Version) IsPrerelease() bool { return v.Pre != "" || v.Dev >= 0 }
+func (v pepVersion) IsPrerelease() bool { return v.Pre != "" || v.Dev >= 0 }
 
 // Compare orders versions as PEP 440 does: -1, 0 or 1.
-func (v Version) Compare(w Version) int {
+func (v pepVersion) Compare(w pepVersion) int {
 	if c := v.comparePublic(w); c != 0 {
 		return c
 	}
@@ -116,7 +116,7 @@ func (v Version) Compare(w Version) int {
 }
 
 // comparePublic orders the public parts of two versions.
-func (v Version) comparePublic(w Version) int {
+func (v pepVersion) comparePublic(w pepVersion) int {
 	if c := cmpInt(v.Epoch, w.Epoch); c != 0 {
 		return c
 	}
@@ -137,7 +137,7 @@ func (v Version) comparePublic(w Version) int {
 
 // preKey orders the pre-release kinds: a development release of a
 // release (1.0.dev1) before its pre-releases, those before the release.
-func (v Version) preKey() int {
+func (v pepVersion) preKey() int {
 	switch {
 	case v.Pre == "" && v.Post < 0 && v.Dev >= 0:
 		return 0
@@ -210,7 +210,7 @@ func compareLocal(a, b []string) int {
 // Satisfies says whether v meets every specifier (">=1.2", "==2.*",
 // "~=1.4", ...), pre-releases included: the host checks a version it
 // holds, which the index chose. A specifier it cannot read is not met.
-func (v Version) Satisfies(specs []string) bool {
+func (v pepVersion) Satisfies(specs []string) bool {
 	for _, s := range specs {
 		if !v.satisfies(s) {
 			return false
@@ -220,13 +220,13 @@ func (v Version) Satisfies(specs []string) bool {
 }
 
 // satisfies checks one specifier, as PEP 440 defines each operator.
-func (v Version) satisfies(spec string) bool {
+func (v pepVersion) satisfies(spec string) bool {
 	op, text := splitOperator(strings.TrimSpace(spec))
 	if op == "===" {
 		return strings.EqualFold(strings.TrimSpace(text), v.String())
 	}
 	prefix, wild := strings.CutSuffix(text, ".*")
-	w, err := ParseVersion(prefix)
+	w, err := parseVersion(prefix)
 	if op == "" || err != nil || (wild && op != "==" && op != "!=") {
 		return false
 	}
@@ -251,23 +251,23 @@ func (v Version) satisfies(spec string) bool {
 
 // below is "<w": a pre-release of w's own release is not below it
 // unless w is a pre-release.
-func (v Version) below(w Version) bool {
+func (v pepVersion) below(w pepVersion) bool {
 	return v.comparePublic(w) < 0 && (w.IsPrerelease() || !v.IsPrerelease() || !sameBase(v, w))
 }
 
 // above is ">w": a post-release of w's own release is not above it
 // unless w is a post-release.
-func (v Version) above(w Version) bool {
+func (v pepVersion) above(w pepVersion) bool {
 	return v.comparePublic(w) > 0 && (w.Post >= 0 || v.Post < 0 || !sameBase(v, w))
 }
 
 // compatible is "~=w": at least w, and of w's release without its last
 // number ("~=1.4.2" is ">=1.4.2, ==1.4.*").
-func (v Version) compatible(w Version) bool {
+func (v pepVersion) compatible(w pepVersion) bool {
 	if len(w.Release) < 2 {
 		return false
 	}
-	stem := Version{Epoch: w.Epoch, Release: w.Release[:len(w.Release)-1], Post: -1, Dev: -1}
+	stem := pepVersion{Epoch: w.Epoch, Release: w.Release[:len(w.Release)-1], Post: -1, Dev: -1}
 	return v.comparePublic(w) >= 0 && v.equals(stem, true)
 }
 
@@ -284,7 +284,7 @@ func splitOperator(spec string) (string, string) {
 // equals is "==": with prefix, v's release starts with w's (and v's
 // public part is w's when w has more than a release); else the public
 // parts are equal, and the local labels too when w has one.
-func (v Version) equals(w Version, prefix bool) bool {
+func (v pepVersion) equals(w pepVersion, prefix bool) bool {
 	if !prefix {
 		return v.comparePublic(w) == 0 && (len(w.Local) == 0 || compareLocal(v.Local, w.Local) == 0)
 	}
@@ -302,6 +302,6 @@ func (v Version) equals(w Version, prefix bool) bool {
 }
 
 // sameBase says whether v and w have the same epoch and release.
-func sameBase(v, w Version) bool {
+func sameBase(v, w pepVersion) bool {
 	return v.Epoch == w.Epoch && compareRelease(v.Release, w.Release) == 0
 }

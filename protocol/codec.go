@@ -44,11 +44,11 @@ func ResultParts(id int64, value json.RawMessage) ([][]byte, error) {
 	return [][]byte{[]byte(head), value, []byte("}\n")}, nil
 }
 
-// NotAFrameError reports a line that is not a frame at all: not a JSON
+// notAFrameError reports a line that is not a frame at all: not a JSON
 // object, or one without a type. The channel cannot be trusted after one.
-type NotAFrameError struct{ Msg string }
+type notAFrameError struct{ Msg string }
 
-func (e *NotAFrameError) Error() string { return e.Msg }
+func (e *notAFrameError) Error() string { return e.Msg }
 
 // ShapeError reports a frame of a known type whose fields have the wrong
 // shape (an id that is a string, say). It does not break the channel: the
@@ -68,7 +68,7 @@ func (e *ShapeError) Unwrap() error { return e.Cause }
 
 // Decode reads one line into the frame type its "t" names. A type this
 // host does not know gives [Unknown] and no error; a line that is not a
-// frame gives a [*NotAFrameError]; a known type with fields of the wrong
+// frame gives an error that says so; a known type with fields of the wrong
 // shape gives a [*ShapeError].
 func Decode(line []byte) (Frame, error) {
 	t, err := frameType(line)
@@ -103,12 +103,12 @@ func frameType(line []byte) (string, error) {
 	if err := json.Unmarshal(line, &head); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) && ute.Field == "t" {
-			return "", &NotAFrameError{Msg: fmt.Sprintf("a frame whose type is not a string (%q...)", clip(line, 80))}
+			return "", &notAFrameError{Msg: fmt.Sprintf("a frame whose type is not a string (%q...)", clip(line, 80))}
 		}
-		return "", &NotAFrameError{Msg: fmt.Sprintf("a line that is not a frame (%q...): %v", clip(line, 80), err)}
+		return "", &notAFrameError{Msg: fmt.Sprintf("a line that is not a frame (%q...): %v", clip(line, 80), err)}
 	}
 	if head.T == nil || *head.T == "" {
-		return "", &NotAFrameError{Msg: fmt.Sprintf("a frame without a type (%q...)", clip(line, 80))}
+		return "", &notAFrameError{Msg: fmt.Sprintf("a frame without a type (%q...)", clip(line, 80))}
 	}
 	return *head.T, nil
 }
@@ -121,6 +121,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 	TGet: decodeAs[Get], TGot: decodeAs[Got],
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
+	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

@@ -41,10 +41,10 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s: %#v, %v; want %#v", tc.line, got, err, tc.want)
 		}
 	}
-	var nf *NotAFrameError
+	var nf *notAFrameError
 	for _, line := range []string{"not json", "[1]", `{"id":1}`, `{"t":""}`, `{"t":7}`} {
 		if _, err := Decode([]byte(line)); !errors.As(err, &nf) {
-			t.Errorf("%s: %v, want NotAFrameError", line, err)
+			t.Errorf("%s: %v, want a notAFrameError", line, err)
 		}
 	}
 	var se *ShapeError

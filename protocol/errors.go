@@ -37,10 +37,6 @@ const (
 	KindInternal ErrorKind = "internal"
 )
 
-// ErrorKinds are every [ErrorKind], in the order the docs list them.
-var ErrorKinds = []ErrorKind{KindDenied, KindDeclined, KindTimeout, KindUnknownTool,
-	KindInvalidArguments, KindUpstream, KindUnavailable, KindPackage, KindInternal}
-
 // KindError is an error with the kind the host gave it. Its message is
 // the wrapped error's.
 type KindError struct {

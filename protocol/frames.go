@@ -150,6 +150,9 @@ type Done struct {
 	// Error is the traceback, nil when the cell did not raise.
 	Error *string           `json:"error"`
 	Spill map[string]*Spill `json:"spill,omitempty"`
+	// Rewind is the n of rewind(n) when the cell asked for one: the host
+	// answers with a [Rewind] frame (see protocol/rewind.go).
+	Rewind int `json:"rewind,omitempty"`
 }
 
 // Spill reports a stream that went over the output budget.

@@ -235,6 +235,22 @@ func (p GetPromptParams) Target() Target {
 	return Target{Kind: "prompt", Server: p.Server, Name: p.Name}
 }
 
+// MSessions asks for the sandbox sessions of the cell's principal that
+// have handles (MCP 2026-07-28), as tags (never handles).
+const MSessions = "sessions"
+
+// SessionsParams are the parameters of sessions (none).
+type SessionsParams struct{}
+
+// MEndSession ends one of them: its sandbox is removed.
+const MEndSession = "end_session"
+
+// EndSessionParams name the session to end: a tag sessions gave, or the
+// handle.
+type EndSessionParams struct {
+	Session string `json:"session"`
+}
+
 // MCalls asks for the ledger of the cell that sends it and of the cell
 // before it: the requests each made that act on something (tool calls,
 // resource reads, prompts, installs), in order, and where each stands.

@@ -14,6 +14,7 @@ import (
 	"embed"
 	"io/fs"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,6 +29,21 @@ func Loader() string {
 		panic("runtime: loader.py is not embedded: " + err.Error())
 	}
 	return string(b)
+}
+
+// OOMKillsSource returns the definition of the loader's _oom_kills(): how
+// many processes the container's memory cgroup killed (v2 or v1), or None.
+// The Kubernetes engine runs it in a Pod beside the runtime, to tell an
+// out-of-memory kill from another SIGKILL the way the loader's init does;
+// one definition serves both.
+func OOMKillsSource() string {
+	src := Loader()
+	start := strings.Index(src, "def _oom_kills():")
+	end := strings.Index(src[max(start, 0):], "\n\n\n")
+	if start < 0 || end < 0 {
+		panic("runtime: loader.py does not define _oom_kills() followed by two blank lines")
+	}
+	return src[start:start+end] + "\n"
 }
 
 var archive = sync.OnceValue(func() []byte {

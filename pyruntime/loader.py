@@ -1,7 +1,12 @@
 # codebridge runtime bootstrap, run as `python3 -I -u -c <this file>`.
 # As the container's pid 1 it first forks: the parent stays behind as a
 # minimal init (it reaps orphaned processes, and exits as the runtime did),
-# the child goes on as the runtime. The runtime reads a 16-byte decimal length
+# the child goes on as the runtime. A rewind replaces the runtime by one of
+# its checkpoints (mcp._rewind): the runtime writes the checkpoint's pid to
+# the init's hand-off pipe before it exits, and the init follows it. The
+# runtime's tests get the same init from a process that is not pid 1 with
+# CODEBRIDGE_INIT=subreaper (orphans then come to it, not to pid 1).
+# The runtime reads a 16-byte decimal length
 # and that many bytes of zip archive (the `mcp` package) from fd 0 without
 # read-ahead, writes the archive to a fresh private directory under /tmp,
 # imports it and hands over to mcp._main.main().
@@ -35,9 +40,38 @@ def _undumpable():
         os.write(2, f"codebridge init: cannot make the init non-dumpable: {e}\n".encode())
 
 
-def _init(runtime):
+def _handed_to(handoff):
+    """The pid the runtime handed over to before it exited (the last line
+    on the hand-off pipe), or None."""
+    data = b""
+    while True:
+        try:
+            chunk = os.read(handoff, 4096)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    lines = data.split()
+    try:
+        return int(lines[-1]) if lines else None
+    except ValueError:
+        return None
+
+
+def _subreaper():
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _init(runtime, handoff):
     """Pid 1 of the container: reap every process that ends up here until the
-    runtime exits, then exit as it did (128 + signal when it was killed)."""
+    runtime exits, then exit as it did (128 + signal when it was killed).
+    When the runtime handed over to a checkpoint first (a rewind), that
+    process is the runtime from then on."""
     import signal
     # Pid 1 ignores every signal it has no handler for, even SIGKILL, when
     # it comes from inside the container: user code cannot kill this process.
@@ -46,17 +80,21 @@ def _init(runtime):
     os.close(1)
     _undumpable()
     kills = _oom_kills()
+    os.set_blocking(handoff, False)
     while True:
         try:
             pid, status = os.wait()
         except ChildProcessError:
             os._exit(70)
-        if pid == runtime:
+        if pid != runtime:
+            continue
+        runtime = _handed_to(handoff)
+        if runtime is None:
             break
     if not os.WIFSIGNALED(status):
         os._exit(os.WEXITSTATUS(status))
     sig = os.WTERMSIG(status)
-    if sig == signal.SIGKILL:  # the host reads these lines (sandbox/moby.go)
+    if sig == signal.SIGKILL:  # the host reads these lines (sandbox/engine/exited.go)
         after = _oom_kills()
         if after is not None and after > (kills or 0):
             os.write(2, b"codebridge init: out of memory: the kernel killed the runtime\n")
@@ -76,13 +114,22 @@ def _read(n):
     return bytes(buf)
 
 
-if os.getpid() == 1:
+_handoff = None
+if os.getpid() == 1 or (os.environ.get("CODEBRIDGE_INIT") == "subreaper" and _subreaper()):
+    _hr, _hw = os.pipe()
     try:
         _child = os.fork()
     except OSError:
         _child = 0  # no init then: run the runtime as pid 1
+        os.close(_hr)
+        os.close(_hw)
+        _hw = None
     if _child:
-        _init(_child)
+        os.close(_hw)
+        _init(_child, _hr)
+    elif _hw is not None:
+        os.close(_hr)
+        _handoff = _hw
     try:  # when memory runs out, the kernel kills user code, never the init
         with open("/proc/self/oom_score_adj", "w") as _f:
             _f.write("1000")
@@ -103,4 +150,4 @@ with open(_path, "wb") as _f:
     _f.write(_read(_size))
 sys.path.insert(0, _path)
 import mcp._main
-mcp._main.main()
+mcp._main.main(handoff=_handoff)

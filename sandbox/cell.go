@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/sandbox/engine"
 )
 
 // cell is one run of code on a live container: it sends the exec frame,
@@ -30,6 +31,7 @@ type cell struct {
 	slots    chan struct{} // one token per request in flight
 	stopping Status        // why the cell was interrupted, once it was
 	grace    <-chan time.Time
+	rewind   int // the n of the rewind(n) the cell asked for (rewind.go)
 }
 
 func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
@@ -66,7 +68,7 @@ func (cl *cell) run() *Result {
 				return cl.containerEnded()
 			}
 			if cl.frame(f) {
-				return cl.finish()
+				return cl.end()
 			}
 		case <-timer.C:
 			cl.interrupt(StatusTimeout)
@@ -99,7 +101,7 @@ func (cl *cell) frame(f protocol.Frame) bool {
 	case malformed:
 		cl.malformed(f)
 	default:
-		cl.s.log.Debug("ignoring a frame", "type", clipText(f.Type(), 40))
+		cl.debug("ignoring a frame", "type", clipText(f.Type(), 40))
 	}
 	return false
 }
@@ -124,7 +126,7 @@ func (cl *cell) doneFrame(f protocol.Done) {
 	if f.Error != nil {
 		res.Traceback = *f.Error
 	}
-	cl.spill = f.Spill
+	cl.spill, cl.rewind = f.Spill, f.Rewind
 	switch {
 	case cl.stopping != "":
 		res.Status = cl.stopping
@@ -139,20 +141,24 @@ func (cl *cell) doneFrame(f protocol.Done) {
 // error, when its id could be read, so that the code's call fails at once;
 // any other malformed frame is ignored.
 func (cl *cell) malformed(f malformed) {
-	cl.s.log.Debug("ignoring a malformed frame", "err", f.err)
+	cl.debug("ignoring a malformed frame", "err", clipText(f.err.Error(), 200))
 	if f.err.T == protocol.TRPC && f.err.ID != 0 {
 		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause))
 	}
 }
 
 // interrupt asks the runtime to stop the cell, once, and gives it the
-// grace to do so. The interrupt goes before frames still waiting, and the
-// cell's requests are cancelled: their answers would come too late.
+// grace to do so (the session is stopping). The interrupt goes before
+// frames still waiting, and the cell's requests are cancelled: their
+// answers would come too late.
 func (cl *cell) interrupt(why Status) {
 	if cl.stopping != "" {
 		return
 	}
 	cl.stopping = why
+	cl.s.mu.Lock()
+	_ = cl.s.move(stateStopping) // after Close, the container's end is near
+	cl.s.mu.Unlock()
 	cl.cancel()
 	cl.c.out.send(protocol.Interrupt{ID: cl.id}, 0, true, nil)
 	cl.grace = time.After(cl.s.cfg.Grace)
@@ -166,7 +172,7 @@ func (cl *cell) interrupt(why Status) {
 // and its requests are dropped.
 func (cl *cell) request(f protocol.RPC) {
 	if cl.c.out.backlog() > maxBacklog {
-		cl.s.log.Debug("dropping a request: the runtime reads no answers", "id", f.ID)
+		cl.debug("dropping a request: the runtime reads no answers", "id", f.ID)
 		return
 	}
 	select {
@@ -202,7 +208,7 @@ const maxBacklog = 4 * MaxInFlight
 func (cl *cell) reply(id int64, val []byte, err error) {
 	done := func(werr error) {
 		if werr != nil && !errors.Is(werr, errDropped) && cl.ctx.Err() == nil {
-			cl.s.log.Debug("answering an RPC", "id", id, "err", werr)
+			cl.debug("answering an RPC", "id", id, "err", werr)
 		}
 	}
 	if err != nil {
@@ -225,12 +231,24 @@ func (cl *cell) containerEnded() *Result {
 	return cl.lost(StatusCrashed, "the sandbox died while the code ran: "+cl.c.ended(cl.ctx))
 }
 
-// lost replaces the container, which frees every writer stuck on it.
+// lost replaces the container, which frees every writer stuck on it; the
+// session is empty then.
 func (cl *cell) lost(status Status, notice string) *Result {
 	cl.s.replace(cl.c)
 	cl.res.Status, cl.res.StateKept = status, false
 	cl.res.Notice = notice + "; the sandbox was restarted, so variables, imports and files from earlier calls are gone"
 	return cl.finish()
+}
+
+// end finishes a cell whose done frame came: it carries out the rewind
+// the cell asked for, if any, and the session is ready for the next cell
+// unless the rewind lost the container.
+func (cl *cell) end() *Result {
+	res := cl.rewindIfAsked(cl.finish())
+	if res.StateKept {
+		cl.s.settle()
+	}
+	return res
 }
 
 func (cl *cell) finish() *Result {
@@ -266,4 +284,20 @@ func keepImage(res *Result, f protocol.Image, stderr *clipBuffer) {
 		return
 	}
 	res.Images = append(res.Images, Image{MIME: strings.ToLower(f.Mime), Data: f.Data})
+}
+
+// maxDebugLines bounds the debug lines a container's frames can cause:
+// a sandbox decides how many frames it sends, and must not decide how
+// much the host logs.
+const maxDebugLines = 32
+
+// debug logs a diagnostic about the cell's frames at debug level, up to
+// [maxDebugLines] per container; then it says once that it stops.
+func (cl *cell) debug(msg string, args ...any) {
+	switch n := cl.c.debugLines.Add(1); {
+	case n <= maxDebugLines:
+		cl.s.log.Debug(msg, args...)
+	case n == maxDebugLines+1:
+		cl.s.log.Debug("this sandbox's frames caused more diagnostics than the host logs; the rest are dropped", "container", engine.Short(cl.c.ctr.ID()))
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codebridge/codebridge/sandbox/engine"
+
 	"github.com/codebridge/codebridge/protocol"
 )
 
@@ -45,12 +47,6 @@ func ParseChannelMode(s string) (ChannelMode, error) {
 	return "", fmt.Errorf("%q is not a channel: use auto (a Unix socket where the engine runs on this machine, else attach) or attach", s)
 }
 
-// ChannelDir is where the sandbox sees the directory that holds the
-// bridge's socket. /run is the sandbox's own small tmpfs (owned by root,
-// which the sandbox's user cannot write to); the engine creates the mount
-// point in it.
-const ChannelDir = "/run/codebridge"
-
 // channelSocket is the socket's name in its directory.
 const channelSocket = "frames.sock"
 
@@ -59,14 +55,6 @@ const (
 	channelDirect = "direct"
 	channelAttach = "attach"
 )
-
-// channelEngine is an engine that can carry the direct channel: it makes
-// the host directory dir, which holds only the bridge's socket, visible in
-// the container ([ContainerSpec.Channel]) and says where the sandbox finds
-// it, or why it cannot.
-type channelEngine interface {
-	channelPath(dir string) (string, error)
-}
 
 // directListener is the bridge's end of one sandbox's direct channel: a
 // Unix socket in a directory of its own, inside a private directory (mode
@@ -85,7 +73,7 @@ type directListener struct {
 
 // listenDirect makes the directory and the listening socket.
 func listenDirect() (*directListener, error) {
-	root, err := makeTempDir(tempChannel) // mode 0700
+	root, err := engine.MakeTempDir(engine.TempChannel) // mode 0700
 	if err != nil {
 		return nil, fmt.Errorf("making a private directory for the socket: %w", err)
 	}
@@ -204,8 +192,8 @@ func (l *directListener) close() {
 // directories, empty, in place: after a start that failed, the engine may
 // still be working on the container's create, and Podman's makes a
 // missing bind-mount source again, as its own user (root, mode 0755). The
-// bridge removes them when it exits ([sweepRemade]), or the next bridge
-// does ([sweepTempDirs]).
+// bridge removes them when it exits ([engine.SweepRemade]), or the next bridge
+// does ([engine.SweepTempDirs]).
 func (l *directListener) keepDirs() {
 	l.once.Do(func() {
 		l.ln.Close()
@@ -241,7 +229,7 @@ func (s *Session) direct(eng Engine) (*directListener, string, string) {
 	if s.cfg.Channel == ChannelAttach {
 		return nil, "", "the attach channel is configured (--channel attach)"
 	}
-	ce, ok := eng.(channelEngine)
+	ce, ok := eng.(engine.ChannelEngine)
 	if !ok {
 		return nil, "", eng.Name() + " cannot mount the bridge's socket"
 	}
@@ -249,7 +237,7 @@ func (s *Session) direct(eng Engine) (*directListener, string, string) {
 	if err != nil {
 		return nil, "", err.Error()
 	}
-	inside, err := ce.channelPath(l.dir)
+	inside, err := ce.ChannelPath(l.dir)
 	if err != nil {
 		l.close()
 		return nil, "", err.Error()
@@ -316,7 +304,7 @@ func (c *live) openDirect(ctx context.Context, l *directListener, inside string,
 // nextChannelFrame reads the runtime's stdout up to its channel frame,
 // logging the log frames before it; any other frame is an error. Once the
 // direct channel is accepted it stops: nothing on stdout is a frame then.
-func nextChannelFrame(fr *frameReader, so *attachStdout, into *protocol.Channel, logs *logWriter) error {
+func nextChannelFrame(fr *frameReader, so *attachStdout, into *protocol.Channel, logs *engine.LogWriter) error {
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -327,7 +315,7 @@ func nextChannelFrame(fr *frameReader, so *attachStdout, into *protocol.Channel,
 		}
 		switch f := f.(type) {
 		case protocol.Log:
-			logs.frame(f.Level, f.Msg)
+			logs.Frame(f.Level, f.Msg)
 		case protocol.Channel:
 			*into = f
 			return nil

@@ -22,7 +22,7 @@ type directEngine struct {
 	path string
 }
 
-func (e directEngine) channelPath(dir string) (string, error) {
+func (e directEngine) ChannelPath(dir string) (string, error) {
 	if e.path != "" {
 		return e.path, nil
 	}
@@ -141,7 +141,8 @@ func directSession(t *testing.T, eng Engine, cfg Config) *Session {
 func (s *Session) channelNow() (string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cur.channel, s.cur.why
+	c := s.current()
+	return c.channel, c.why
 }
 
 // TestSessionUsesTheDirectChannel: the real runtime takes the socket, and

@@ -1,18 +1,25 @@
 // Package sandbox runs the agent's Python in one persistent, hardened
 // container and exchanges frames with the runtime inside it.
 //
-// The package has three layers, each in its own file:
+// The package has three layers:
 //
-//   - [Engine] and [Container] (engine.go) are the small borders to a container
-//     engine. One implementation (moby.go) speaks the Docker Engine API, which
-//     Docker and Podman's Docker-compatible service both answer; connect.go
-//     picks the engine and starts a private Podman service when none runs.
+//   - [Engine] and [Container] are the small borders to a container engine,
+//     declared in package engine (sandbox/engine) and named here by
+//     aliases (engine.go). Each engine is a package of its own: engine/moby
+//     speaks the Docker Engine API, which Docker and Podman's
+//     Docker-compatible service both answer, and starts a private Podman
+//     service when none runs; engine/kube runs sandboxes as Kubernetes
+//     Pods (build tag kubernetes). [Connect] picks one by kind.
 //   - The frame channel (frame.go) is the wire format of pyruntime/PROTOCOL.md:
 //     one JSON object per line over the container's stdin and stdout.
-//   - [Session] (session.go) owns the one container of a bridge: it creates it
-//     on first use, delivers the embedded runtime through stdin, runs cells one
-//     at a time, answers the runtime's RPCs through an [RPCHandler], enforces
-//     timeouts, and replaces the container when it dies or will not stop.
+//   - [Session] (session.go, cell.go) owns one sandbox, one container at a
+//     time: it starts the container on first use (or takes a started one
+//     from the [WarmPool]), delivers the embedded runtime through stdin, runs
+//     cells one at a time, answers the runtime's requests through the cell's
+//     [Caller], enforces time limits, and replaces the container when it
+//     dies, breaks the frame protocol or will not stop. Where a session is
+//     in that life is one state (state.go: empty, starting, ready, running,
+//     stopping, replacing, closed), changed only by moves its table allows.
 //
 // # Security model
 //

@@ -3,156 +3,127 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"io"
-	"time"
+
+	"github.com/codebridge/codebridge/sandbox/engine"
+	"github.com/codebridge/codebridge/sandbox/engine/kube"
+	"github.com/codebridge/codebridge/sandbox/engine/moby"
 )
 
-// LabelKey marks every container codebridge creates. The value is "1"; the
-// owning bridge is described by the labels [LabelHost], [LabelPID] and
-// [LabelStart].
-const (
-	LabelKey   = "io.codebridge"
-	LabelHost  = "io.codebridge.host"
-	LabelPID   = "io.codebridge.pid"
-	LabelStart = "io.codebridge.start"
+// The border to the container engines is package engine; the engines are
+// packages engine/moby (Docker, and Podman's Docker-compatible service)
+// and engine/kube (Kubernetes). These aliases keep the names this
+// package's callers know.
+type (
+	// Engine is a container engine that can run the sandbox.
+	Engine = engine.Engine
+	// Container is one running sandbox container.
+	Container = engine.Container
+	// ContainerSpec is what an [Engine] needs to start the sandbox container.
+	ContainerSpec = engine.ContainerSpec
+	// ContainerInfo describes a container codebridge made.
+	ContainerInfo = engine.ContainerInfo
+	// Limits are the resource limits of the sandbox container.
+	Limits = engine.Limits
+	// Mount is a host directory (bind) or an engine volume in the sandbox.
+	Mount = engine.Mount
+	// WorkspaceVolume is one workspace volume codebridge created on an engine.
+	WorkspaceVolume = engine.WorkspaceVolume
+	// EngineOptions say which container engine to use, and how.
+	EngineOptions = engine.Options
+	// EngineCheck is one finding of an engine's own checks, for doctor.
+	EngineCheck = engine.Check
+	// CheckedEngine is an engine that checks what its sandboxes' promises
+	// depend on outside codebridge.
+	CheckedEngine = engine.Checker
 )
+
+// Labels and paths of the border to the engines (see package engine).
+const (
+	LabelKey       = engine.LabelKey
+	LabelHost      = engine.LabelHost
+	LabelPID       = engine.LabelPID
+	LabelStart     = engine.LabelStart
+	LabelWorkspace = engine.LabelWorkspace
+	LabelProject   = engine.LabelProject
+	LabelPrincipal = engine.LabelPrincipal
+	WorkspacePath  = engine.WorkspacePath
+	ChannelDir     = engine.ChannelDir
+)
+
+// Defaults of [Limits], of the sandbox's user and of a workspace's size,
+// as package engine states them.
+const (
+	DefaultMemory        = engine.DefaultMemory
+	DefaultPids          = engine.DefaultPids
+	DefaultCPUs          = engine.DefaultCPUs
+	DefaultNoFile        = engine.DefaultNoFile
+	DefaultTmpSize       = engine.DefaultTmpSize
+	DefaultUser          = engine.DefaultUser
+	DefaultWorkspaceSize = engine.DefaultWorkspaceSize
+)
+
+// ErrNotWorkspace is the error of removing a volume codebridge did not
+// create.
+var ErrNotWorkspace = engine.ErrNotWorkspace
 
 // DefaultImage is the image used when none is configured: an official slim
 // Python image. Where no registry is reachable, build one from Debian
 // packages with `codebridge image build` and set CODEBRIDGE_IMAGE.
 const DefaultImage = "docker.io/library/python:3.12-slim"
 
-// Limits are the resource limits of the sandbox container.
-type Limits struct {
-	// Memory is the memory limit in bytes (swap is disabled by giving the
-	// same value as the memory+swap limit). Zero means 512 MiB.
-	Memory int64
-	// Pids bounds the number of processes and threads. Zero means 128.
-	Pids int64
-	// CPUs is the number of CPUs the container may use. Zero means 1.
-	CPUs float64
-	// NoFile is the open-files ulimit. Zero means 1024.
-	NoFile int64
-	// TmpSize is the size of each tmpfs mount (/tmp, /workspace) in bytes.
-	// Zero means 256 MiB.
-	TmpSize int64
-	// Runtime is the engine's OCI runtime for the container (for example
-	// "runsc" for gVisor or "kata" for Kata Containers), which must be
-	// registered with the engine. Empty means the engine's default.
-	Runtime string
-}
+// CheckRuntime says why name cannot be an OCI runtime's name, or is nil.
+func CheckRuntime(name string) error { return engine.CheckRuntime(name) }
 
-// Defaults of [Limits], stated once.
+// SeccompProfile returns codebridge's seccomp profile as JSON, in the
+// format Docker and Podman read.
+func SeccompProfile() ([]byte, error) { return engine.SeccompProfile() }
+
+// EngineKubernetes is the engine kind that runs sandboxes as Pods. The
+// engine is compiled in only with the build tag kubernetes
+// ([KubernetesBuilt]): client-go costs every bridge about 6 MB of idle
+// memory, which a bridge that does not use Kubernetes should not pay.
+const EngineKubernetes = "kubernetes"
+
+// What package engine/kube says of itself in both builds.
 const (
-	DefaultMemory  = 512 << 20
-	DefaultPids    = 128
-	DefaultCPUs    = 1
-	DefaultNoFile  = 1024
-	DefaultTmpSize = 256 << 20
+	// KubernetesBuilt says whether this build has the kubernetes engine.
+	KubernetesBuilt = kube.Built
+	// KubernetesInstall is the command that installs a codebridge with
+	// the Kubernetes engine compiled in.
+	KubernetesInstall = kube.Install
+	// DefaultSeccompLocalhost is the seccomp profile of a sandbox Pod
+	// when none is configured.
+	DefaultSeccompLocalhost = kube.DefaultSeccompLocalhost
+	// SeccompRuntimeDefault, given as the profile, runs sandbox Pods with
+	// the container runtime's own profile.
+	SeccompRuntimeDefault = kube.SeccompRuntimeDefault
+	// LabelPod and LabelPodUID name the bridge's Pod on the sandbox Pods
+	// a bridge running in a Pod made.
+	LabelPod    = kube.LabelPod
+	LabelPodUID = kube.LabelPodUID
 )
 
-func (l Limits) withDefaults() Limits {
-	if l.Memory == 0 {
-		l.Memory = DefaultMemory
+// ErrKubernetesNotBuilt is the refusal of the kubernetes engine by a
+// build without it.
+var ErrKubernetesNotBuilt = kube.ErrNotBuilt
+
+// Connect finds a container engine and returns a connection to it: with
+// Kind "kubernetes" the kubernetes engine ([kube.Connect]), otherwise a
+// Docker Engine API engine ([moby.Connect], which says how Kind "auto"
+// looks for one).
+func Connect(ctx context.Context, opts EngineOptions) (Engine, error) {
+	opts = opts.WithDefaults()
+	switch opts.Kind {
+	case EngineKubernetes:
+		return kube.Connect(ctx, opts)
+	case "auto", "podman", "docker":
+		return moby.Connect(ctx, opts)
 	}
-	if l.Pids == 0 {
-		l.Pids = DefaultPids
-	}
-	if l.CPUs == 0 {
-		l.CPUs = DefaultCPUs
-	}
-	if l.NoFile == 0 {
-		l.NoFile = DefaultNoFile
-	}
-	if l.TmpSize == 0 {
-		l.TmpSize = DefaultTmpSize
-	}
-	return l
+	return nil, fmt.Errorf("sandbox: unknown engine %q: use auto, podman, docker or kubernetes", opts.Kind)
 }
 
-// sizeText writes a byte count the way limits are usually given: "512 MiB".
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+// clipText cuts s to n bytes for a log line ([engine.ClipText]).
+func clipText(s string, n int) string { return engine.ClipText(s, n) }
 
-// ContainerSpec is what an [Engine] needs to start the sandbox container.
-// The hardening itself is not configurable: engines apply all of it.
-type ContainerSpec struct {
-	// Image is the image reference; it must contain python3.
-	Image string
-	// Cmd is the command run as the container's main process.
-	Cmd []string
-	// Env holds KEY=VALUE pairs for the container.
-	Env []string
-	// Labels are added to the container, on top of the owner labels.
-	Labels map[string]string
-	// Limits bound the container's resources.
-	Limits Limits
-	// User is the uid:gid the code runs as. Empty means "65534:65534".
-	User string
-	// Workspace, when set, is mounted at /workspace in place of a tmpfs,
-	// so that the files outlive the container. Any number of sandboxes
-	// may mount the same workspace at once.
-	Workspace *Mount
-	// Mounts are more host directories or volumes for the code.
-	Mounts []Mount
-	// Channel, when set, is the host directory that holds only the
-	// bridge's socket for the direct channel; engines that can carry it
-	// mount it, read-only, at [ChannelDir].
-	Channel string
-}
-
-// Engine is a container engine that can run the sandbox.
-type Engine interface {
-	// Name says which engine this is and where it listens, for logs and
-	// errors ("podman at unix:///run/podman/podman.sock").
-	Name() string
-	// Start creates and starts a container attached to its stdin and stdout.
-	// The container is removed by [Container.Remove], never automatically.
-	Start(ctx context.Context, spec ContainerSpec) (Container, error)
-	// RemoveStale removes containers labelled [LabelKey] whose owning bridge
-	// ran on this host and no longer runs. It returns how many it removed.
-	RemoveStale(ctx context.Context) (int, error)
-	// HasImage reports whether the engine has image locally.
-	HasImage(ctx context.Context, image string) (bool, error)
-	// List returns the containers labelled [LabelKey], with their labels.
-	List(ctx context.Context) ([]ContainerInfo, error)
-	// Workspaces lists the workspace volumes codebridge created.
-	Workspaces(ctx context.Context) ([]WorkspaceVolume, error)
-	// RemoveWorkspace removes one of them, with its files; it refuses a
-	// volume codebridge did not create ([ErrNotWorkspace]).
-	RemoveWorkspace(ctx context.Context, name string) error
-	// Close releases the engine's connection, and stops a Podman service the
-	// engine started itself.
-	Close() error
-}
-
-// Container is one running sandbox container.
-type Container interface {
-	// ID is the engine's identifier of the container.
-	ID() string
-	// Stdin is the container's standard input. Closing it signals EOF.
-	Stdin() io.WriteCloser
-	// Stdout is the container's standard output: the runtime's frames.
-	Stdout() io.Reader
-	// Exited reports why the container stopped (for example "out of memory
-	// (exit 137)"), waiting at most the given time for the engine to know.
-	Exited(ctx context.Context, wait time.Duration) string
-	// Remove kills and removes the container and closes its streams.
-	Remove(ctx context.Context) error
-}
-
-// ContainerInfo describes a container codebridge made.
-type ContainerInfo struct {
-	ID     string
-	State  string // "running", "exited", ...
-	Labels map[string]string
-}
+// sizeText writes a byte count as limits are given ([engine.SizeText]).
+func sizeText(n int64) string { return engine.SizeText(n) }

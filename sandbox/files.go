@@ -26,7 +26,7 @@ func (e *FileTooLargeError) Error() string {
 // /workspace, no "..", no symlinks). A missing file is an error that
 // matches fs.ErrNotExist; one over max bytes is a [FileTooLargeError].
 func (s *Session) Get(ctx context.Context, path string, max int64) ([]byte, error) {
-	c, err := s.container(ctx)
+	c, err := s.container(ctx, false)
 	if err != nil {
 		return nil, err
 	}

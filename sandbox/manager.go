@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/codebridge/codebridge/sandbox/engine"
 )
 
 // Manager connects to one container engine, on first need, and makes the
@@ -42,7 +44,8 @@ func (m *Manager) NewSession(cfg Config, host Host) *Session {
 	if host == nil {
 		host = noHost{}
 	}
-	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1), notes: &m.notes}
+	return &Session{cfg: cfg, host: host, engine: m.Engine, log: cfg.Log, turn: make(chan struct{}, 1), notes: &m.notes,
+		changed: make(chan struct{})}
 }
 
 // Engine returns the engine, connecting (and sweeping stale containers)
@@ -66,7 +69,7 @@ func (m *Manager) Engine(ctx context.Context) (Engine, error) {
 	} else if n > 0 {
 		m.log.Info("removed containers left by earlier bridges", "count", n)
 	}
-	if n := sweepTempDirs(currentOwner()); n > 0 {
+	if n := engine.SweepTempDirs(engine.CurrentOwner()); n > 0 {
 		m.log.Info("removed private directories left by earlier bridges", "count", n, "in", os.TempDir())
 	}
 	m.eng = eng
@@ -86,7 +89,7 @@ func (m *Manager) Warm() {
 // Close releases the engine connection (and stops a Podman service the
 // engine started). Close the sessions first: then it also removes the
 // channel directories an engine made again after a failed start
-// ([sweepRemade]), since no sandbox of this bridge is left.
+// ([engine.SweepRemade]), since no sandbox of this bridge is left.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,7 +98,7 @@ func (m *Manager) Close() error {
 	}
 	err := m.eng.Close()
 	m.eng = nil
-	if n := sweepRemade(currentOwner()); n > 0 {
+	if n := engine.SweepRemade(engine.CurrentOwner()); n > 0 {
 		m.log.Info("removed directories an engine made again in place of this bridge's own", "count", n, "in", os.TempDir())
 	}
 	return err

@@ -9,7 +9,10 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/codebridge/codebridge/sandbox/engine"
 
 	"github.com/codebridge/codebridge/protocol"
 	"github.com/codebridge/codebridge/pyruntime"
@@ -159,6 +162,9 @@ type Result struct {
 	// StateKept is false when the container was replaced, so variables,
 	// imports and files from earlier cells are gone.
 	StateKept bool
+	// Rewound is what the rewind(n) the cell asked for restored, or why
+	// nothing was (sandbox/rewind.go); nil when it asked none.
+	Rewound *protocol.Rewound
 	// Notice explains a restart or a crash, for the agent.
 	Notice   string
 	Duration time.Duration
@@ -177,7 +183,9 @@ type Request struct {
 
 // Session is one persistent sandbox: one container at a time, with the
 // runtime loaded. Cells run one at a time, in the order they arrive; Run is
-// safe for concurrent use. Make sessions with [Manager.NewSession].
+// safe for concurrent use. Where the session is in its life (no container,
+// starting, ready, running a cell, stopping one, replacing its container,
+// closed) is its [state]. Make sessions with [Manager.NewSession].
 type Session struct {
 	cfg    Config
 	host   Host
@@ -187,11 +195,21 @@ type Session struct {
 	warm   *WarmPool     // where new containers come from first, or nil
 	notes  *channelNotes // the manager's: which channel sandboxes use
 
-	closeOnce sync.Once  // every Close returns once the container is gone
-	mu        sync.Mutex // guards cur, closed and nextID
-	cur       *live
-	closed    bool
+	closeOnce sync.Once     // every Close returns once the container is gone
+	mu        sync.Mutex    // guards the fields below
+	st        state         // see [state]; changed only by move
+	cur       *live         // the container, while st holds one
+	changed   chan struct{} // closed and made anew at each move: wakes those who wait for one
+	starting  *pendingStart // the start in progress, while st is starting
 	nextID    int64
+}
+
+// pendingStart is a start in progress. Close cancels its context and
+// waits for done.
+type pendingStart struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed once the start ended and cleaned up
 }
 
 // ErrClosed is returned by Run after Close.
@@ -215,7 +233,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 		req.Caller = noCaller{}
 	}
 	start := time.Now()
-	c, err := s.container(ctx)
+	c, err := s.container(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -224,47 +242,105 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// container returns the live container, starting one when there is none.
-func (s *Session) container(ctx context.Context) (*live, error) {
-	s.mu.Lock()
-	if s.closed {
+// container returns the session's container, starting one when there is
+// none, or waiting for the start or the replacement in progress. With
+// forCell, the caller holds the turn and the session moves from ready to
+// running as it gets the container.
+func (s *Session) container(ctx context.Context, forCell bool) (*live, error) {
+	for {
+		s.mu.Lock()
+		switch s.st {
+		case stateClosed:
+			s.mu.Unlock()
+			return nil, ErrClosed
+		case stateEmpty:
+			st, err := s.beginStart(ctx)
+			s.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			if err = s.finishStart(st); err != nil {
+				return nil, err
+			}
+			continue // ready now, unless Close came first
+		case stateReady, stateRunning, stateStopping:
+			var err error
+			if forCell {
+				err = s.move(stateRunning)
+			}
+			c := s.cur
+			s.mu.Unlock()
+			return c, err
+		}
+		changed := s.changed // starting, replacing: wait for its end
 		s.mu.Unlock()
-		return nil, ErrClosed
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	c := s.cur
-	s.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
-	c, err := s.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		go c.discard(s.log)
-		return nil, ErrClosed
-	}
-	s.cur = c
-	return c, nil
 }
 
-// live is one running container with its runtime loaded.
+// beginStart moves the session to starting and returns the start. The
+// caller holds s.mu.
+func (s *Session) beginStart(ctx context.Context) (*pendingStart, error) {
+	if err := s.move(stateStarting); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.starting = &pendingStart{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return s.starting, nil
+}
+
+// finishStart gets a container for the start st and moves the session to
+// ready with it, or back to empty when that failed. A start that Close
+// cancelled removes what it got and is [ErrClosed].
+func (s *Session) finishStart(st *pendingStart) error {
+	defer close(st.done)
+	defer st.cancel()
+	c, err := s.acquire(st.ctx)
+	s.mu.Lock()
+	s.starting = nil
+	if s.st == stateClosed {
+		s.mu.Unlock()
+		if c != nil {
+			c.discard(s.log)
+		}
+		return ErrClosed
+	}
+	if err != nil {
+		_ = s.move(stateEmpty)
+		s.mu.Unlock()
+		return err
+	}
+	s.cur = c
+	_ = s.move(stateReady)
+	s.mu.Unlock()
+	return nil
+}
+
+// live is one running container with its runtime loaded. Whether a
+// session uses it is the session's [state]; quit and dead are the
+// container's own ends, as channels for those that wait on it (an ask for
+// the answer to a put or get, the reader for the cell to take a frame).
 type live struct {
 	ctr     Container
 	out     *outbox
 	frames  chan protocol.Frame
-	quit    chan struct{}
+	quit    chan struct{} // closed when discard removes the container
 	dead    chan struct{} // closed when the runtime's frames end
 	readErr error         // valid once frames is closed
 	python  string
-	gone    sync.Once
+	gone    sync.Once // discard runs once
 
 	// logs logs the runtime's log frames, within the budget a container's
 	// stderr has (per container, lines cut, then how much was dropped):
 	// any code in the sandbox can send such frames, by any route.
-	logs *logWriter
+	logs *engine.LogWriter
+	// debugLines counts the host's debug lines about this container's
+	// frames (cell.debug bounds them).
+	debugLines atomic.Int64
 
 	direct  net.Conn // the direct channel's socket, or nil on the attach stream
 	channel string   // channelDirect or channelAttach
@@ -309,14 +385,14 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	}
 	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		channel: channelAttach, why: why,
-		logs: &logWriter{prefix: "sandbox runtime: ", budget: containerLogBudget, log: s.log.With("container", short(ctr.ID()))}}
+		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, s.log.With("container", engine.Short(ctr.ID())))}
 	if err := c.greet(ctx, l, inside, s.log, protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles()}); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
 		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
 	}
 	s.notes.say(s.log, c.channel, c.why)
-	s.log.Debug("sandbox ready", "container", short(ctr.ID()), "python", c.python, "channel", c.channel)
+	s.log.Debug("sandbox ready", "container", engine.Short(ctr.ID()), "python", c.python, "channel", c.channel)
 	return c, nil
 }
 
@@ -395,7 +471,7 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 func (c *live) read(fr *frameReader) {
 	defer close(c.dead)
 	defer close(c.frames)
-	defer c.logs.close()
+	defer c.logs.Close()
 	for {
 		f, err := fr.next()
 		if err != nil {
@@ -404,7 +480,7 @@ func (c *live) read(fr *frameReader) {
 		}
 		switch f := f.(type) {
 		case protocol.Log:
-			c.logs.frame(f.Level, f.Msg)
+			c.logs.Frame(f.Level, f.Msg)
 			continue
 		case protocol.Stored:
 			c.puts.answer(f.ID, f)
@@ -422,20 +498,11 @@ func (c *live) read(fr *frameReader) {
 	}
 }
 
-// clipText cuts s to n bytes for a log line: text from the sandbox must
-// not flood the host's log.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + fmt.Sprintf("... [%d bytes cut]", len(s)-n)
-}
-
 // ended says why c's container stopped, waiting a little for the engine
 // to know. Something outside codebridge that ended it (a Pod deleted or
 // evicted) is the reason, whatever the frames or the code did.
 func (c *live) ended(ctx context.Context) string {
-	if o, ok := c.ctr.(outsideEnder); ok {
+	if o, ok := c.ctr.(engine.OutsideEnder); ok {
 		if why := o.EndedOutside(ctx); why != "" {
 			return why
 		}
@@ -473,51 +540,75 @@ func (c *live) discard(log *slog.Logger) {
 	})
 }
 
-// replace drops c as the current container and removes it; the next Run
-// starts a fresh one.
+// replace removes c, the container a cell lost: the session is replacing
+// while it goes, and then empty, so the next Run starts a fresh one. After
+// Close, which removes c itself, it only waits for that.
 func (s *Session) replace(c *live) {
 	s.mu.Lock()
-	if s.cur == c {
+	err := s.move(stateReplacing)
+	if err == nil {
 		s.cur = nil
 	}
 	s.mu.Unlock()
 	c.discard(s.log)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	_ = s.move(stateEmpty)
+	s.mu.Unlock()
 }
 
-// Python reports the sandbox's Python version, or "" before the first Run.
+// settle ends a cell that kept its container: the session is ready for
+// the next. After Close it stays closed.
+func (s *Session) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.move(stateReady)
+}
+
+// Python reports the sandbox's Python version, or "" while there is no
+// container (before the first Run, while one starts or is replaced).
 func (s *Session) Python() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur == nil {
-		return ""
+	if c := s.current(); c != nil {
+		return c.python
 	}
-	return s.cur.python
+	return ""
 }
 
 // Channel says what the current sandbox's frames travel over: "direct (a
-// Unix socket ...)", or "attach" and why; "" before the first Run.
+// Unix socket ...)", or "attach" and why; "" while there is no container.
 func (s *Session) Channel() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.cur == nil:
+	switch c := s.current(); {
+	case c == nil:
 		return ""
-	case s.cur.channel == channelDirect:
+	case c.channel == channelDirect:
 		return "direct (a Unix socket the bridge owns, mounted at " + ChannelDir + ")"
+	default:
+		return "attach (the engine's attach stream: " + c.why + ")"
 	}
-	return "attach (the engine's attach stream: " + s.cur.why + ")"
 }
 
-// Close removes the container. A cell still running ends as crashed.
-// Close is idempotent, and every call returns once the container is gone
-// (a Close that raced another used to return while it was being removed).
+// Close removes the container, or cancels the start in progress and
+// waits for it. A cell still running ends as crashed. Close is idempotent,
+// and every call returns once the container is gone (a Close that raced
+// another used to return while it was being removed, and one that came
+// during a start returned while the container was still being made).
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
-		c := s.cur
+		c, st := s.current(), s.starting
+		_ = s.move(stateClosed)
 		s.cur = nil
-		s.closed = true
 		s.mu.Unlock()
+		if st != nil {
+			st.cancel()
+			<-st.done
+		}
 		if c != nil {
 			c.discard(s.log)
 		}
@@ -544,7 +635,7 @@ func (noCaller) Answer(context.Context, protocol.RPC) (json.RawMessage, error) {
 // none; it works between cells and while one runs (an install a cell asked
 // for). See [protocol.File] for the paths the runtime accepts.
 func (s *Session) Put(ctx context.Context, files []protocol.File) error {
-	c, err := s.container(ctx)
+	c, err := s.container(ctx, false)
 	if err != nil {
 		return err
 	}

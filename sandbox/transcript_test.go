@@ -79,6 +79,12 @@ var scenarios = []scenario{
 		{code: "print('over the socket')"},
 		{code: "[s['name'] for s in await runtime.list_servers(detailed=True)]"},
 	}},
+	{"rewind", "A cell asks for rewind(1): its done frame says so, the host sends rewind and nothing else, and the checkpoint that took over answers rewound; the next cell sees the state before the undone cell. Recorded with CODEBRIDGE_INIT=subreaper (the loader's init, as a local process).", []step{
+		{code: "a = 1"},
+		{code: "a = 2"},
+		{code: "rewind(1)"},
+		{code: "a"},
+	}},
 	{"channel-refused", "The runtime cannot reach the offered socket: it says why on stdout, and the frames stay on stdin and stdout.", []step{
 		{code: "print('over the attach stream')"},
 	}},
@@ -261,9 +267,9 @@ type recordingEngine struct {
 	t       *testing.T
 }
 
-// channelPath gives the runtime a socket of the recorder's, which relays
+// ChannelPath gives the runtime a socket of the recorder's, which relays
 // each line to the bridge's socket in dir and back, recording it.
-func (e recordingEngine) channelPath(dir string) (string, error) {
+func (e recordingEngine) ChannelPath(dir string) (string, error) {
 	switch e.channel {
 	case "":
 		return "", errors.New("the transcript has no direct channel")
@@ -386,9 +392,9 @@ type scriptEngine struct {
 	ctr     *scriptContainer
 }
 
-// channelPath lets the scripted runtime reach the bridge's socket where
+// ChannelPath lets the scripted runtime reach the bridge's socket where
 // the host has it, in the transcripts that use the direct channel.
-func (e *scriptEngine) channelPath(dir string) (string, error) {
+func (e *scriptEngine) ChannelPath(dir string) (string, error) {
 	if e.channel == "" {
 		return "", errors.New("the transcript has no direct channel")
 	}

@@ -3,45 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
-
-// DefaultUser is the uid:gid the code runs as when [Config.User] is empty:
-// nobody, never root.
-const DefaultUser = "65534:65534"
-
-// runtimeName is what an OCI runtime's name may look like: one word, never
-// an option of the engine's command line.
-var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
-
-// Validate says what is wrong with the limits, or is nil. Zero values mean
-// the defaults; negative ones and a runtime name that is not one word are
-// refused.
-func (l Limits) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"memory limit", float64(l.Memory)}, {"process limit", float64(l.Pids)}, {"CPU limit", l.CPUs},
-		{"open-files limit", float64(l.NoFile)}, {"tmpfs size", float64(l.TmpSize)}} {
-		if f.v < 0 {
-			return fmt.Errorf("the sandbox's %s is negative (%v): give a positive value, or 0 for the default", f.name, f.v)
-		}
-	}
-	if l.Runtime != "" {
-		return CheckRuntime(l.Runtime)
-	}
-	return nil
-}
-
-// CheckRuntime says why name cannot be an OCI runtime's name, or is nil.
-func CheckRuntime(name string) error {
-	if !runtimeName.MatchString(name) {
-		return fmt.Errorf("%q is not a runtime name: give the name the engine knows, such as runsc", name)
-	}
-	return nil
-}
 
 // CheckUser says why v cannot be the uid[:gid] the code runs as, or is nil:
 // it must be numbers or names, and never root: uid 0 or gid 0 in any

@@ -3,5 +3,5 @@
 // readable .py file in the state directory's skills/ entry (see package
 // statedir): a comment header with its name and description, then its
 // source. The host only stores, lists and hands the files to new
-// sandboxes (at [SandboxDir]); it never runs them.
+// sandboxes (at sandboxDir, store.go); it never runs them.
 package skills

@@ -20,10 +20,10 @@ func SetOf(root *Store, p principal.Principal) *Set {
 	return &Set{own: root.Of(p), team: root.Team()}
 }
 
-// TeamError is the error of changing a team skill from a session.
-type TeamError struct{ Name string }
+// teamError is the error of changing a team skill from a session.
+type teamError struct{ Name string }
 
-func (e *TeamError) Error() string {
+func (e *teamError) Error() string {
 	return fmt.Sprintf("skill %q is the team's, published on the host: sessions can use it but not change it "+
 		"(save one of another name, or of this name to use your own instead; the host removes it with "+
 		"`codebridge skills rm --team %s`)", e.Name, e.Name)
@@ -34,11 +34,12 @@ func (s *Set) Save(name, source, description string) (Skill, error) {
 	return s.own.Save(name, source, description)
 }
 
-// Delete removes an own skill; a team skill is refused ([TeamError]).
+// Delete removes an own skill; a team skill is refused with an error
+// that says how the host removes it.
 func (s *Set) Delete(name string) (Skill, error) {
 	if _, err := s.own.Get(name); err != nil {
 		if _, terr := s.team.Get(name); terr == nil {
-			return Skill{}, &TeamError{Name: name}
+			return Skill{}, &teamError{Name: name}
 		}
 	}
 	return s.own.Delete(name)

@@ -19,7 +19,7 @@ func TestSetTeamSkillsAreReadOnly(t *testing.T) {
 	if err != nil || len(list) != 1 || !list[0].Team || !list[0].Info().Team {
 		t.Fatalf("alice's list: %+v %v", list, err)
 	}
-	var te *TeamError
+	var te *teamError
 	if _, err := bob.Delete("shared"); !errors.As(err, &te) {
 		t.Fatalf("bob deleted the team's skill: %v", err)
 	}

@@ -21,18 +21,18 @@ import (
 	"github.com/codebridge/codebridge/protocol"
 )
 
-// SandboxDir is where every new sandbox finds the skills (the runtime's
+// sandboxDir is where every new sandbox finds the skills (the runtime's
 // skills package reads it; pyruntime/PROTOCOL.md).
-const SandboxDir = "/tmp/codebridge/skills"
+const sandboxDir = "/tmp/codebridge/skills"
 
 // Limits of a skill, stated once.
 const (
-	// MaxSource is the largest source a skill may have, in bytes.
-	MaxSource = 64 << 10
-	// MaxDescription is the longest description, in bytes.
-	MaxDescription = 2 << 10
-	// MaxCount is how many skills the store keeps at most.
-	MaxCount = 500
+	// maxSource is the largest source a skill may have, in bytes.
+	maxSource = 64 << 10
+	// maxDescription is the longest description, in bytes.
+	maxDescription = 2 << 10
+	// maxCount is how many skills the store keeps at most.
+	maxCount = 500
 )
 
 // namePattern is a skill's name: a Python identifier that does not start
@@ -94,8 +94,8 @@ func (s *Store) Team() *Store {
 // Dir is the directory that holds the skill files.
 func (s *Store) Dir() string { return s.dir.Path(statedir.Skills) }
 
-// CheckName says why name cannot be a skill's name, or returns nil.
-func CheckName(name string) error {
+// checkName says why name cannot be a skill's name, or returns nil.
+func checkName(name string) error {
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("%q is not a skill name: use a Python identifier of at most 64 characters that starts with a letter (e.g. summarize_issues)", name)
 	}
@@ -109,16 +109,16 @@ func CheckName(name string) error {
 
 // check says why a skill cannot be saved as given.
 func check(name, source, description string) error {
-	if err := CheckName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return err
 	}
 	switch {
 	case strings.TrimSpace(source) == "":
 		return fmt.Errorf("skill %q has no source", name)
-	case len(source) > MaxSource:
-		return fmt.Errorf("skill %q is %d bytes of source; a skill may have at most %d: split it, or keep data in /workspace files instead of the source", name, len(source), MaxSource)
-	case len(description) > MaxDescription:
-		return fmt.Errorf("the description of skill %q is %d bytes; at most %d are kept: shorten it", name, len(description), MaxDescription)
+	case len(source) > maxSource:
+		return fmt.Errorf("skill %q is %d bytes of source; a skill may have at most %d: split it, or keep data in /workspace files instead of the source", name, len(source), maxSource)
+	case len(description) > maxDescription:
+		return fmt.Errorf("the description of skill %q is %d bytes; at most %d are kept: shorten it", name, len(description), maxDescription)
 	case !utf8.ValidString(source) || !utf8.ValidString(description):
 		return fmt.Errorf("skill %q is not valid UTF-8 text", name)
 	case strings.ContainsRune(source, 0):
@@ -140,7 +140,7 @@ func (s *Store) Save(name, source, description string) (Skill, error) {
 	}
 	file := filepath.Join(dir, name+".py")
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		if names, _ := s.names(); len(names) >= MaxCount {
+		if names, _ := s.names(); len(names) >= maxCount {
 			return Skill{}, fmt.Errorf("there are %d skills already, the most codebridge keeps: delete some (runtime.delete_skill, or `codebridge skills rm`)", len(names))
 		}
 	}
@@ -233,7 +233,7 @@ func (s *Store) names() ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".py")
-		if ok && e.Type().IsRegular() && CheckName(name) == nil {
+		if ok && e.Type().IsRegular() && checkName(name) == nil {
 			names = append(names, name)
 		}
 	}
@@ -243,7 +243,7 @@ func (s *Store) names() ([]string, error) {
 
 // Get reads one skill.
 func (s *Store) Get(name string) (Skill, error) {
-	if err := CheckName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return Skill{}, err
 	}
 	file := filepath.Join(s.Dir(), name+".py")
@@ -296,18 +296,18 @@ func (s *Store) Delete(name string) (Skill, error) {
 	return sk, nil
 }
 
-// Files are the skills as files for a new sandbox, at [SandboxDir]. A
+// Files are the skills as files for a new sandbox, at sandboxDir. A
 // skill that cannot be read is left out (the error names it).
 func (s *Store) Files() ([]protocol.File, error) {
 	list, err := s.List()
 	return files(list), err
 }
 
-// files are skills as files for a new sandbox, at [SandboxDir].
+// files are skills as files for a new sandbox, at [sandboxDir].
 func files(list []Skill) []protocol.File {
 	out := make([]protocol.File, 0, len(list))
 	for _, sk := range list {
-		out = append(out, protocol.File{Path: path.Join(SandboxDir, sk.Name+".py"), Data: sk.File()})
+		out = append(out, protocol.File{Path: path.Join(sandboxDir, sk.Name+".py"), Data: sk.File()})
 	}
 	return out
 }

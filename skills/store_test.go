@@ -29,7 +29,7 @@ func TestSaveGetListDelete(t *testing.T) {
 		t.Fatalf("file is not readable as documented:\n%s", data)
 	}
 	files, err := st.Files()
-	if err != nil || len(files) != 1 || files[0].Path != SandboxDir+"/double.py" {
+	if err != nil || len(files) != 1 || files[0].Path != sandboxDir+"/double.py" {
 		t.Fatalf("files: %+v %v", files, err)
 	}
 	if _, err := st.Delete("double"); err != nil {
@@ -47,7 +47,7 @@ func TestSaveRefuses(t *testing.T) {
 		"keyword":   {"class", "x = 1", "keyword"},
 		"private":   {"_x", "x = 1", "not a skill name"},
 		"empty":     {"x", "  ", "no source"},
-		"oversized": {"big", "x = 1\n" + strings.Repeat("#", MaxSource), "at most"},
+		"oversized": {"big", "x = 1\n" + strings.Repeat("#", maxSource), "at most"},
 	}
 	for what, c := range cases {
 		if _, err := st.Save(c.name, c.src, ""); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -59,8 +59,8 @@ func TestSaveRefuses(t *testing.T) {
 func TestHandWrittenFile(t *testing.T) {
 	d := statedir.Dir(t.TempDir())
 	dir, _ := d.Ensure(statedir.Skills)
-	os.WriteFile(filepath.Join(dir, "mine.py"), []byte("def mine():\n    return 1\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "not a skill.py"), []byte("x"), 0o600)
+	must(t, os.WriteFile(filepath.Join(dir, "mine.py"), []byte("def mine():\n    return 1\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "not a skill.py"), []byte("x"), 0o600))
 	list, err := Open(d).List()
 	if err != nil || len(list) != 1 || list[0].Source != "def mine():\n    return 1\n" {
 		t.Fatalf("%+v %v", list, err)
@@ -92,7 +92,7 @@ func TestDescriptionNeverBecomesCode(t *testing.T) {
 	}
 
 	old := "# codebridge skill: old\n# Old.\rprint('ran')\n\ndef old():\n    pass\n"
-	os.WriteFile(filepath.Join(st.Dir(), "old.py"), []byte(old), 0o600)
+	must(t, os.WriteFile(filepath.Join(st.Dir(), "old.py"), []byte(old), 0o600))
 	files, err := st.Files()
 	if err != nil || len(files) != 2 {
 		t.Fatalf("files: %+v %v", files, err)
@@ -115,7 +115,7 @@ func TestDescriptionIsNoEncoding(t *testing.T) {
 		t.Skip("no python3 to read the file with")
 	}
 	st := Open(statedir.Dir(t.TempDir()))
-	if _, err := st.Save("x", "def x():\n    pass\nprint('SOURCE-RAN')\n", "coding: utf-7\n+AAo-print('DESCRIPTION-' 'RAN')"); err != nil {
+	if _, err = st.Save("x", "def x():\n    pass\nprint('SOURCE-RAN')\n", "coding: utf-7\n+AAo-print('DESCRIPTION-' 'RAN')"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(python, filepath.Join(st.Dir(), "x.py")).CombinedOutput()
@@ -147,5 +147,13 @@ func TestStoresOfPrincipalsAreApart(t *testing.T) {
 	}
 	if root.Of(principal.Local()).Dir() != root.Dir() || alice.Of(principal.Token("bob")).Dir() != bob.Dir() {
 		t.Fatal("Of is not taken from the state directory's root")
+	}
+}
+
+// must fails the test at once when a step of its set-up returned an error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -108,15 +108,3 @@ func (a *analyser) term(w string) string {
 	a.mu.Unlock()
 	return s
 }
-
-// terms returns the index terms of text, in order, with repeats.
-func (a *analyser) terms(text string) []string {
-	var out []string
-	eachWord(text, func(w string) bool {
-		if t := a.term(w); t != "" {
-			out = append(out, t)
-		}
-		return true
-	})
-	return out
-}

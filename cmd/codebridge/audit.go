@@ -64,7 +64,7 @@ func (c *cli) audit(g gateFlags, st stateFlags, since time.Time, asJSON bool) er
 	defer f.Close()
 	recs, bad, err := gate.ReadAudit(f, since)
 	if err != nil {
-		return failure{err: fmt.Errorf("reading %s: %v", path, err)}
+		return failure{err: fmt.Errorf("reading %s: %w", path, err)}
 	}
 	if bad > 0 {
 		fmt.Fprintf(c.stderr, "codebridge audit: %s: %d lines are not audit records and were skipped\n", path, bad)

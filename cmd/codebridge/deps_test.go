@@ -22,7 +22,7 @@ import (
 // inits run), clientcmd 0.2 MB, remotecommand with core/v1 0.9 MB. With
 // the tag the engine uses the smallest part of client-go that does the
 // job: the REST client, clientcmd and remotecommand, with a scheme of the
-// core group made on first use (sandbox/kubeclient.go). What this test
+// core group made on first use (sandbox/engine/kube/client.go). What this test
 // refuses there is the rest of it: the generated clientset
 // (k8s.io/client-go/kubernetes and its typed packages, whose
 // kubernetes/scheme registers all ~50 API groups at start), apply

@@ -107,7 +107,9 @@ func (c *cli) doctor(s *appSettings, asJSON bool) error {
 		}
 	}
 	if asJSON {
-		printJSON(c.stdout, map[string]any{"ok": broken == 0, "checks": checks})
+		if err := printJSON(c.stdout, map[string]any{"ok": broken == 0, "checks": checks}); err != nil {
+			return err
+		}
 	} else {
 		for _, ch := range checks {
 			printCheck(c.stdout, ch)

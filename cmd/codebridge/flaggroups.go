@@ -244,6 +244,8 @@ func bridgeOptions(run runFlags, up upstreamFlags, h httpFlags) bridge.Options {
 		Roots:          up.Roots,
 		Mode:           serving(h),
 		Warm:           h.Warm,
+		// A session handle idles out as an HTTP session does.
+		SessionIdle: h.IdleTimeout,
 	}
 }
 

@@ -71,7 +71,7 @@ func newGate(g gateFlags, st stateFlags, cfg discovery.Config) (_ *gate.Gate, cl
 		return nil, nil, err
 	}
 	gcfg.Redactor, gcfg.KeepTokens = redactor, keep
-	if err := gcfg.Validate(); err != nil {
+	if err = gcfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if gcfg.Audit, err = openAudit(g, st); err != nil {

@@ -22,7 +22,7 @@ type httpFlags struct {
 	Token       string        `env:"CODEBRIDGE_TOKEN" usage:"a bearer token HTTP clients may send, besides those of --token-file"`
 	TLSCert     string        `flag:"tls-cert" env:"CODEBRIDGE_TLS_CERT" type:"file" usage:"TLS certificate (PEM) for HTTP; with --tls-key"`
 	TLSKey      string        `flag:"tls-key" env:"CODEBRIDGE_TLS_KEY" type:"file" usage:"TLS private key (PEM) for HTTP; with --tls-cert"`
-	IdleTimeout time.Duration `flag:"idle-timeout" env:"CODEBRIDGE_IDLE_TIMEOUT" default:"{httpserve.DefaultIdleTimeout}" type:"seconds" usage:"end an HTTP session, and remove its sandbox, after this many seconds without a request"`
+	IdleTimeout time.Duration `flag:"idle-timeout" env:"CODEBRIDGE_IDLE_TIMEOUT" default:"{httpserve.DefaultIdleTimeout}" type:"seconds" usage:"end an HTTP session or session handle, and remove its sandbox, after this many seconds without a request"`
 	MaxSessions int           `flag:"max-sessions" env:"CODEBRIDGE_MAX_SESSIONS" default:"{httpserve.DefaultMaxSessions}" type:"n" parse:"count" usage:"most HTTP sessions open at once; more are refused" doc:"At the limit a user's new session ends that user's least recently used idle one, else it is refused with a 503 that names this limit."`
 	// MaxPerUser has no default of its own: unset (0), httpserve derives
 	// it from MaxSessions.
@@ -61,7 +61,7 @@ func (c *cli) serveHTTP(s *settings) error {
 	if err != nil {
 		return inputError{err}
 	}
-	if err := s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
+	if err = s.HTTP.httpOptions(tokens, s.OAuth.config(), nil, nil).Validate(); err != nil {
 		return inputError{err}
 	}
 	// Each session's workspace is its own, and ephemeral; on Kubernetes,
@@ -105,7 +105,7 @@ func (g httpFlags) loadTokens() (*httpserve.Tokens, error) {
 	if g.TokenFile != "" {
 		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("--token-file: %v", err)
+			return nil, fmt.Errorf("--token-file: %w", err)
 		}
 		if tokens, err = httpserve.ParseTokens(string(b)); err != nil {
 			return nil, fmt.Errorf("--token-file %s: %w", g.TokenFile, err)

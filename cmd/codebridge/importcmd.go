@@ -314,7 +314,7 @@ func readClientConfig(path string, cc clientConfig) ([]*candidate, error) {
 		err = json.Unmarshal(std, &doc)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	var out []*candidate
 	collect := func(m any, project string) {

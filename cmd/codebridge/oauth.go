@@ -59,7 +59,7 @@ func parseRules(v string) ([]oauth.Rule, error) {
 func readSecret(v string) (string, error) {
 	b, err := os.ReadFile(v)
 	if err != nil {
-		return "", fmt.Errorf("reading the introspection secret: %v", err)
+		return "", fmt.Errorf("reading the introspection secret: %w", err)
 	}
 	secret := strings.TrimSpace(string(b))
 	if secret == "" {

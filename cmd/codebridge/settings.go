@@ -315,6 +315,9 @@ func bindSettings(fs *pflag.FlagSet, groups any, flags []string, defaults map[st
 		fv := &flagValue{s: s}
 		b.flags[name] = fv
 		fs.VarP(fv, name, s.short, s.usage+" ("+strings.Join(s.envs, ", ")+")")
+		if s.typ == "bool" {
+			fs.Lookup(name).NoOptDefVal = "true" // --allow-x alone means --allow-x=true
+		}
 	}
 	return b
 }

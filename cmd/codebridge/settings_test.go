@@ -71,7 +71,7 @@ func defaultConfigs() configs {
 	return configs{
 		Discovery: discovery.Options{Home: "/h"},
 		Bridge: bridge.Options{DefaultTimeout: bridge.DefaultTimeout, MaxTimeout: bridge.DefaultMaxTimeout, Output: bridge.OutputText,
-			Version: version(), Warm: bridge.DefaultWarm},
+			Version: version(), Warm: bridge.DefaultWarm, SessionIdle: bridge.DefaultSessionIdle},
 		Sandbox: sandbox.Config{User: sandbox.DefaultUser, Channel: sandbox.DefaultChannel, OutputLimit: sandbox.DefaultOutputLimit,
 			Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, CPUs: sandbox.DefaultCPUs, TmpSize: sandbox.DefaultTmpSize}},
 		Engine:   sandbox.EngineOptions{Kind: "auto", SeccompLocalhost: sandbox.DefaultSeccompLocalhost, WorkspaceSize: sandbox.DefaultWorkspaceSize},
@@ -134,7 +134,7 @@ func TestSettingsConfigs(t *testing.T) {
 			"--idle-timeout", "60", "--body-timeout", "9", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--allowed-hosts", "a.example, b.example"},
 			env: map[string]string{"CODEBRIDGE_ALLOWED_ORIGINS": "https://app.example"},
 			want: func(c *configs) {
-				c.Bridge.Mode, c.Bridge.Warm = bridge.ManyUsers, 0
+				c.Bridge.Mode, c.Bridge.Warm, c.Bridge.SessionIdle = bridge.ManyUsers, 0, time.Minute
 				c.HTTP = httpserve.Options{Addr: "127.0.0.1:8080", TLSCert: "c.pem", TLSKey: "k.pem", IdleTimeout: time.Minute, MaxSessions: 4,
 					MaxSessionsPerUser: 2, BodyTimeout: 9 * time.Second, AllowedHosts: []string{"a.example", "b.example"}, AllowedOrigins: []string{"https://app.example"}}
 			}},
@@ -156,6 +156,12 @@ func TestSettingsConfigs(t *testing.T) {
 		{name: "the kubernetes engine's opt-outs of its checks", kube: true,
 			argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral", "--allow-weak-seccomp=true", "--seccomp-localhost", "RuntimeDefault"},
 			env:  map[string]string{"CODEBRIDGE_ALLOW_NO_NETWORK_POLICY": "true"},
+			want: func(c *configs) {
+				c.Engine.Kind, c.Engine.SeccompLocalhost = "kubernetes", sandbox.SeccompRuntimeDefault
+				c.Engine.AllowWeakSeccomp, c.Engine.AllowNoNetworkPolicy = true, true
+			}},
+		{name: "a yes-or-no flag alone means yes", kube: true,
+			argv: []string{"--engine", "kubernetes", "--workspace", "ephemeral", "--allow-no-network-policy", "--allow-weak-seccomp", "--seccomp-localhost", "RuntimeDefault"},
 			want: func(c *configs) {
 				c.Engine.Kind, c.Engine.SeccompLocalhost = "kubernetes", sandbox.SeccompRuntimeDefault
 				c.Engine.AllowWeakSeccomp, c.Engine.AllowNoNetworkPolicy = true, true

@@ -92,7 +92,9 @@ func (c *cli) listSkills(store *skills.Store, asJSON bool) error {
 		for _, sk := range list {
 			out = append(out, sk.Info())
 		}
-		printJSON(c.stdout, out)
+		if perr := printJSON(c.stdout, out); perr != nil {
+			return perr
+		}
 	} else if len(list) == 0 {
 		fmt.Fprintf(c.stdout, "no skills saved (in %s); save one from the sandbox with runtime.save_skill(name, function)\n", store.Dir())
 	}

@@ -288,7 +288,7 @@ func (g workspaceFlags) sandboxWorkspace(sb sandboxFlags, roots []string, h host
 	if err != nil {
 		return nil, "", fmt.Errorf("--workspace %s: %w", w.dir, err)
 	}
-	if err := h.checkSource(src); err != nil {
+	if err = h.checkSource(src); err != nil {
 		return nil, "", fmt.Errorf("--workspace %s refused: %w", w.dir, err)
 	}
 	user, err := shareDir(src, sb.User)

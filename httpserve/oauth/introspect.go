@@ -170,7 +170,8 @@ func (in *introspector) ask(ctx context.Context, raw string) (map[string]any, er
 // *url.Error names the URL, which holds no secret here, but keep only
 // the cause).
 func urlErrorWithoutQuery(err error) error {
-	if ue, ok := err.(*url.Error); ok {
+	var ue *url.Error
+	if errors.As(err, &ue) {
 		return ue.Err
 	}
 	return err

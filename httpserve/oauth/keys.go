@@ -151,7 +151,7 @@ func getJSON(ctx context.Context, c *http.Client, u string, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%s is not a JSON key set: %v", u, err)
+		return fmt.Errorf("%s is not a JSON key set: %w", u, err)
 	}
 	return nil
 }

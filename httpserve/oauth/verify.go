@@ -100,7 +100,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*auth.TokenInfo, err
 		return nil, refuse(kindMalformed, "the token has more than one signature")
 	}
 	var unverified jwt.Claims
-	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
+	if err = tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return nil, refuse(kindMalformed, "the token's claims are not a JSON object")
 	}
 	is := v.issuers[unverified.Issuer]

@@ -144,7 +144,7 @@ func TestRefusals(t *testing.T) {
 		{"garbage", "not-a-jwt-0123456789", 401, "invalid_token", "not a JWT"},
 	}
 	for _, c := range cases {
-		_, err := v.Verify(context.Background(), c.token)
+		_, err = v.Verify(context.Background(), c.token)
 		var ref *Refusal
 		if !errors.As(err, &ref) || ref.Status() != c.status || ref.Code() != c.code || !strings.Contains(ref.Description, c.about) {
 			t.Errorf("%s: %v, want %d %s about %q", c.name, err, c.status, c.code, c.about)

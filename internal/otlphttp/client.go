@@ -52,14 +52,14 @@ func New(getenv func(string) string) (otlptrace.Client, error) {
 		return nil, err
 	}
 	if v, name := get("HEADERS"); v != "" {
-		if err := parseHeaders(v, c.headers); err != nil {
+		if err = parseHeaders(v, c.headers); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	timeout := DefaultTimeout
 	if v, name := get("TIMEOUT"); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
+		ms, perr := strconv.Atoi(v)
+		if perr != nil || ms <= 0 {
 			return nil, fmt.Errorf("%s=%s: give a positive number of milliseconds", name, v)
 		}
 		timeout = time.Duration(ms) * time.Millisecond
@@ -169,7 +169,7 @@ func (c *client) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpan
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
 		_, _ = zw.Write(body)
-		if err := zw.Close(); err != nil {
+		if err = zw.Close(); err != nil {
 			return err
 		}
 		body = b.Bytes()

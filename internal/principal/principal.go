@@ -42,7 +42,7 @@ func OAuth(issuer, subject string) Principal {
 func ParseOAuth(s string) (Principal, error) {
 	i := strings.LastIndexByte(s, '@')
 	if i < 0 || !(strings.HasPrefix(s[i+1:], "https://") || strings.HasPrefix(s[i+1:], "http://")) {
-		return Principal{}, fmt.Errorf("%q is not SUBJECT@ISSUER (such as alice@https://sso.example.com/realms/team), as the audit names it after oauth:", s)
+		return Principal{}, fmt.Errorf("%q is not SUBJECT@ISSUER (such as alice@https://sso.example.com/realms/team), as the audit names it after \"oauth:\"", s)
 	}
 	return OAuth(s[i+1:], s[:i]), nil
 }

@@ -25,6 +25,7 @@ no lock is left held).
 from __future__ import annotations  # annotations stay text: no typing import at startup
 
 import errno
+import io
 import itertools
 import json
 import os
@@ -110,6 +111,7 @@ class Channel:
         self.locate: Callable[[], int] = lambda: 0
         self._outbox = None           # the requests of this loop turn (_Outbox)
         self._batches = itertools.count(1)
+        self._graveyard = []          # readers replaced after a fork: never closed (their lock may be held)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -341,6 +343,12 @@ class Channel:
             if errors:
                 stored["error"] = "; ".join(errors)
             self.send(stored)
+        elif kind == "rewind":  # after the cell that asked (mcp._rewind): may not return
+            from mcp import _rewind
+            if _rewind._keeper is None:
+                self.send({"t": "rewound", "ok": False, "error": "this runtime keeps no checkpoints"})
+            else:
+                _rewind._keeper.hand_over(frame)
         elif kind == "get":  # the host reads a workspace file (resources/read)
             import threading
             from mcp._files import read_file
@@ -502,11 +510,54 @@ class Channel:
                 continue
             _fail(future, BridgeError("the cell ended before the host answered this call"))
 
+    # ---- rewind (mcp._rewind) ------------------------------------------
+
+    def read_ahead(self) -> bytes:
+        """Reader thread, handing the channel over: the bytes it read from
+        the host that no frame took yet, without reading more."""
+        fd = self._in.fileno()
+        os.set_blocking(fd, False)
+        try:
+            data = self._in.peek()
+            return self._in.read(len(data)) if data else b""
+        finally:
+            os.set_blocking(fd, True)
+
+    def unread(self, data: bytes) -> None:
+        """Reader thread: a handover failed; read ``data`` again first."""
+        if data:
+            self._graveyard.append(self._in)
+            self._in = io.BufferedReader(_Prefixed(data, self._in.fileno()), 1 << 16)
+
+    def resume(self, leftover: bytes, output, executor) -> None:
+        """In a checkpoint that a rewind woke: become the runtime's channel
+        again. The reader starts afresh with the bytes the last runtime had
+        read ahead; what was queued or pending at the fork is gone."""
+        self._graveyard.append(self._in)  # its lock belongs to a reader thread that is not here
+        fd = self._in.fileno()
+        raw = _Prefixed(leftover, fd) if leftover else open(fd, "rb", buffering=0, closefd=False)
+        self._in = io.BufferedReader(raw, 1 << 16)
+        self._pid = os.getpid()
+        self.cells = queue.SimpleQueue()
+        self._pending.clear()
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._settler = self._outbox = None
+        self.exec_id = self.interrupted = self._interrupt_for = None
+        self.armed = False
+        signal.signal(signal.SIGINT, self.on_sigint)
+        output.resume()
+        executor.resume()
+        self.start_reader()
+
     # ---- fork ----------------------------------------------------------
 
     def _after_fork_child(self) -> None:
         """In a forked child (multiprocessing), never touch the frame fds:
-        the child's output goes through fd 1 / fd 2 like a subprocess's."""
+        the child's output goes through fd 1 / fd 2 like a subprocess's.
+        A checkpoint (mcp._rewind) keeps them: it may become the runtime."""
+        from mcp import _rewind
+        if _rewind.forking:
+            return
         global _channel
         _channel = None
         for fd in (self._out_fd, self._in.fileno(), self._held_fd):
@@ -516,6 +567,31 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+class _Prefixed(io.RawIOBase):
+    """The channel's descriptor, with bytes read ahead before it."""
+
+    def __init__(self, prefix: bytes, fd: int):
+        self._prefix = memoryview(bytes(prefix))
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:  # the descriptor belongs to the channel
+        pass
+
+    def readinto(self, b) -> int:
+        if self._prefix:
+            n = min(len(b), len(self._prefix))
+            b[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        return os.readv(self._fd, [b])
 
 
 class _Outbox:

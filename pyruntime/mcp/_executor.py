@@ -277,6 +277,13 @@ class Executor:
             pass
         os._exit(code)
 
+    def resume(self):
+        """In a checkpoint that a rewind woke: this process is the runtime
+        now, and a new event loop serves its cells (the old one's selector
+        was shared with the process that went on)."""
+        self._pid = os.getpid()
+        self.loop = None
+
     @staticmethod
     def _repr(value):
         if isinstance(value, types.CoroutineType):

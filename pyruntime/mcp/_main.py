@@ -29,6 +29,7 @@ from mcp._channel import Channel
 from mcp._executor import Executor
 from mcp._output import Output
 from mcp._procs import Cells, track_forks
+from mcp._rewind import Keeper
 
 __all__ = ["main", "build_namespace", "PROTOCOL_VERSION"]
 
@@ -73,6 +74,8 @@ def build_namespace(hello_servers, channel):
     package = sys.modules["mcp"]
     ns.update({name: getattr(package, name) for name in package.__all__})
     ns.update(_proxy.install(hello_servers))
+    from mcp._rewind import rewind
+    ns["rewind"] = rewind        # undo cells (mcp._rewind)
     ns["help"] = _proxy.Help()   # an MCP tool's docs fetched afresh: what its calls returned so far
     # The Python peer's names: mcp_servers["original name"] is the proxy.
     ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
@@ -105,7 +108,7 @@ def _bind_toon(ns):
     ns["toon"] = toon
 
 
-def _serve(channel, output, executor, procs, frame):
+def _serve(channel, output, executor, procs, keeper, frame):
     """Run one exec frame and send its done frame."""
     cell = frame.get("id")
     code = frame.get("code")
@@ -113,7 +116,8 @@ def _serve(channel, output, executor, procs, frame):
     if frame.get("stale"):  # upstream tool lists that changed since the last cell
         from mcp import _proxy
         _proxy.forget(frame["stale"])
-    note = procs.begin()
+    keeper.before_cell()
+    note = procs.begin() + keeper.take_note()
     output.begin(cell, frame.get("limit"))
     try:
         if note:
@@ -137,6 +141,10 @@ def _serve(channel, output, executor, procs, frame):
     done = {"t": "done", "id": cell, "status": status, "value": value, "error": error}
     if spill:
         done["spill"] = spill
+    if keeper.asked is not None and status == "interrupted":
+        keeper.before_cell()  # an interrupted cell's rewind is not carried out
+    elif keeper.asked is not None:  # rewind(n): the host answers with a rewind frame
+        done["rewind"] = keeper.asked
     channel.send(done)
 
 
@@ -149,8 +157,10 @@ def _toon_text(data, fallback):
         return fallback
 
 
-def main():
-    """Run the runtime until the host closes the frame channel."""
+def main(handoff=None):
+    """Run the runtime until the host closes the frame channel. ``handoff``
+    is the write end of the init's hand-off pipe (see loader.py), which
+    rewinds need; None: no checkpoints."""
     diag = os.dup(2)
     try:
         in_fd, out_fd = os.dup(0), os.dup(1)          # non-inheritable
@@ -178,6 +188,8 @@ def main():
         procs = Cells()
         channel.on_interrupt = procs.interrupted
         track_forks()
+        keeper = Keeper(channel, output, executor, handoff, namespace)
+        channel.on_exit = lambda: (keeper.close(), _zip_cleanup())
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())
     os.close(diag)
@@ -187,10 +199,11 @@ def main():
     if first.get("t") != "hello":
         channel.log("warning", f"first frame was {first.get('t')!r}, not hello")
         channel.dispatch(first)
+    keeper.take()  # the state before the first cell
     while True:
         frame = channel.cells.get()
         try:
-            _serve(channel, output, executor, procs, frame)
+            _serve(channel, output, executor, procs, keeper, frame)
         except BaseException as exc:  # a runtime bug (or a stray interrupt): keep serving
             try:
                 channel.log("error", "runtime: " + "".join(traceback.format_exception(exc)))
@@ -203,3 +216,7 @@ def main():
                 channel.release()
             except BaseException:
                 pass
+            try:
+                keeper.after_cell()  # in a checkpoint a rewind woke, this returns as the runtime
+            except BaseException as exc:
+                channel.log("error", f"checkpoint: {type(exc).__name__}: {exc}")

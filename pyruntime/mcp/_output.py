@@ -616,9 +616,22 @@ class Output:
         for pump in self.pumps:
             pump.restore()
 
+    def resume(self):
+        """In a checkpoint that a rewind woke: the pump and flusher threads
+        again; output kept between cells at the fork is stale."""
+        for pump in self.pumps:
+            pump._pending, pump._pending_size, pump._dropped = [], 0, 0
+        self.text._parts, self.text._size, self.text._dropped = [], 0, 0
+        self.text._wake = threading.Event()
+        self.start()
+
     def _after_fork_child(self):
         """A forked child writes plain text to fd 1 / fd 2 (read by our pumps
-        in the parent), never frames."""
+        in the parent), never frames. A checkpoint (mcp._rewind) keeps the
+        runtime's streams: it may become the runtime."""
+        from mcp import _rewind
+        if _rewind.forking:
+            return
         try:
             sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="replace",
                                                buffering=1, closefd=False)

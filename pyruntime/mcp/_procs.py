@@ -38,6 +38,7 @@ __all__ = ["Cells", "KeptFile", "limit", "now", "refused", "signal_since", "stop
 _TCK = os.sysconf("SC_CLK_TCK")
 _ROUNDS = 20    # sweeps at most, for children still being forked
 _copies = set()  # pids of forked copies of the runtime not known to be reaped
+spared = set()   # pids of the runtime's checkpoints (mcp._rewind): never signalled, but continued
 
 
 def _cmdline(pid):
@@ -166,7 +167,7 @@ def signal_since(since, sig):
         return 0
     n = 0
     for pid, start in list(_processes()):
-        if start >= since:
+        if start >= since and pid not in spared:
             try:
                 os.kill(pid, sig)
                 n += 1
@@ -207,8 +208,8 @@ def sweep(since, processes, kill):
     for _ in range(_ROUNDS):
         found = list(processes())
         if older is None:
-            older = [pid for pid, start in found if start < since]
-        new = [pid for pid, start in found if start >= since and pid not in killed]
+            older = [pid for pid, start in found if start < since or pid in spared]
+        new = [pid for pid, start in found if start >= since and pid not in killed and pid not in spared]
         if not new:
             break
         for pid in new:

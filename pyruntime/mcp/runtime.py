@@ -25,6 +25,7 @@ from mcp._twin import run_sync, twin
 from mcp.display import display
 from mcp._share import share
 from mcp._skills import delete_skill, list_skills, save_skill, save_tool
+from mcp._rewind import rewind
 
 # The functions only, so that help(runtime) is about them; the classes
 # (MCPError, BridgeError and its kinds: PermissionDenied, ToolTimeout,
@@ -39,7 +40,8 @@ __all__ = [
     "save_skill", "save_tool", "list_skills", "delete_skill", "share",
     "list_resources", "list_resources_sync", "read_resource", "read_resource_sync",
     "list_resource_templates", "list_resource_templates_sync", "list_prompts",
-    "list_prompts_sync", "get_prompt", "get_prompt_sync", "calls", "calls_sync",
+    "list_prompts_sync", "get_prompt", "get_prompt_sync", "calls", "calls_sync", "rewind",
+    "sessions", "sessions_sync", "end_session", "end_session_sync",
 ]
 
 # Each helper that asks the host is written once, as a plan (a generator
@@ -384,6 +386,21 @@ def calls():
     return (yield ("calls", {}))
 
 
+def sessions():
+    """Your sessions that have handles (clients on MCP 2026-07-28 start one
+    per call that names no ``session``): ``[{tag, running, age_seconds,
+    idle_seconds, current}]``, oldest first. A tag names a session here
+    and in the log; it is not its handle and cannot be used as one."""
+    return (yield ("sessions", {}))
+
+
+def end_session(session):
+    """End one of your sessions, by the tag ``sessions()`` gave (or its
+    handle): its sandbox, variables and files are removed. The session
+    this code runs in cannot end itself."""
+    return (yield ("end_session", {"session": str(session)}))
+
+
 list_servers = twin(list_servers)
 list_tools = twin(list_tools)
 query_tool_docs = twin(query_tool_docs)
@@ -398,6 +415,10 @@ search_tool_docs_sync = search_tool_docs.sync
 call_tool_sync = call_tool.sync
 start_servers_sync = start_servers.sync
 calls_sync = calls.sync
+sessions = twin(sessions)
+end_session = twin(end_session)
+sessions_sync = sessions.sync
+end_session_sync = end_session.sync
 list_resources_sync = list_resources.sync
 read_resource_sync = read_resource.sync
 list_resource_templates_sync = list_resource_templates.sync

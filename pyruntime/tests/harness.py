@@ -11,6 +11,7 @@ import base64
 import io
 import json
 import os
+import queue
 import shlex
 import subprocess
 import sys
@@ -236,6 +237,7 @@ class Runtime:
         self.logs = []
         self.rpcs = []
         self.stray = []             # frames for no known cell
+        self.rewounds = queue.Queue()  # rewound frames (answers to rewind frames)
         self.late = []              # frames that came after their cell's done
         self.hold = None            # predicate: keep an rpc unanswered
         self.held = []
@@ -279,6 +281,8 @@ class Runtime:
                 self._ready.set()
             elif kind == "log":
                 self.logs.append(frame)
+            elif kind == "rewound":
+                self.rewounds.put(frame)
             elif kind == "rpc":
                 self.rpcs.append(frame)
                 if self.hold is not None and self.hold(frame):

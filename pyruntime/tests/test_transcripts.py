@@ -55,8 +55,10 @@ class Replay:
     def __init__(self):
         command = (shlex.split(harness.COMMAND) + [harness.LOADER] if harness.COMMAND
                    else [harness.PYTHON, "-I", "-u", "-c", harness.LOADER])
+        # The loader's init, as pid 1 has it: the rewind transcript needs it.
+        env = dict(os.environ, CODEBRIDGE_INIT="subreaper")
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+                                     stderr=subprocess.PIPE, bufsize=0, env=env)
         self.frames = queue.Queue()
         self.stderr = []
         # The threads that read the runtime's streams; close() waits for

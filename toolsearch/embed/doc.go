@@ -10,7 +10,7 @@
 // mean row comes close to the model's own vector of it, and reduced by
 // PCA. Embed tokenizes a text as BERT does (lower case, accents stripped,
 // punctuation split off, ## subwords), averages its tokens' rows and
-// scales the mean to length 1; texts are compared by Cosine.
+// scales the mean to length 1; texts are compared by the cosine of their vectors.
 //
 // The table is compiled into the binary with go:embed and read in place:
 // nothing is decoded or copied onto the heap, and none of its pages is

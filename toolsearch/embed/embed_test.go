@@ -70,10 +70,10 @@ func TestEmbedMatchesPython(t *testing.T) {
 		if len(got) != len(c.Vector) || len(got) != len(c.Float) {
 			t.Fatalf("%q: %d dimensions, want %d", c.Text, len(got), len(c.Vector))
 		}
-		if cos := Cosine(got, c.Vector); cos < 0.999 {
+		if cos := cosine(got, c.Vector); cos < 0.999 {
 			t.Errorf("%q: cosine with Python's vector %.4f, want > 0.999", c.Text, cos)
 		}
-		if cos := Cosine(got, c.Float); cos < 0.98 {
+		if cos := cosine(got, c.Float); cos < 0.98 {
 			t.Errorf("%q: cosine with the unquantised vector %.4f, want > 0.98", c.Text, cos)
 		}
 	}
@@ -91,7 +91,7 @@ func TestSimilarMeaningsAreCloser(t *testing.T) {
 		{"current time in Tokyo", "get the time in a timezone", "fetch a web page"},
 	} {
 		q := m.Embed(c.query)
-		near, far := Cosine(q, m.Embed(c.near)), Cosine(q, m.Embed(c.far))
+		near, far := cosine(q, m.Embed(c.near)), cosine(q, m.Embed(c.far))
 		if near <= far {
 			t.Errorf("%q: %q at %.3f is not closer than %q at %.3f", c.query, c.near, near, c.far, far)
 		}
@@ -108,7 +108,7 @@ func TestEmbedIsUnitOrZero(t *testing.T) {
 		if len(v) != m.Dim() {
 			t.Fatalf("%q: %d dimensions, want %d", text, len(v), m.Dim())
 		}
-		self := Cosine(v, v)
+		self := cosine(v, v)
 		if strings.TrimSpace(strings.Trim(text, "\x00\x01")) == "" {
 			if self != 0 {
 				t.Errorf("%q: want the zero vector, got length %v", text, self)
@@ -121,16 +121,16 @@ func TestEmbedIsUnitOrZero(t *testing.T) {
 	}
 }
 
-// TestLongInputIsCut checks that a text longer than MaxInputBytes is
+// TestLongInputIsCut checks that a text longer than maxInputBytes is
 // embedded from its head and tail: the middle, however long, does not
 // count, and the question at its end still does.
 func TestLongInputIsCut(t *testing.T) {
 	m := Default()
-	head := strings.Repeat("pasted log line with words ", MaxInputBytes/27)
+	head := strings.Repeat("pasted log line with words ", maxInputBytes/27)
 	question := " how do I delete a file"
-	short := m.Embed(head[:MaxInputBytes/2] + question)
-	long := m.Embed(head + strings.Repeat("ABCD+/", 100_000) + strings.Repeat("é", MaxInputBytes) + head + question)
-	if Cosine(long, m.Embed("delete a file")) <= Cosine(m.Embed(head), m.Embed("delete a file")) {
+	short := m.Embed(head[:maxInputBytes/2] + question)
+	long := m.Embed(head + strings.Repeat("ABCD+/", 100_000) + strings.Repeat("é", maxInputBytes) + head + question)
+	if cosine(long, m.Embed("delete a file")) <= cosine(m.Embed(head), m.Embed("delete a file")) {
 		t.Error("the question at the end of a long text does not move its vector")
 	}
 	if len(long) != len(short) {
@@ -185,7 +185,7 @@ func TestParseRejectsBrokenTables(t *testing.T) {
 	}
 }
 
-// TestCosine checks Cosine on plain cases.
+// TestCosine checks cosine on plain cases.
 func TestCosine(t *testing.T) {
 	for _, c := range []struct {
 		a, b []float32
@@ -197,8 +197,8 @@ func TestCosine(t *testing.T) {
 		{[]float32{0, 0}, []float32{1, 0}, 0},
 		{[]float32{1}, []float32{1, 0}, 0},
 	} {
-		if got := Cosine(c.a, c.b); got < c.want-1e-6 || got > c.want+1e-6 {
-			t.Errorf("Cosine(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		if got := cosine(c.a, c.b); got < c.want-1e-6 || got > c.want+1e-6 {
+			t.Errorf("cosine(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
@@ -212,7 +212,7 @@ func FuzzEmbed(f *testing.F) {
 	m := Default()
 	f.Fuzz(func(t *testing.T, s string) {
 		v := m.Embed(s)
-		if self := Cosine(v, v); len(v) != m.Dim() || self != 0 && (self < 0.999 || self > 1.001) {
+		if self := cosine(v, v); len(v) != m.Dim() || self != 0 && (self < 0.999 || self > 1.001) {
 			t.Fatalf("%q: %d numbers of length %v", s, len(v), self)
 		}
 	})
@@ -228,7 +228,7 @@ func BenchmarkEmbed(b *testing.B) {
 	}
 }
 
-// BenchmarkEmbedLong embeds a text far past MaxInputBytes.
+// BenchmarkEmbedLong embeds a text far past maxInputBytes.
 func BenchmarkEmbedLong(b *testing.B) {
 	m := Default()
 	text := strings.Repeat("a pasted task of many words, then a question. ", 5000)

@@ -17,10 +17,10 @@ var table string
 // magic starts a table, and names its layout.
 const magic = "CBEMBED2"
 
-// MaxInputBytes bounds the text that Embed reads: of a longer text it
-// embeds the first and the last MaxInputBytes/2 bytes (a pasted task's
+// maxInputBytes bounds the text that Embed reads: of a longer text it
+// embeds the first and the last maxInputBytes/2 bytes (a pasted task's
 // question is often at its end), so a long text costs no more than this.
-const MaxInputBytes = 8 << 10
+const maxInputBytes = 8 << 10
 
 // Model is a table of token vectors and the vocabulary that tokenizes text
 // into its rows. It is read-only and safe for concurrent use.
@@ -88,11 +88,11 @@ func (m *Model) Dim() int { return m.dim }
 
 // Embed returns text's vector: the mean of its tokens' rows, of length 1,
 // or all zeros when no token of text is known. It reads at most
-// MaxInputBytes of text.
+// maxInputBytes of text.
 func (m *Model) Embed(text string) []float32 {
 	v := make([]float32, m.dim)
-	if len(text) > MaxInputBytes {
-		head, tail := cut(text, MaxInputBytes/2)
+	if len(text) > maxInputBytes {
+		head, tail := cut(text, maxInputBytes/2)
 		m.addTokens(v, head)
 		m.addTokens(v, tail)
 	} else {
@@ -124,10 +124,10 @@ func (m *Model) addTokens(v []float32, text string) {
 	})
 }
 
-// Cosine is the cosine of the angle between a and b: their dot product
+// cosine is the cosine of the angle between a and b: their dot product
 // over their lengths' product, 0 when either is zero or their lengths
 // differ.
-func Cosine(a, b []float32) float32 {
+func cosine(a, b []float32) float32 {
 	if len(a) != len(b) {
 		return 0
 	}

@@ -1,0 +1,182 @@
+"""Rewind (mcp._rewind): a real runtime with the loader's init (as a
+subreaper, since the tests' process is not pid 1), driven like the host
+drives it: the cell that calls rewind(n) ends with ``rewind`` in its done
+frame, the host sends a ``rewind`` frame and reads ``rewound``."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from mcp import _rewind
+from tests.harness import Cell, Runtime
+
+
+class RewindTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = tempfile.mkdtemp(prefix="rewind-ws-")
+        saved = {k: os.environ.get(k) for k in ("CODEBRIDGE_INIT", "CODEBRIDGE_TEST_WORKSPACE")}
+        os.environ.update(CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=self.ws)
+        try:
+            self.rt = Runtime()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.addCleanup(self.rt.close)
+
+    def ok(self, code):
+        cell = self.rt.run(code)
+        self.assertEqual(cell.status, "ok", cell)
+        return cell
+
+    def rewind(self, n, then=None):
+        """Run rewind(n), send the rewind frame (and ``then``'s bytes in the
+        same write), return the rewound frame."""
+        cell = self.ok(f"rewind({n})")
+        self.assertEqual(cell.done.get("rewind"), n)
+        frame = b'{"t":"rewind","n":%d}\n' % n
+        self.rt.write(frame + (then or b""))
+        return self.rt.rewounds.get(timeout=30)
+
+    def test_restores_variables_imports_and_files(self):
+        ws = self.ws
+        self.ok(f"a = 1\nimport json\nopen('{ws}/keep.txt', 'w').write('one')")
+        self.ok(f"a = 2\nimport fractions\nopen('{ws}/keep.txt', 'w').write('two')\n"
+                f"import os\nos.mkdir('{ws}/d')\nopen('{ws}/d/new.txt', 'w').write('x')")
+        r = self.rewind(1)
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["cells"], 1)
+        self.assertEqual(r["workspace"], {"kept": True, "files": 1, "copied": 1, "removed": 1})
+        self.assertEqual(r["names"], ["a"])
+        self.assertEqual(r["modules"], ["json"])
+        cell = self.ok(f"print(a, 'fractions' in globals(), 'os' in globals(), open('{ws}/keep.txt').read(), "
+                       f"sorted(__import__('os').listdir('{ws}')))")
+        self.assertEqual(cell.stdout, "1 False False one ['keep.txt']\n")
+
+    def test_rewound_state_can_be_rewound_again(self):
+        self.ok("a = 1")
+        self.ok("a = 2")
+        self.assertTrue(self.rewind(1)["ok"])
+        self.ok("b = 3")
+        r = self.rewind(1)
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(self.ok("print(a, 'b' in globals())").stdout, "1 False\n")
+
+    def test_frames_read_ahead_are_handed_over(self):
+        """An exec the host wrote right behind the rewind frame (the old
+        runtime's reader may have read it with the rewind) runs once, in
+        the restored state."""
+        self.ok("a = 1")
+        self.ok("a = 2")
+        self.ok("rewind(1)")
+        cell = Cell(self.rt._next_id)
+        self.rt._next_id += 1
+        self.rt._cells[cell.id] = cell
+        self.rt.write(b'{"t":"rewind","n":1}\n{"t":"exec","id":%d,"code":"a"}\n' % cell.id)
+        self.assertTrue(self.rt.rewounds.get(timeout=30)["ok"])
+        self.rt.wait(cell)
+        self.assertEqual(cell.value, "1")
+        self.assertEqual([f["t"] for f in cell.frames], ["done"])
+
+    def test_refused_rewinds_change_nothing(self):
+        self.ok("a = 1")
+        cell = self.rt.run("rewind(5)")
+        self.assertEqual(cell.status, "error")
+        self.assertIn("only 1 cell lie behind this one", cell.error)
+        self.assertNotIn("rewind", cell.done)
+        cell = self.rt.run("rewind(0)")
+        self.assertIn("1 or more", cell.error)
+        # A rewind frame that no cell asked for is refused, and the runtime goes on.
+        self.rt.send({"t": "rewind", "n": 1})
+        r = self.rt.rewounds.get(timeout=30)
+        self.assertFalse(r["ok"])
+        self.assertIn("did not ask for", r["error"])
+        self.assertEqual(self.ok("a").value, "1")
+
+    def test_threads_do_not_survive(self):
+        self.ok("import threading\nstop = threading.Event()\n"
+                "threading.Thread(target=stop.wait, name='worker', daemon=True).start()")
+        self.ok("a = 1")
+        r = self.rewind(1)
+        self.assertEqual(r["threads"], ["worker"])
+        self.assertEqual(self.ok("print([t.name for t in threading.enumerate() if t.name == 'worker'])").stdout,
+                         "[]\n")
+
+    def test_checkpoints_are_bounded_and_end_with_the_runtime(self):
+        for i in range(_rewind.MAX_CHECKPOINTS + 4):
+            self.ok(f"x = {i}")
+        cell = self.ok("from mcp import _rewind\n[p.pid for p in _rewind._keeper.points]")
+        pids = eval(cell.value)
+        self.assertEqual(len(pids), _rewind.MAX_CHECKPOINTS)
+        self.rt.close()
+        for pid in pids:
+            st = _rewind._start_tick(pid)
+            self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"checkpoint {pid} outlived its runtime")
+
+    def test_workspace_over_budget_is_not_kept(self):
+        ws = self.ws
+        budget = _rewind.WORKSPACE_BUDGET
+        self.ok(f"open('{ws}/big', 'wb').write(b'x' * {budget + 1})")
+        self.ok(f"open('{ws}/big', 'wb').write(b'y')")
+        r = self.rewind(1)
+        self.assertTrue(r["ok"], r)
+        self.assertFalse(r["workspace"]["kept"])
+        self.assertIn("MiB a checkpoint copies", r["workspace"]["reason"])
+
+
+class SnapshotTest(unittest.TestCase):
+    """The /workspace copies alone, without a runtime."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="rewind-root-")
+        self.store = tempfile.mkdtemp(prefix="rewind-store-")
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.addCleanup(shutil.rmtree, self.store, True)
+
+    def write(self, rel, data):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(data)
+
+    def test_unchanged_files_are_links_and_an_unchanged_workspace_is_shared(self):
+        self.write("a.txt", "a")
+        self.write("sub/b.txt", "b")
+        first = _rewind.snapshot(self.store, 1, None, root=self.root)
+        self.assertIs(_rewind.snapshot(self.store, 2, first, root=self.root), first)
+        self.write("a.txt", "changed!")
+        second = _rewind.snapshot(self.store, 3, first, root=self.root)
+        b1 = os.stat(os.path.join(first.folder, "sub/b.txt"))
+        b2 = os.stat(os.path.join(second.folder, "sub/b.txt"))
+        self.assertEqual(b1.st_ino, b2.st_ino)   # a hard link, not a copy
+        a1 = os.stat(os.path.join(first.folder, "a.txt"))
+        a2 = os.stat(os.path.join(second.folder, "a.txt"))
+        self.assertNotEqual(a1.st_ino, a2.st_ino)
+
+    def test_restore_puts_back_and_removes(self):
+        self.write("a.txt", "a")
+        os.symlink("a.txt", os.path.join(self.root, "link"))
+        snap = _rewind.snapshot(self.store, 1, None, root=self.root)
+        self.write("a.txt", "later")
+        self.write("new/c.txt", "c")
+        os.unlink(os.path.join(self.root, "link"))
+        os.makedirs(os.path.join(self.root, ".codebridge"))
+        self.write(".codebridge/spill.txt", "kept")
+        copied, removed = _rewind.restore(snap, root=self.root)
+        self.assertEqual((copied, removed), (1, 1))
+        with open(os.path.join(self.root, "a.txt")) as f:
+            self.assertEqual(f.read(), "a")
+        self.assertEqual(os.readlink(os.path.join(self.root, "link")), "a.txt")
+        self.assertEqual(sorted(os.listdir(self.root)), [".codebridge", "a.txt", "link"])
+        # The snapshot's copy is not the live file: writing one leaves the other.
+        self.write("a.txt", "again")
+        with open(os.path.join(snap.folder, "a.txt")) as f:
+            self.assertEqual(f.read(), "a")
+
+
+if __name__ == "__main__":
+    unittest.main()
