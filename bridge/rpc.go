@@ -68,8 +68,8 @@ func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) m
 // is where a tool call's tool is looked up, once (see [toolRef]).
 func gated[P any](ctx context.Context, c *call, rpc protocol.RPC, ref *toolRef, fn func(context.Context, *call, P) (json.RawMessage, error)) (P, gate.Result, error) {
 	var p P
-	params, err := gate.Canonical(rpc.Params)
-	canonical := err == nil
+	params, cerr := gate.Canonical(rpc.Params)
+	canonical := cerr == nil
 	if !canonical {
 		params = rpc.Params // the gate refuses it, and says why; decoded for its target alone
 	}

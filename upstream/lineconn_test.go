@@ -447,7 +447,9 @@ func TestHostileArgumentsStayOneRequest(t *testing.T) {
 		t.Fatalf("the arguments made a line of their own: %v", probe)
 	}
 	s.answer(probe["id"].(string), "ok")
-	<-got
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []string{`{}},"name":"delete_all","arguments":{}`, `{"a":1} {"b":2}`, `{"a":`} {
 		if _, err := oneLine(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s was sent on as arguments", bad)

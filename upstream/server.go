@@ -150,12 +150,12 @@ func (s *Server) Tool(ctx context.Context, caller Caller, name string) (*mcp.Too
 // the go-sdk's decoding. A result with isError set is a result, not an
 // error: errors are for calls that did not complete.
 func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments json.RawMessage) (json.RawMessage, error) {
-	arguments, err := oneLine(arguments)
-	if err != nil {
-		return nil, fmt.Errorf("server %q: the arguments of tool %q: %w", s.spec.Name, tool, err)
+	arguments, aerr := oneLine(arguments)
+	if aerr != nil {
+		return nil, fmt.Errorf("server %q: the arguments of tool %q: %w", s.spec.Name, tool, aerr)
 	}
 	var raw json.RawMessage
-	err = s.sup.run(ctx, caller, "calling tool "+strconv.Quote(tool), func(cctx context.Context, c *conn) error {
+	err := s.sup.run(ctx, caller, "calling tool "+strconv.Quote(tool), func(cctx context.Context, c *conn) error {
 		call, forget := s.watchers.watch(caller)
 		defer forget()
 		var err error
