@@ -71,7 +71,8 @@ type Options struct {
 	// Metrics records what the bridge does; nil records nothing.
 	Metrics *metrics.Metrics
 	// Shapes keeps the observed shapes of tool results (package shapes);
-	// nil keeps them in memory, for the bridge's life.
+	// nil keeps them in memory, for the bridge's life. The bridge closes
+	// it at its Close, after its last call.
 	Shapes *shapes.Store
 	// WorkspaceOf, when set, is the persistent workspace of each
 	// session's principal (in place of the configuration's): a session

@@ -14,24 +14,51 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// toolRef is the target of one call_tool request as the host looked it
+// up: its server (one Pool.Get) and, when the gate or the shapes need it,
+// the tool as its server lists it (one lookup). The gate, the upstream
+// call and the shapes share it; a name is looked up again only when it
+// differs (the gate put private values back into the parameters).
+type toolRef struct {
+	serverName string
+	server     *upstream.Server // nil: not looked up yet
+	toolName   string
+	tool       *mcp.Tool // nil: not looked up, or the server lists no such tool
+	looked     bool      // tool is the lookup of toolName on server
+}
+
+// serverOf is the configured server called name.
+func (r *toolRef) serverOf(c *call, name string) (*upstream.Server, error) {
+	if r.server != nil && r.serverName == name {
+		return r.server, nil
+	}
+	s, err := c.pool.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	r.serverName, r.server, r.looked = name, s, false
+	return s, nil
+}
+
 // listed is the tool a call names, looked up in its server's list by its
-// exact name (nil when the target is not a tool). A call must name a
-// listed tool exactly: an upstream that matched names loosely would
-// otherwise run a denied tool spelled another way ("DELETE_ALL" for a
-// denied "delete_all"), so a name the server does not list is refused.
-func (c *call) listed(ctx context.Context, t protocol.Target) (tool *mcp.Tool, unlisted bool, err error) {
-	if t.Kind != "tool" || t.Name == "" {
-		return nil, false, nil
-	}
-	s, err := c.pool.Get(t.Server)
+// exact name (nil when the server lists none). A call must name a listed
+// tool exactly: an upstream that matched names loosely would otherwise
+// run a denied tool spelled another way ("DELETE_ALL" for a denied
+// "delete_all"), so a name the server does not list is refused.
+func (r *toolRef) listed(ctx context.Context, c *call, server, name string) (*mcp.Tool, error) {
+	s, err := r.serverOf(c, server)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	tool, err = s.Tool(ctx, c, t.Name)
+	if r.looked && r.toolName == name {
+		return r.tool, nil
+	}
+	tool, err := s.Tool(ctx, c, name)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return tool, tool == nil, nil
+	r.toolName, r.tool, r.looked = name, tool, true
+	return tool, nil
 }
 
 // toolList is a list_tools answer: the tools the policy lets the code

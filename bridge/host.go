@@ -84,17 +84,21 @@ func (h *sandboxHost) Stale() []string {
 // approval, private values put back, do, audit, redaction of the answer).
 // c has a gate. req has the request's target and parameters (in the
 // gate's canonical form when it says so); through adds what the host
-// knows (the tool's listing, who can be asked). do answers the request
-// from the parameters the gate passes it (with real values for tokens).
-func (c *call) through(ctx context.Context, req gate.Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	tool, unlisted, err := c.listed(ctx, req.Target)
-	if err != nil {
-		c.cell.Unasked(req.Batch) // its batch does not wait for it
-		return nil, err
+// knows (the tool's listing, looked up in ref, who can be asked). do
+// answers the request from the parameters the gate passes it (with real
+// values for tokens).
+func (c *call) through(ctx context.Context, req gate.Request, ref *toolRef, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (gate.Result, error) {
+	if t := req.Target; t.Kind == "tool" && t.Name != "" {
+		tool, err := ref.listed(ctx, c, t.Server, t.Name)
+		if err != nil {
+			c.cell.Unasked(req.Batch) // its batch does not wait for it
+			return gate.Result{}, err
+		}
+		req.Unlisted = tool == nil
+		if tool != nil {
+			req.Annotations = tool.Annotations
+		}
 	}
-	req.Unlisted, req.Ask, req.Run = unlisted, askClient(c.client, c.run), c.cell
-	if tool != nil {
-		req.Annotations = tool.Annotations
-	}
+	req.Ask, req.Run = askClient(c.client, c.run), c.cell
 	return c.gate.Through(ctx, req, do)
 }

@@ -124,6 +124,14 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest, redact func(st
 	if token == nil {
 		return nil, func() {}
 	}
+	return progressLoop(ctx, token, req.Session.NotifyProgress, redact)
+}
+
+// progressLoop sends notify a notification under token progressDelay
+// after it starts and every progressEvery after, until stop is called or
+// ctx ends, or notify fails; onOutput is the output it tells of.
+func progressLoop(ctx context.Context, token any, notify func(context.Context, *mcp.ProgressNotificationParams) error,
+	redact func(string) string) (onOutput func(stream, text string), stop func()) {
 	var l lastLine
 	start := time.Now()
 	done := make(chan struct{})
@@ -141,7 +149,7 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest, redact func(st
 			case <-timer.C:
 			}
 			elapsed := time.Since(start)
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			err := notify(ctx, &mcp.ProgressNotificationParams{
 				ProgressToken: token,
 				Progress:      math.Round(elapsed.Seconds()*10) / 10, // grows with every notification
 				Message:       redact(progressMessage(elapsed, l.latest())),

@@ -22,7 +22,7 @@ type method func(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessag
 var methods = map[string]method{
 	protocol.MListServers:  typed(listServers),
 	protocol.MListTools:    redacted(toolListing, typed(listTools)),
-	protocol.MCallTool:     typed(callTool),
+	protocol.MCallTool:     callTool,
 	protocol.MStartServers: typed(startServers),
 	protocol.MSearchTools:  redacted(searchListing, typed(searchTools)),
 	protocol.MInstall:      typed(install),
@@ -44,51 +44,57 @@ var methods = map[string]method{
 
 // typed decodes a method's parameters into P, once, and sends a request
 // that acts on something (P is [protocol.Targeted]) through the host's one
-// gate before fn answers it. Such a request's parameters are put in the
-// gate's canonical form first ([gate.Canonical]), and P is decoded from
-// that form: the gate, the audit and the upstream see the same text, and
-// nothing parses it again unless the gate puts private values back.
+// gate ([gated]) before fn answers it.
 func typed[P any](fn func(context.Context, *call, P) (json.RawMessage, error)) method {
 	return func(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessage, error) {
-		raw := rpc.Params
 		var p P
 		if _, targeted := any(p).(protocol.Targeted); !targeted || c.gate == nil { // no gate: nothing to pass
-			if err := decodeParams(raw, &p); err != nil {
+			if err := decodeParams(rpc.Params, &p); err != nil {
 				return nil, err
 			}
 			return fn(ctx, c, p)
 		}
-		params, err := gate.Canonical(raw)
-		canonical := err == nil
-		if !canonical {
-			params = raw // the gate refuses it, and says why; decoded for its target alone
-		}
-		batch := gate.Batch{ID: rpc.Batch, Size: rpc.Size}
-		if err := decodeParams(params, &p); err != nil {
-			c.cell.Unasked(batch) // its batch does not wait for it
-			return nil, err
-		}
-		req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical,
-			Line: rpc.Line, Batch: batch}
-		tc, isCall := any(p).(protocol.CallToolParams)
-		if isCall && canonical {
-			req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
-		}
-		res, err := c.through(ctx, req, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
-			if !bytes.Equal(sent, params) { // the gate put private values back
-				var q P
-				if err := decodeParams(sent, &q); err != nil {
-					return nil, err
-				}
-				p = q
-			}
-			return fn(ctx, c, p)
-		})
-		if isCall && err == nil {
-			c.observe(ctx, tc, res) // as the sandbox gets it: redacted
-		}
-		return res, err
+		_, res, err := gated(ctx, c, rpc, new(toolRef), fn)
+		return res.JSON, err
 	}
+}
+
+// gated sends a request that acts on something (P is
+// [protocol.Targeted]) through the gate, and returns its parameters as
+// the gate saw them and what it answered. The parameters are put in the
+// gate's canonical form first ([gate.Canonical]), and P is decoded from
+// that form: the gate, the audit and the upstream see the same text, and
+// nothing parses it again unless the gate puts private values back. ref
+// is where a tool call's tool is looked up, once (see [toolRef]).
+func gated[P any](ctx context.Context, c *call, rpc protocol.RPC, ref *toolRef, fn func(context.Context, *call, P) (json.RawMessage, error)) (P, gate.Result, error) {
+	var p P
+	params, cerr := gate.Canonical(rpc.Params)
+	canonical := cerr == nil
+	if !canonical {
+		params = rpc.Params // the gate refuses it, and says why; decoded for its target alone
+	}
+	batch := gate.Batch{ID: rpc.Batch, Size: rpc.Size}
+	if err := decodeParams(params, &p); err != nil {
+		c.cell.Unasked(batch) // its batch does not wait for it
+		return p, gate.Result{}, err
+	}
+	req := gate.Request{Target: any(p).(protocol.Targeted).Target(), Params: params, Canonical: canonical,
+		Line: rpc.Line, Batch: batch}
+	if tc, isCall := any(p).(protocol.CallToolParams); isCall && canonical {
+		req.Arguments = tc.Arguments // decoded from the canonical form: the gate need not look
+	}
+	seen := p
+	res, err := c.through(ctx, req, ref, func(ctx context.Context, sent json.RawMessage) (json.RawMessage, error) {
+		if !bytes.Equal(sent, params) { // the gate put private values back
+			var q P
+			if err := decodeParams(sent, &q); err != nil {
+				return nil, err
+			}
+			p = q
+		}
+		return fn(ctx, c, p)
+	})
+	return seen, res, err
 }
 
 // decodeParams decodes a request's parameters into p; none leave p zero.
@@ -106,16 +112,36 @@ func unknownMethod(name string) error {
 	return fmt.Errorf("the bridge does not know the request %q (runtime and bridge versions differ?)", name)
 }
 
-func callTool(ctx context.Context, h *call, p protocol.CallToolParams) (json.RawMessage, error) {
-	s, err := h.pool.Get(p.Server)
-	if err != nil {
-		return nil, err
+// callTool answers call_tool. Its target is looked up once (ref): the
+// gate, the upstream call and the shapes share the server and the tool's
+// listing; and whether the result is a tool's error is decided once, by
+// the gate for its audit ([gate.Result]). Without a gate (tests) the
+// call is sent and its shape not observed.
+func callTool(ctx context.Context, c *call, rpc protocol.RPC) (json.RawMessage, error) {
+	var ref toolRef
+	send := func(ctx context.Context, c *call, p protocol.CallToolParams) (json.RawMessage, error) {
+		s, err := ref.serverOf(c, p.Server)
+		if err != nil {
+			return nil, err
+		}
+		if p.Tool == "" {
+			return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
+		}
+		defer c.busy.begin(p.Server, c.client)()
+		return s.Call(ctx, c, p.Tool, p.Arguments)
 	}
-	if p.Tool == "" {
-		return nil, fmt.Errorf("call_tool needs a tool name for server %q", p.Server)
+	if c.gate == nil {
+		var p protocol.CallToolParams
+		if err := decodeParams(rpc.Params, &p); err != nil {
+			return nil, err
+		}
+		return send(ctx, c, p)
 	}
-	defer h.busy.begin(p.Server, h.client)()
-	return s.Call(ctx, h, p.Tool, p.Arguments)
+	p, res, err := gated(ctx, c, rpc, &ref, send)
+	if err == nil {
+		c.observe(ctx, &ref, p, res.JSON, res.ToolError) // as the sandbox gets it: redacted
+	}
+	return res.JSON, err
 }
 
 func listTools(ctx context.Context, h *call, p protocol.ListToolsParams) (json.RawMessage, error) {

@@ -228,8 +228,9 @@ func (b *Bridge) Sandboxes() int {
 }
 
 // Close removes every session's sandbox at once (a cell still running
-// ends), stops the sessions' own upstream clients and empties the warm
-// pool. Calls that arrive later are refused. Close may be called more
+// ends), stops the sessions' own upstream clients, empties the warm
+// pool and then closes the shapes store (writing what the calls
+// observed). Calls that arrive later are refused. Close may be called more
 // than once, and at once: every call returns when the sandboxes are gone,
 // those of sessions that ended just before (their client said so) too.
 func (b *Bridge) Close() error {
@@ -255,4 +256,5 @@ func (b *Bridge) closeAll() {
 	}
 	wg.Wait()
 	b.closing.Wait() // sessions ended just before Close, still being removed
+	b.shapes.Close() // after the last cell: what its calls observed is written
 }

@@ -12,20 +12,18 @@ import (
 
 // observe records the shape of a tool's result on its way back to the
 // sandbox (after the gate's redaction: a key that held a hidden value
-// keeps only its kind, gate.Masked).
-func (c *call) observe(ctx context.Context, p protocol.CallToolParams, result json.RawMessage) {
+// keeps only its kind, gate.Masked), with its tool as ref looked it up
+// (once per call) and whether it is a tool's error (decided once, by the
+// caller). The shapes are merged and written off the call's path.
+func (c *call) observe(ctx context.Context, ref *toolRef, p protocol.CallToolParams, result json.RawMessage, isError bool) {
 	if c.shapes == nil {
 		return
 	}
-	s, err := c.pool.Get(p.Server)
-	if err != nil {
-		return
-	}
-	tool, err := s.Tool(ctx, c, p.Tool)
+	tool, err := ref.listed(ctx, c, p.Server, p.Tool)
 	if err != nil || tool == nil {
 		return
 	}
-	c.shapes.Observe(p.Server, tool, result, gate.Masked)
+	c.shapes.Observe(p.Server, tool, result, isError, gate.Masked)
 }
 
 // observedTool is a tool of a list_tools answer with its observed shape.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/codebridge/codebridge/protocol"
@@ -419,43 +420,53 @@ func TestApprovalScopes(t *testing.T) {
 }
 
 // TestApprovalBatchLie: a runtime that says a batch is larger than it
-// sends delays only its own calls: a member waits for the rest at most
-// the approval timeout, then is asked about with the members that came;
-// a straggler of that batch asks alone at once; and the cell's end stops
-// the wait.
+// sends delays only its own calls: a member waits for the rest the
+// approval timeout (exactly, under a fake clock: testing/synctest), then
+// is asked about with the members that came; a straggler of that batch
+// asks alone at once; and the cell's end stops the wait.
 func TestApprovalBatchLie(t *testing.T) {
-	s, _ := newGate(t, askAll)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failure guard
-	defer cancel()
-	_, run := s.StartRun(ctx, fiveLines)
-	r := &recorder{ans: Answer{Allow: true}}
-	s.g.cfg.ApprovalTimeout = time.Nanosecond // the wait for the 999 others ends at once
-	if err := gathered(ctx, s, run, r.ask, "rm", 1, 1000, 5)[0]; err != nil || len(r.asked()) != 1 || len(r.asked()[0].Calls) != 1 {
-		t.Fatalf("a lie about the size: %v, asked %+v", err, r.asked())
-	}
-	s.g.cfg.ApprovalTimeout = time.Hour
-	if err := gathered(ctx, s, run, r.ask, "rm", 1, 1000, 5)[0]; err != nil || len(r.asked()) != 2 {
-		t.Fatalf("a straggler of a batch asked about: %v, asked %d times", err, len(r.asked()))
-	}
-
-	cellCtx, endCell := context.WithCancel(ctx)
-	done := make(chan []error)
-	go func() { done <- gathered(cellCtx, s, run, r.ask, "rm", 2, 1000, 6) }()
-	waitFor(t, ctx, func() bool {
-		run.approvals.mu.Lock()
-		defer run.approvals.mu.Unlock()
-		f := run.approvals.batches[6]
-		return f != nil && len(f.members) == 2
-	})
-	endCell()
-	for i, err := range <-done {
-		if err == nil || !strings.Contains(err.Error(), "context canceled") {
-			t.Fatalf("call %d after the cell ended: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newGate(t, askAll)
+		ctx, cancel := context.WithTimeout(context.Background(), 24*time.Hour) // a failure guard
+		defer cancel()
+		_, run := s.StartRun(ctx, fiveLines)
+		r := &recorder{ans: Answer{Allow: true}}
+		start := time.Now()
+		if err := gathered(ctx, s, run, r.ask, "rm", 1, 1000, 5)[0]; err != nil || len(r.asked()) != 1 || len(r.asked()[0].Calls) != 1 {
+			t.Fatalf("a lie about the size: %v, asked %+v", err, r.asked())
 		}
-	}
-	if ctx.Err() != nil || len(r.asked()) != 2 {
-		t.Fatalf("the cell's end did not stop the wait (asked %d times)", len(r.asked()))
-	}
+		if waited := time.Since(start); waited != s.g.cfg.ApprovalTimeout {
+			t.Fatalf("the batch was waited for %v; want the approval timeout, %v", waited, s.g.cfg.ApprovalTimeout)
+		}
+		start = time.Now()
+		if err := gathered(ctx, s, run, r.ask, "rm", 1, 1000, 5)[0]; err != nil || len(r.asked()) != 2 {
+			t.Fatalf("a straggler of a batch asked about: %v, asked %d times", err, len(r.asked()))
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("a straggler waited %v", waited)
+		}
+
+		cellCtx, endCell := context.WithCancel(ctx)
+		done := make(chan []error)
+		go func() { done <- gathered(cellCtx, s, run, r.ask, "rm", 2, 1000, 6) }()
+		synctest.Wait() // both members wait for the batch
+		run.approvals.mu.Lock()
+		f := run.approvals.batches[6]
+		formed := f != nil && len(f.members) == 2
+		run.approvals.mu.Unlock()
+		if !formed {
+			t.Fatal("the two members of batch 6 are not waiting in it")
+		}
+		endCell()
+		for i, err := range <-done {
+			if err == nil || !strings.Contains(err.Error(), "context canceled") {
+				t.Fatalf("call %d after the cell ended: %v", i, err)
+			}
+		}
+		if ctx.Err() != nil || len(r.asked()) != 2 {
+			t.Fatalf("the cell's end did not stop the wait (asked %d times)", len(r.asked()))
+		}
+	})
 }
 
 // TestApprovalBatchesBounded: a cell keeps count of at most maxForming
@@ -524,18 +535,6 @@ func queued(run *Run, n int) bool {
 	run.approvals.mu.Lock()
 	defer run.approvals.mu.Unlock()
 	return run.approvals.queued == n
-}
-
-// waitFor waits until cond holds, giving the other goroutines the
-// processor; ctx guards against a hang.
-func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if ctx.Err() != nil {
-			t.Fatal("gave up waiting")
-		}
-		runtime.Gosched()
-	}
 }
 
 // TestCodeAround: the code of a question is the lines around the call's

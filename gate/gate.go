@@ -182,9 +182,20 @@ func (s *Session) RedactError(err error) error {
 	return &redactedError{msg: s.Redact(err.Error()), err: err}
 }
 
+// Result is what a request that went through the gate answered, as the
+// sandbox gets it.
+type Result struct {
+	// JSON is the answer, redacted.
+	JSON json.RawMessage
+	// ToolError says the answer is a tool's result with isError set, as
+	// the gate decided for its audit: whoever else needs to know (the
+	// observed shapes) reads it here rather than deciding again.
+	ToolError bool
+}
+
 // Through takes req through the gate: policy, approval, tokens put back,
 // do (the upstream), audit, redaction of what do returns.
-func (s *Session) Through(ctx context.Context, req Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+func (s *Session) Through(ctx context.Context, req Request, do func(context.Context, json.RawMessage) (json.RawMessage, error)) (Result, error) {
 	g := s.g
 	t := req.Target
 	id := strconv.FormatUint(g.ids.Add(1), 10)
@@ -219,7 +230,7 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 		rec.Outcome, rec.Error = "denied", s.Redact(err.Why)
 		s.record(req.Run, rec, err)
 		endSpan(span, "denied", err.Error())
-		return nil, err
+		return Result{}, err
 	}
 	s.record(req.Run, rec, nil) // before the upstream sees the call
 
@@ -235,14 +246,14 @@ func (s *Session) Through(ctx context.Context, req Request, do func(context.Cont
 			done.Outcome = "cancelled"
 		}
 	case isToolError(res):
-		done.Outcome = "tool_error"
+		done.Outcome = string(CallToolError)
 	}
 	s.record(req.Run, done, err)
 	endSpan(span, done.Outcome, done.Error)
 	if err != nil {
-		return nil, err
+		return Result{}, err
 	}
-	return s.RedactJSON(res), nil
+	return Result{JSON: s.RedactJSON(res), ToolError: done.Outcome == string(CallToolError)}, nil
 }
 
 // decide is the policy's decision on a request, and who made it: a
@@ -306,7 +317,8 @@ func arguments(params json.RawMessage) []byte {
 	return params
 }
 
-// isToolError reports whether a CallToolResult has isError set.
+// isToolError reports whether a CallToolResult has isError set: the one
+// place a call's result is read for it ([Result.ToolError]).
 func isToolError(res json.RawMessage) bool {
 	if !bytes.Contains(res, []byte(`"isError"`)) {
 		return false

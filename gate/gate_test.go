@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/codebridge/codebridge/protocol"
@@ -141,8 +142,8 @@ func TestThroughOrder(t *testing.T) {
 	if !bytes.Contains(up.got, []byte(`"who":"carol@example.com"`)) {
 		t.Fatalf("the upstream got %s", up.got)
 	}
-	if string(res) != `{"content":[{"text":"saved <email_1> with <secret:mem.env.KEY>","type":"text"}]}` {
-		t.Fatalf("result: %s", res)
+	if string(res.JSON) != `{"content":[{"text":"saved <email_1> with <secret:mem.env.KEY>","type":"text"}]}` {
+		t.Fatalf("result: %s", res.JSON)
 	}
 	recs := readRecords(t, path)
 	if len(recs) != 3 || recs[0].Outcome != "denied" || recs[1].Event != "call" || recs[1].Decision != "allow" || recs[2].Event != "done" || recs[2].ID != recs[1].ID {
@@ -202,9 +203,7 @@ func TestApproval(t *testing.T) {
 	if err := call(byMode, "x", nil); err == nil || !strings.Contains(err.Error(), "--policy open") {
 		t.Fatalf("no client, ask by the mode: %v", err)
 	}
-	s.g.cfg.ApprovalTimeout = time.Millisecond
-	wait := func(ctx context.Context, _ Question) (Answer, error) { <-ctx.Done(); return Answer{}, ctx.Err() }
-	if err := call(s, "slow", wait); err == nil || !strings.Contains(err.Error(), "in time") {
+	if err := unanswered(t, s.g.cfg.ApprovalTimeout, func(a Asker) error { return call(s, "slow", a) }); err == nil || !strings.Contains(err.Error(), "in time") {
 		t.Fatalf("no answer: %v", err)
 	}
 	var by []string
@@ -216,6 +215,50 @@ func TestApproval(t *testing.T) {
 	if strings.Join(by, ",") != "user,user,user,session,no-client,timeout" {
 		t.Fatalf("decided by: %v", by)
 	}
+}
+
+// unanswered is the error of a call (made by call, with the asker it is
+// given) whose question nobody answers, under a fake clock
+// (testing/synctest): it fails the test unless the question waited
+// exactly timeout, the approval timeout, before it was given up.
+func unanswered(t *testing.T, timeout time.Duration, call func(Asker) error) error {
+	t.Helper()
+	var err error
+	synctest.Test(t, func(t *testing.T) {
+		var waited time.Duration
+		wait := func(ctx context.Context, _ Question) (Answer, error) {
+			start := time.Now()
+			<-ctx.Done()
+			waited = time.Since(start)
+			return Answer{}, ctx.Err()
+		}
+		err = call(wait)
+		if waited != timeout {
+			t.Errorf("the question waited %v for its answer; want the approval timeout, %v", waited, timeout)
+		}
+	})
+	return err
+}
+
+// TestApprovalAnsweredJustInTime: under a fake clock, an answer that
+// comes a moment before the approval timeout decides the call; the
+// default timeout is DefaultApprovalTimeout.
+func TestApprovalAnsweredJustInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Policy: Policy{Servers: map[string]Rules{"mem": {Tools: Lists{Ask: []string{"*"}}}}}}).NewSession()
+		late := func(ctx context.Context, _ Question) (Answer, error) {
+			select {
+			case <-time.After(DefaultApprovalTimeout - time.Nanosecond):
+				return Answer{Allow: true}, nil
+			case <-ctx.Done():
+				return Answer{}, ctx.Err()
+			}
+		}
+		_, err := s.Through(context.Background(), Request{Target: tool("slow"), Params: json.RawMessage(`{}`), Ask: late}, (&fakeUpstream{res: `{}`}).do)
+		if err != nil {
+			t.Fatalf("an answer in time was not taken: %v", err)
+		}
+	})
 }
 
 // TestEntriesMergeDone: the audit command's view joins call and done, and

@@ -11,8 +11,8 @@
 // of an image, audio or resource). For JSON the shape holds the object
 // keys, the value types and the shape of list items. Merged over calls,
 // a key that some objects lack is optional ("owner?") and a value seen
-// as int and as null is "int|None". Results with isError are counted
-// apart and never merged.
+// as int and as null is "int|None". Results with isError (as the caller
+// decided: the gate's audit reads it) are counted apart and never merged.
 //
 // The shape is bounded, whatever the upstream sends (the bounds are the
 // constants of shape.go, render.go and store.go, each stated once): its
@@ -31,4 +31,10 @@
 // directory's own place), whatever the server; each tool's
 // shape is kept with a hash of the tool's definition as listed (name,
 // description, inputSchema, outputSchema) and dropped when that changes.
+// A result observed is merged and its file written by the store's writer
+// (one goroutine), not on the path of the call that observed it: a shape
+// asked for shows every result observed before; results wait for the
+// writer within a budget of bytes (past it the caller merges its own);
+// a file is written when its shape moved or at 1, 2, 4, 8... results,
+// and every file behind its book at [Store.Close].
 package shapes

@@ -82,11 +82,11 @@ type Node struct {
 // Mask is what a key becomes before it is kept (the gate's masking).
 type Mask func(string) string
 
-// result is what Observe reads of a CallToolResult.
+// result is what Observe reads of a CallToolResult (isError is its
+// caller's to know).
 type result struct {
 	Content    []block         `json:"content"`
 	Structured json.RawMessage `json:"structuredContent"`
-	IsError    bool            `json:"isError"`
 }
 
 type block struct {
@@ -98,26 +98,24 @@ type block struct {
 	} `json:"resource"`
 }
 
-// Observe is the shape of one CallToolResult (as JSON) and whether it
-// was an error (isError); ok is false when raw is not a result.
-func Observe(raw json.RawMessage, mask Mask) (n *Node, isError, ok bool) {
+// Observe is the shape of one CallToolResult (as JSON) that is not an
+// error (isError, which its caller decided); ok is false when raw is not
+// a result.
+func Observe(raw json.RawMessage, mask Mask) (n *Node, ok bool) {
 	var r result
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, false, false
-	}
-	if r.IsError {
-		return nil, true, true
+		return nil, false
 	}
 	b := &builder{mask: mask}
 	if len(r.Structured) > 0 && string(r.Structured) != "null" {
 		v, err := decode(r.Structured)
 		if err != nil {
-			return nil, false, false
+			return nil, false
 		}
-		return b.value(v, 0), false, true
+		return b.value(v, 0), true
 	}
 	if len(r.Content) == 1 && r.Content[0].Type == "text" {
-		return b.text(r.Content[0].Text), false, true
+		return b.text(r.Content[0].Text), true
 	}
 	n = &Node{N: 1, Kinds: KList}
 	for i, c := range r.Content {
@@ -127,7 +125,7 @@ func Observe(raw json.RawMessage, mask Mask) (n *Node, isError, ok bool) {
 		}
 		n.Items = merge(n.Items, b.block(c), &budget{left: MaxNodes})
 	}
-	return n, false, true
+	return n, true
 }
 
 // decode parses JSON with its numbers kept as written (int or float).

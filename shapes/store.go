@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,14 +57,40 @@ type file struct {
 	Tools  map[string]*Observed `json:"tools"`
 }
 
+// maxPending is how many bytes of results may wait, in all the books of
+// a [Store], for its writer to merge them; an observation past it is
+// merged on its caller's path instead (its file is still written by the
+// writer), so that a writer behind its callers holds at most this much.
+const maxPending = 8 << 20
+
 // Store is the shapes of every principal in one state directory. An empty
-// directory keeps them in memory only.
+// directory keeps them in memory only. What its books observe is merged,
+// and their files written, by one writer of the store's off the path of
+// the calls that observed it ([Book.Observe]); Close writes what is left.
 type Store struct {
 	root statedir.Dir
 	log  *slog.Logger
+	w    backlog // the writer
 
 	mu    sync.Mutex
 	books map[string]*Book // by principal key
+}
+
+// backlog is a store's merging and writing of observations: a goroutine,
+// started by the first observation, woken by each (wakes that come while
+// it works coalesce: one round then merges all that waited, and writes
+// each file that changed once).
+type backlog struct {
+	budget  int64        // maxPending (a field for tests)
+	pending atomic.Int64 // bytes of results waiting in the books
+	closed  atomic.Bool  // Close began: observations are merged and written by their callers
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{} // closed when the goroutine ended
+
+	mu      sync.Mutex
+	started bool // the goroutine was started (or, in tests, is not to be)
+	running bool // the goroutine runs: Close stops it
 }
 
 // Open returns the store of d; nothing is read or written until a shape
@@ -72,7 +99,9 @@ func Open(d statedir.Dir, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{root: d, log: log, books: map[string]*Book{}}
+	s := &Store{root: d, log: log, books: map[string]*Book{}}
+	s.w = backlog{budget: maxPending, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return s
 }
 
 // Book is the shapes kept in the place of principal key ("" is the
@@ -87,52 +116,193 @@ func (s *Store) Book(key string) *Book {
 		if dir != "" {
 			dir = dir.Of(key)
 		}
-		b = &Book{dir: dir, log: s.log, servers: map[string]*file{}, defs: map[*mcp.Tool]string{}}
+		b = &Book{dir: dir, log: s.log, store: s, servers: map[string]*file{}, defs: map[*mcp.Tool]string{}, dirty: map[string]bool{}}
 		s.books[key] = b
 	}
 	return b
 }
 
+// Close merges what the books observed and writes their files, and
+// stops the writer; observations made after it are merged and written
+// by their callers. It may be called more than once.
+func (s *Store) Close() error {
+	s.w.closed.Store(true)
+	s.w.mu.Lock()
+	running := s.w.running
+	s.w.running = false
+	s.w.started = true // none starts from now on
+	s.w.mu.Unlock()
+	if running {
+		close(s.w.stop)
+		<-s.w.done
+	}
+	s.flush(true)
+	return nil
+}
+
+// notify wakes the writer, starting it on the first observation.
+func (s *Store) notify() {
+	s.w.mu.Lock()
+	if !s.w.started {
+		s.w.started, s.w.running = true, true
+		go s.run()
+	}
+	s.w.mu.Unlock()
+	select {
+	case s.w.wake <- struct{}{}:
+	default: // a wake is waiting already: the round it starts takes this one too
+	}
+}
+
+// run is the writer: each wake, it merges what every book observed and
+// writes the files that changed; at Close, it does so once more.
+func (s *Store) run() {
+	defer close(s.w.done)
+	for {
+		select {
+		case <-s.w.wake:
+			s.flush(false)
+		case <-s.w.stop:
+			return
+		}
+	}
+}
+
+// flush merges what every book observed and writes the files that are
+// due; all writes every file behind what its book holds.
+func (s *Store) flush(all bool) {
+	s.mu.Lock()
+	books := make([]*Book, 0, len(s.books))
+	for _, b := range s.books {
+		books = append(books, b)
+	}
+	s.mu.Unlock()
+	for _, b := range books {
+		b.mu.Lock()
+		b.drain()
+		b.write(all)
+		b.mu.Unlock()
+	}
+}
+
 // Book is the shapes of one place: per server and tool, read from its
 // files on first use and written back when they change.
 type Book struct {
-	dir statedir.Dir
-	log *slog.Logger
+	dir   statedir.Dir
+	log   *slog.Logger
+	store *Store
 
 	mu      sync.Mutex
 	servers map[string]*file
 	defs    map[*mcp.Tool]string // definition hashes of listed tools
+	dirty   map[string]bool      // servers whose file is behind what the book holds: true when it is due
+
+	pmu     sync.Mutex
+	pending []observation // observed, not merged yet, in order
 }
 
-// Observe merges the shape of one result (a CallToolResult as JSON, as
-// the sandbox gets it) of tool into what the book holds of it: anew when
-// the tool's definition changed. A tool that declares an outputSchema is
-// not observed: its schema says what it returns.
-func (b *Book) Observe(server string, tool *mcp.Tool, raw json.RawMessage, mask Mask) {
+// observation is one result observed and not merged yet.
+type observation struct {
+	server  string
+	tool    *mcp.Tool
+	raw     json.RawMessage // nil for an error: its content is not read
+	isError bool
+	mask    Mask
+}
+
+// Observe records one result (a CallToolResult as JSON, as the sandbox
+// gets it) of tool: its shape is merged into what the book holds of the
+// tool (anew when the tool's definition changed), or, when isError (as
+// the caller decided it), it is counted as an error. A tool that
+// declares an outputSchema is not observed: its schema says what it
+// returns. Observe does not wait for the merge nor for the file: the
+// store's writer does both, so raw is kept until then and must not
+// change. Only when results wait past maxPending does the caller merge
+// its own.
+func (b *Book) Observe(server string, tool *mcp.Tool, raw json.RawMessage, isError bool, mask Mask) {
 	if tool == nil || tool.OutputSchema != nil {
 		return
 	}
 	if len(raw) > MaxResult {
 		return
 	}
-	n, isError, ok := Observe(raw, mask)
-	if !ok {
+	o := observation{server: server, tool: tool, raw: raw, isError: isError, mask: mask}
+	if isError {
+		o.raw = nil
+	}
+	w := &b.store.w
+	if w.closed.Load() {
+		b.mergeNow(o)
 		return
 	}
+	if w.pending.Add(int64(len(o.raw))) > w.budget {
+		w.pending.Add(-int64(len(o.raw)))
+		b.mergeNow(o)
+		return
+	}
+	b.pmu.Lock()
+	b.pending = append(b.pending, o)
+	b.pmu.Unlock()
+	b.store.notify()
+	if w.closed.Load() { // Close began meanwhile, and may have flushed before o came
+		b.mu.Lock()
+		b.drain()
+		b.write(true)
+		b.mu.Unlock()
+	}
+}
+
+// mergeNow merges o on the caller's path, after what waited before it;
+// the writer writes the file, or, once the store is closed, the caller.
+func (b *Book) mergeNow(o observation) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	f := b.load(server)
-	def := b.def(tool)
-	o := f.Tools[tool.Name]
+	b.drain()
+	b.merge(o)
+	closed := b.store.w.closed.Load()
+	if closed {
+		b.write(true)
+	}
+	b.mu.Unlock()
+	if !closed {
+		b.store.notify()
+	}
+}
+
+// drain merges the observations that wait, in order. b.mu is held.
+func (b *Book) drain() {
+	b.pmu.Lock()
+	waiting := b.pending
+	b.pending = nil
+	b.pmu.Unlock()
+	for _, o := range waiting {
+		b.merge(o)
+		b.store.w.pending.Add(-int64(len(o.raw)))
+	}
+}
+
+// merge merges one observation, and marks its server's file as behind:
+// due when the shape moved, or at 1, 2, 4, 8... results (the counts in
+// between are written at Close). b.mu is held.
+func (b *Book) merge(ob observation) {
+	var n *Node
+	if !ob.isError {
+		var ok bool
+		if n, ok = Observe(ob.raw, ob.mask); !ok {
+			return
+		}
+	}
+	f := b.load(ob.server)
+	def := b.def(ob.tool)
+	o := f.Tools[ob.tool.Name]
 	if o == nil || o.Def != def {
 		if o == nil && len(f.Tools) >= MaxTools {
 			return
 		}
 		o = &Observed{Def: def}
-		f.Tools[tool.Name] = o
+		f.Tools[ob.tool.Name] = o
 	}
 	changed := false
-	if isError {
+	if ob.isError {
 		o.Errors++
 	} else {
 		o.Calls++
@@ -141,8 +311,17 @@ func (b *Book) Observe(server string, tool *mcp.Tool, raw json.RawMessage, mask 
 			o.text = ""
 		}
 	}
-	if changed || bits.OnesCount(uint(o.Calls+o.Errors)) == 1 { // the shape moved, or 1, 2, 4, 8... results
-		b.save(server, f)
+	b.dirty[ob.server] = b.dirty[ob.server] || changed || bits.OnesCount(uint(o.Calls+o.Errors)) == 1
+}
+
+// write writes the files that are due, or, with all, every file behind
+// what the book holds. b.mu is held.
+func (b *Book) write(all bool) {
+	for server, due := range b.dirty {
+		if due || all {
+			b.save(server, b.servers[server])
+			delete(b.dirty, server)
+		}
 	}
 }
 
@@ -162,6 +341,7 @@ func (b *Book) Shape(server string, tool *mcp.Tool) (seen Seen, ok bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.drain() // what was observed before is shown
 	o := b.load(server).Tools[tool.Name]
 	if o == nil || o.Shape == nil || o.Def != b.def(tool) {
 		return Seen{}, false

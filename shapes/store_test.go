@@ -2,9 +2,11 @@ package shapes
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codebridge/codebridge/internal/statedir"
@@ -18,9 +20,12 @@ func tool(name, description string) *mcp.Tool {
 func TestBookKeepsShapesAcrossRestarts(t *testing.T) {
 	dir := statedir.Dir(filepath.Join(t.TempDir(), "state"))
 	echo := tool("echo", "Echo it.")
-	Open(dir, nil).Book("").Observe("srv", echo, json.RawMessage(structured(`{"id":1}`)), nil)
+	first := Open(dir, nil)
+	first.Book("").Observe("srv", echo, json.RawMessage(structured(`{"id":1}`)), false, nil)
+	first.Close() // the bridge's end
 
-	again := Open(dir, nil).Book("") // a new bridge, the same state directory
+	store := Open(dir, nil)
+	again := store.Book("") // a new bridge, the same state directory
 	seen, ok := again.Shape("srv", tool("echo", "Echo it."))
 	if !ok || seen.Text != "{id: int}" || seen.Calls != 1 {
 		t.Fatalf("after a restart: %+v %v", seen, ok)
@@ -28,7 +33,8 @@ func TestBookKeepsShapesAcrossRestarts(t *testing.T) {
 	if _, ok := again.Shape("srv", tool("echo", "Echo it, differently.")); ok {
 		t.Fatal("a shape is shown for a tool whose definition changed")
 	}
-	again.Observe("srv", tool("echo", "Echo it, differently."), json.RawMessage(textResult("hi")), nil)
+	again.Observe("srv", tool("echo", "Echo it, differently."), json.RawMessage(textResult("hi")), false, nil)
+	store.Close()
 	seen, _ = Open(dir, nil).Book("").Shape("srv", tool("echo", "Echo it, differently."))
 	if seen.Text != "str(text)" || seen.Calls != 1 {
 		t.Fatalf("the old shape was not dropped: %+v", seen)
@@ -41,11 +47,11 @@ func TestBookKeepsShapesAcrossRestarts(t *testing.T) {
 func TestBookCountsErrorsApart(t *testing.T) {
 	b := Open("", nil).Book("")
 	echo := tool("echo", "")
-	b.Observe("srv", echo, json.RawMessage(`{"content":[{"type":"text","text":"boom"}],"isError":true}`), nil)
+	b.Observe("srv", echo, json.RawMessage(`{"content":[{"type":"text","text":"boom"}],"isError":true}`), true, nil)
 	if _, ok := b.Shape("srv", echo); ok {
 		t.Fatal("an error alone made a shape")
 	}
-	b.Observe("srv", echo, json.RawMessage(structured(`{"ok":true}`)), nil)
+	b.Observe("srv", echo, json.RawMessage(structured(`{"ok":true}`)), false, nil)
 	if seen, _ := b.Shape("srv", echo); seen.Calls != 1 || seen.Errors != 1 || seen.Text != "{ok: bool}" {
 		t.Fatalf("%+v", seen)
 	}
@@ -55,7 +61,7 @@ func TestBookDeclaredSchemaWins(t *testing.T) {
 	b := Open("", nil).Book("")
 	stats := tool("stats", "")
 	stats.OutputSchema = map[string]any{"type": "object"}
-	b.Observe("srv", stats, json.RawMessage(structured(`{"count":1}`)), nil)
+	b.Observe("srv", stats, json.RawMessage(structured(`{"count":1}`)), false, nil)
 	if _, ok := b.Shape("srv", stats); ok {
 		t.Fatal("a tool with an outputSchema has an observed shape")
 	}
@@ -65,7 +71,8 @@ func TestBooksOfPrincipalsApart(t *testing.T) {
 	root := statedir.Dir(filepath.Join(t.TempDir(), "state"))
 	s := Open(root, nil)
 	echo := tool("echo", "")
-	s.Book("t-alice").Observe("mem", echo, json.RawMessage(structured(`{"alice_only":1}`)), nil)
+	s.Book("t-alice").Observe("mem", echo, json.RawMessage(structured(`{"alice_only":1}`)), false, nil)
+	s.Close()
 	if _, ok := s.Book("t-bob").Shape("mem", echo); ok {
 		t.Fatal("bob sees alice's shape")
 	}
@@ -84,10 +91,12 @@ func TestBooksOfPrincipalsApart(t *testing.T) {
 // its hash in the shapes directory, nowhere else.
 func TestServerNamesAreNotPaths(t *testing.T) {
 	root := statedir.Dir(filepath.Join(t.TempDir(), "state"))
-	b := Open(root, nil).Book("")
+	store := Open(root, nil)
+	b := store.Book("")
 	for _, name := range []string{"../../escape", "/etc/passwd", "a\x00b", strings.Repeat("x", 5000)} {
-		b.Observe(name, tool("t", ""), json.RawMessage(structured(`{"a":1}`)), nil)
+		b.Observe(name, tool("t", ""), json.RawMessage(structured(`{"a":1}`)), false, nil)
 	}
+	store.Close()
 	var files []string
 	_ = filepath.WalkDir(string(root), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -123,9 +132,95 @@ func TestServerNamesAreNotPaths(t *testing.T) {
 func TestBookKeepsAtMostMaxTools(t *testing.T) {
 	b := Open("", nil).Book("")
 	for i := range MaxTools + 10 {
-		b.Observe("srv", tool(strings.Repeat("t", i+1), ""), json.RawMessage(structured(`{"a":1}`)), nil)
+		b.Observe("srv", tool(strings.Repeat("t", i+1), ""), json.RawMessage(structured(`{"a":1}`)), false, nil)
 	}
-	if n := len(b.servers["srv"].Tools); n != MaxTools {
+	b.mu.Lock()
+	b.drain()
+	n := len(b.servers["srv"].Tools)
+	b.mu.Unlock()
+	if n != MaxTools {
 		t.Fatalf("%d tools kept", n)
+	}
+}
+
+// paused is a store whose writer never runs: what its books observe
+// waits until a Shape asks or Close.
+func paused(dir statedir.Dir) *Store {
+	s := Open(dir, nil)
+	s.w.started = true
+	return s
+}
+
+// TestObserveWritesOffTheCallPath: observing a result neither writes its
+// file nor waits for anything that does: the store's writer does, and
+// Close writes what is left. A Shape asked meanwhile shows it.
+func TestObserveWritesOffTheCallPath(t *testing.T) {
+	dir := statedir.Dir(filepath.Join(t.TempDir(), "state"))
+	s := paused(dir)
+	echo := tool("echo", "")
+	s.Book("").Observe("srv", echo, json.RawMessage(structured(`{"id":1}`)), false, nil)
+	if _, err := os.Stat(dir.Path(statedir.Shapes)); err == nil {
+		t.Fatal("Observe wrote the shapes file on the call's path")
+	}
+	if seen, ok := s.Book("").Shape("srv", echo); !ok || seen.Calls != 1 {
+		t.Fatalf("the shape observed is not shown: %+v %v", seen, ok)
+	}
+	s.Close()
+	if seen, ok := Open(dir, nil).Book("").Shape("srv", echo); !ok || seen.Calls != 1 || seen.Text != "{id: int}" {
+		t.Fatalf("Close did not write the shape: %+v %v", seen, ok)
+	}
+}
+
+// TestObserveBoundsWhatWaits: while the writer is behind, the results
+// waiting for it stay within its budget (a caller past it merges its
+// own), and none is lost: every one is counted, and Close writes them.
+func TestObserveBoundsWhatWaits(t *testing.T) {
+	dir := statedir.Dir(filepath.Join(t.TempDir(), "state"))
+	s := paused(dir)
+	raw := json.RawMessage(structured(`{"id":1,"name":"x"}`))
+	s.w.budget = int64(3 * len(raw))
+	b := s.Book("")
+	echo := tool("echo", "")
+	for range 10 {
+		b.Observe("srv", echo, raw, false, nil)
+		if n := s.w.pending.Load(); n > s.w.budget {
+			t.Fatalf("%d bytes wait, more than the budget of %d", n, s.w.budget)
+		}
+	}
+	b.pmu.Lock()
+	waiting := len(b.pending)
+	b.pmu.Unlock()
+	if waiting == 0 || waiting > 3 {
+		t.Fatalf("%d results wait; want some, at most the 3 the budget holds", waiting)
+	}
+	s.Close()
+	if n := s.w.pending.Load(); n != 0 {
+		t.Fatalf("%d bytes still counted as waiting after Close", n)
+	}
+	if seen, ok := Open(dir, nil).Book("").Shape("srv", echo); !ok || seen.Calls != 10 {
+		t.Fatalf("after Close: %+v %v; want 10 calls", seen, ok)
+	}
+}
+
+// TestCloseLosesNothing: results observed at once from many calls, with
+// the writer running, are all in the file once Close returned, and one
+// observed after Close too.
+func TestCloseLosesNothing(t *testing.T) {
+	dir := statedir.Dir(filepath.Join(t.TempDir(), "state"))
+	s := Open(dir, nil)
+	echo := tool("echo", "")
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			s.Book("").Observe("srv", echo, json.RawMessage(structured(fmt.Sprintf(`{"id":%d}`, i))), i%5 == 0, nil)
+		})
+	}
+	wg.Wait()
+	s.Close()
+	s.Book("").Observe("srv", echo, json.RawMessage(structured(`{"id":1}`)), false, nil)
+	s.Close()
+	seen, ok := Open(dir, nil).Book("").Shape("srv", echo)
+	if !ok || seen.Calls != 41 || seen.Errors != 10 {
+		t.Fatalf("after Close: %+v %v; want 41 calls and 10 errors", seen, ok)
 	}
 }

@@ -19,8 +19,15 @@ type toolCatalogue struct {
 
 // tools returns the server's tools, starting it when needed, for caller
 // (nil: no one), who hears of a listing that failed. A list read from the
-// server is saved too.
+// server is saved too. The list cached for the live session is returned
+// as it is, without a request's time limit (every tool call looks its
+// tool up here).
 func (t *toolCatalogue) tools(ctx context.Context, caller Caller) ([]*mcp.Tool, error) {
+	if c := t.sup.live(); c != nil {
+		if cached, _, ok := t.list.cached(c); ok {
+			return cached, nil
+		}
+	}
 	var tools []*mcp.Tool
 	err := t.sup.run(ctx, caller, "listing tools", func(ctx context.Context, c *conn) error {
 		cached, gen, ok := t.list.cached(c)

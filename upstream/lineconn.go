@@ -399,7 +399,7 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 }
 
 // request sends a request (tools/call or resources/read) with params
-// itself, not through the go-sdk, and returns the result as the server
+// (encoded, compact: one line) itself, not through the go-sdk, and returns the result as the server
 // sent it, undecoded. The go-sdk would decode the placeholder of every
 // result twice, each time with a 32 KiB buffer, and hand the response
 // through two goroutines; here the reading goroutine hands it straight to
@@ -411,17 +411,16 @@ func (c *lineConn) decode(line []byte) ([]jsonrpc.Message, error) {
 // as a *jsonrpc.Error, the connection's end as mcp.ErrConnectionClosed or
 // errReading, and ctx's end as ctx.Err(), after which the server is told
 // the request is cancelled.
-func (c *lineConn) request(ctx context.Context, method string, params any, slot *rawSlot) (json.RawMessage, error) {
-	p, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
+func (c *lineConn) request(ctx context.Context, method string, params []byte, slot *rawSlot) (json.RawMessage, error) {
 	id := c.newID()
 	slot.method, slot.done = method, make(chan struct{})
 	c.mu.Lock()
 	c.pending[id] = slot
 	c.mu.Unlock()
-	if err := c.writeLine([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + string(p) + "}\n")); err != nil {
+	line := make([]byte, 0, len(params)+len(id)+len(method)+48)
+	line = append(append(append(line, `{"jsonrpc":"2.0","id":`...), id...), `,"method":"`...)
+	line = append(append(append(line, method...), `","params":`...), params...)
+	if err := c.writeLine(append(line, "}\n"...)); err != nil {
 		c.forget(id)
 		return nil, fmt.Errorf("calling %q: %w", method, err)
 	}

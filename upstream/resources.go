@@ -58,7 +58,11 @@ func (s *Server) ReadResource(ctx context.Context, caller Caller, uri string) (j
 	var raw json.RawMessage
 	err := s.sup.run(ctx, caller, fmt.Sprintf("reading resource %q", uri), func(ctx context.Context, c *conn) (err error) {
 		if c.line != nil { // stdio, legacy protocol: the bridge sends it itself
-			raw, err = c.line.request(ctx, "resources/read", params, &rawSlot{})
+			var p []byte
+			if p, err = json.Marshal(params); err != nil {
+				return err
+			}
+			raw, err = c.line.request(ctx, "resources/read", p, &rawSlot{})
 			return err
 		}
 		res, err := c.cs.ReadResource(ctx, params)

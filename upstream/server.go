@@ -1,10 +1,15 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/codebridge/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,28 +144,31 @@ func (s *Server) Tool(ctx context.Context, caller Caller, name string) (*mcp.Too
 // Call calls tool with arguments (a JSON object, or empty for none) for
 // caller, and returns the CallToolResult as JSON. The server's progress
 // notifications and log messages about the call go to caller (nil: to no
-// one). A stdio server's result is passed through as it sent it, neither
-// decoded nor encoded again; a remote server's is encoded from the
-// go-sdk's decoding. A result with isError set is a result, not an error:
-// errors are for calls that did not complete.
+// one). A stdio server gets the arguments as they came, not encoded
+// again (see [oneLine]), and its result is passed through as it sent it,
+// neither decoded nor encoded again; a remote server's is encoded from
+// the go-sdk's decoding. A result with isError set is a result, not an
+// error: errors are for calls that did not complete.
 func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments json.RawMessage) (json.RawMessage, error) {
-	if len(arguments) == 0 || string(arguments) == "null" {
-		arguments = json.RawMessage("{}")
+	arguments, aerr := oneLine(arguments)
+	if aerr != nil {
+		return nil, fmt.Errorf("server %q: the arguments of tool %q: %w", s.spec.Name, tool, aerr)
 	}
 	var raw json.RawMessage
-	err := s.sup.run(ctx, caller, fmt.Sprintf("calling tool %q", tool), func(cctx context.Context, c *conn) error {
-		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
-		call, forget := s.watchers.watch(caller, params)
+	err := s.sup.run(ctx, caller, "calling tool "+strconv.Quote(tool), func(cctx context.Context, c *conn) error {
+		call, forget := s.watchers.watch(caller)
 		defer forget()
 		var err error
 		if c.line != nil { // stdio, legacy protocol: the bridge sends it itself
-			raw, err = c.line.request(cctx, "tools/call", params, call.slot)
+			raw, err = c.line.request(cctx, "tools/call", toolCallParams(call.token, tool, arguments), call.slot)
 			call.handled(cctx) // the log messages that came before the answer
 			return err
 		}
 		// The go-sdk sends it; a stdio connection finds the call by its
 		// progress token and leaves the raw result in its slot.
 		defer call.slot.release()
+		params := &mcp.CallToolParams{Name: tool, Arguments: arguments}
+		params.SetProgressToken(call.token)
 		res, err := c.cs.CallTool(cctx, params)
 		if err != nil || call.slot.raw != nil {
 			raw = call.slot.raw
@@ -173,4 +181,43 @@ func (s *Server) Call(ctx context.Context, caller Caller, tool string, arguments
 		return nil, err
 	}
 	return raw, nil
+}
+
+// oneLine is a call's arguments as they are sent on: "{}" for none, and
+// otherwise the JSON as it came, which the bridge decoded (so validated)
+// already. It is checked once more here, since it goes into a line of
+// the upstream's protocol as it is: text that is not one JSON value could
+// close the request's object and add members of its own (a second "name"
+// that a server reading the last one would run), and a line break between
+// its tokens would end the line, the rest read as a request of its own.
+// Such breaks are taken out ([json.Compact]); what is not JSON is refused.
+func oneLine(arguments json.RawMessage) (json.RawMessage, error) {
+	if len(arguments) == 0 || string(arguments) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid(arguments) {
+		return nil, errors.New("they are not one JSON value")
+	}
+	if bytes.IndexByte(arguments, '\n') < 0 && bytes.IndexByte(arguments, '\r') < 0 {
+		return arguments, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, arguments); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// toolCallParams are the params of a tools/call request of tool, under
+// its progress token, with arguments (from [oneLine]) as they are: what
+// json.Marshal makes of the [mcp.CallToolParams] the go-sdk sends, member
+// for member, without encoding the arguments again.
+func toolCallParams(token, tool string, arguments json.RawMessage) []byte {
+	p := make([]byte, 0, len(arguments)+len(token)+len(tool)+48)
+	p = append(p, `{"_meta":{"progressToken":`...)
+	p, _ = jsontext.AppendQuote(p, token)
+	p = append(p, `},"name":`...)
+	p, _ = jsontext.AppendQuote(p, tool)
+	p = append(p, `,"arguments":`...)
+	return append(append(p, arguments...), '}')
 }

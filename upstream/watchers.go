@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,15 +83,14 @@ func (w *callWatch) handled(ctx context.Context) {
 // logWait bounds how long a call waits for its log messages to be handled.
 const logWait = 2 * time.Second
 
-// watch gives params a progress token of its own and registers the call
-// made for caller under it, so that the server's notifications that carry
-// the token, and the transport that sends the request, find the call; end
-// forgets it. Every call has a token: it is how a log message is tied to
-// its call.
-func (ws *callWatchers) watch(caller Caller, params *mcp.CallToolParams) (w *callWatch, end func()) {
-	w = &callWatch{token: fmt.Sprintf("codebridge-%d", progressTokens.Add(1)), caller: caller}
+// watch registers the call made for caller under a progress token of
+// its own (w.token, which the caller puts on its request), so that the
+// server's notifications that carry the token, and the transport that
+// sends the request, find the call; end forgets it. Every call has a
+// token: it is how a log message is tied to its call.
+func (ws *callWatchers) watch(caller Caller) (w *callWatch, end func()) {
+	w = &callWatch{token: "codebridge-" + strconv.FormatInt(progressTokens.Add(1), 10), caller: caller}
 	w.slot = &rawSlot{call: w, release: func() {}}
-	params.SetProgressToken(w.token)
 	ws.calls.Store(w.token, w)
 	return w, func() { ws.letGo(w, func() { w.ended = true }) }
 }
