@@ -52,7 +52,7 @@ func TestClientsMadeBeforeTheBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+	if err = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -79,7 +79,7 @@ func TestToolListingRedacted(t *testing.T) {
 	}
 	mustHide(t, "list_tools", raw)
 	var tools []mcp.Tool
-	if err := json.Unmarshal(raw, &tools); err != nil {
+	if err = json.Unmarshal(raw, &tools); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

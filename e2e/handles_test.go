@@ -100,22 +100,43 @@ func TestHTTPHandles(t *testing.T) {
 	needEnv(t)
 	b, aliceTok, bobTok := teamBridge(t, home(t, nil), nil)
 	alice := b.statelessAs(t, "alice-new", aliceTok, nil)
+	h, other := handlesKeepVariables(t, alice)
+	olderClientKeepsSession(t, b, aliceTok, h)
+	bob := b.statelessAs(t, "bob", bobTok, nil)
+	strangerHandlesAnswerAlike(t, alice, bob, h)
+	sandboxListsAndEnds(t, b, alice, bob, h, other)
+	if strings.Contains(b.stderr.String(), strings.TrimPrefix(h, "cbs_")) {
+		t.Fatal("the bridge's log shows a handle")
+	}
+}
 
+// handlesKeepVariables checks that alice's first call gets a handle, in
+// the text and in structured content, that passing it keeps her variables,
+// and that a call without it starts a new session; it returns the first
+// handle (x = 41 in it) and the new session's.
+func handlesKeepVariables(t *testing.T, alice *mcp.ClientSession) (h, other string) {
+	t.Helper()
 	first := callHandle(t, alice, "x = 41\nprint('set')", "")
 	m := handleInText.FindStringSubmatch(first.text)
 	if first.isError || m == nil || first.handle != m[1] {
 		t.Fatalf("the first call's answer names no handle (structured %q):\n%s", first.handle, first.text)
 	}
-	h := first.handle
+	h = first.handle
 	if got := callHandle(t, alice, "print(x + 1)", h); got.isError || !strings.Contains(got.text, "42") || strings.Contains(got.text, "new session") {
 		t.Fatalf("the second call, with the handle, does not see x:\n%s", got.text)
 	}
-	other := callHandle(t, alice, "print('x' in globals())", "")
-	if other.handle == "" || other.handle == h || !strings.Contains(other.text, "False") {
-		t.Fatalf("a call without a handle did not start a new session (%q):\n%s", other.handle, other.text)
+	o := callHandle(t, alice, "print('x' in globals())", "")
+	if o.handle == "" || o.handle == h || !strings.Contains(o.text, "False") {
+		t.Fatalf("a call without a handle did not start a new session (%q):\n%s", o.handle, o.text)
 	}
+	return h, o.handle
+}
 
-	// An older client of alice's on the same endpoint keeps its session.
+// olderClientKeepsSession checks that an older client of alice's on the
+// same endpoint (2025-11-25) keeps its MCP session, is given no handle, and
+// may pass alice's handle h.
+func olderClientKeepsSession(t *testing.T, b *httpBridge, aliceTok, h string) {
+	t.Helper()
 	old := b.clientAs(t, "alice-old", aliceTok) // 2025-11-25
 	if v := old.cs.InitializeResult().ProtocolVersion; v != "2025-11-25" || old.cs.ID() == "" {
 		t.Fatalf("the older client speaks %q with session %q", v, old.cs.ID())
@@ -126,9 +147,13 @@ func TestHTTPHandles(t *testing.T) {
 		t.Fatalf("the older client was given a handle:\n%s", got)
 	}
 	mustContain(t, old.ok("print(x)", "session", h), "41")
+}
 
-	// Bob, with alice's live handle, and with a guessed one.
-	bob := b.statelessAs(t, "bob", bobTok, nil)
+// strangerHandlesAnswerAlike checks, from the attacker's side, that bob
+// with alice's live handle h and with a guessed one gets the same answer,
+// word for word, and that alice's x is untouched.
+func strangerHandlesAnswerAlike(t *testing.T, alice, bob *mcp.ClientSession, h string) {
+	t.Helper()
 	stolen := callHandle(t, bob, "x = 'bob was here'\nprint(x)", h)
 	guessed := callHandle(t, bob, "print(1)", "cbs_"+strings.Repeat("a", 26))
 	if !stolen.isError || !strings.Contains(stolen.text, "knows no session with this handle") || strings.Contains(stolen.text, "bob was here") {
@@ -138,13 +163,19 @@ func TestHTTPHandles(t *testing.T) {
 		t.Fatalf("alice's handle and a guessed one answer bob differently (an oracle):\n%s\n---\n%s", stolen.text, guessed.text)
 	}
 	mustContain(t, callHandle(t, alice, "print(x)", h).text, "41")
+}
 
-	// The sandbox lists alice's sessions by tag and ends one.
+// sandboxListsAndEnds checks that the sandbox lists alice's sessions by
+// tag, never by handle, and not to bob; that it ends her first session h
+// from the other one; that h then says it was ended; and that its
+// container is gone.
+func sandboxListsAndEnds(t *testing.T, b *httpBridge, alice, bob *mcp.ClientSession, h, other string) {
+	t.Helper()
 	listing := callHandle(t, alice, `import json
 s = await runtime.sessions()
 print(json.dumps(s))
-print('OTHERS', [x['tag'] for x in s if not x['current']])`, other.handle)
-	for _, handle := range []string{h, other.handle} {
+print('OTHERS', [x['tag'] for x in s if not x['current']])`, other)
+	for _, handle := range []string{h, other} {
 		if strings.Contains(listing.text, strings.TrimPrefix(handle, "cbs_")) {
 			t.Fatalf("the listing shows a handle:\n%s", listing.text)
 		}
@@ -160,15 +191,12 @@ print('OTHERS', [x['tag'] for x in s if not x['current']])`, other.handle)
 		t.Fatalf("bob's listing shows alice's session:\n%s", got.text)
 	}
 	waitContainers(t, b.cmd.Process.Pid, 4) // alice's two handles and MCP session, bob's last handle (his refused calls made none)
-	mustContain(t, callHandle(t, alice, "print(await runtime.end_session("+strconvQuote(tags[0])+"))", other.handle).text, "{'ended': True}")
+	mustContain(t, callHandle(t, alice, "print(await runtime.end_session("+strconvQuote(tags[0])+"))", other).text, "{'ended': True}")
 	ended := callHandle(t, alice, "print(x)", h)
 	if !ended.isError || !strings.Contains(ended.text, "was ended") {
 		t.Fatalf("alice's ended handle:\n%s", ended.text)
 	}
 	waitContainers(t, b.cmd.Process.Pid, 3)
-	if strings.Contains(b.stderr.String(), strings.TrimPrefix(h, "cbs_")) {
-		t.Fatal("the bridge's log shows a handle")
-	}
 }
 
 // strconvQuote quotes s for Python.

@@ -146,11 +146,11 @@ func TestSessionCapEndsLeastRecentlyUsedIdle(t *testing.T) {
 	if code, _, body := initialize(t, url, alice); code != 200 {
 		t.Fatalf("alice's fourth session: %d %s", code, body)
 	}
-	if _, err := cs[2].ListTools(ctx, nil); err == nil {
+	if _, err = cs[2].ListTools(ctx, nil); err == nil {
 		t.Fatal("alice's least recently used idle session still answers")
 	}
 	for _, c := range []*mcp.ClientSession{cs[0], cs[1], bs} {
-		if _, err := c.ListTools(ctx, nil); err != nil {
+		if _, err = c.ListTools(ctx, nil); err != nil {
 			t.Fatalf("a session that was not the least recently used idle one of alice's was ended: %v", err)
 		}
 	}
@@ -239,8 +239,8 @@ func TestStalledBody(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // a failure guard
 	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n", host, token)
 	rd := bufio.NewReader(conn)
-	if line, err := rd.ReadString('\n'); err != nil || !strings.Contains(line, " 100 ") {
-		t.Fatalf("%q %v", line, err)
+	if line, rerr := rd.ReadString('\n'); rerr != nil || !strings.Contains(line, " 100 ") {
+		t.Fatalf("%q %v", line, rerr)
 	}
 	cs, err := connect(context.Background(), url, token, nil)
 	if err != nil {

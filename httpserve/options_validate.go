@@ -14,7 +14,7 @@ import (
 func (o Options) Validate() error {
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
-		return fmt.Errorf("--http %q is not host:port (such as 127.0.0.1:8080): %v", o.Addr, err)
+		return fmt.Errorf("--http %q is not host:port (such as 127.0.0.1:8080): %w", o.Addr, err)
 	}
 	if !o.authenticates() && !isLoopback(host) {
 		return fmt.Errorf("refusing to serve %s without authentication: whoever reaches it could run code here; "+

@@ -250,7 +250,7 @@ func (s *Server) Serve(ctx context.Context, ready func(net.Addr)) error {
 		go ss.Close() // waits for its handlers, which the bridge's Close ended
 	}
 	_ = s.http.Close()
-	<-errc
+	<-errc //nolint:errcheck // after Close, Serve returns http.ErrServerClosed: the stop asked for
 	return nil
 }
 

@@ -46,7 +46,12 @@ func serve(t *testing.T, opts Options) string {
 	addr := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, func(a net.Addr) { addr <- a }) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serving: %v", err)
+		}
+	})
 	scheme := "http"
 	if opts.TLSCert != "" {
 		scheme = "https"
@@ -219,7 +224,7 @@ func TestMaxSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold(t, url, "", first.ID())
-	if _, err := connect(ctx, url, "", nil); err == nil {
+	if _, err = connect(ctx, url, "", nil); err == nil {
 		t.Fatal("a second session was served")
 	}
 	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{}}`))

@@ -143,7 +143,9 @@ func (cl *cell) doneFrame(f protocol.Done) {
 func (cl *cell) malformed(f malformed) {
 	cl.debug("ignoring a malformed frame", "err", clipText(f.err.Error(), 200))
 	if f.err.T == protocol.TRPC && f.err.ID != 0 {
-		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause))
+		// The cause is the decoder's verdict on the sandbox's bytes: the reply
+		// carries its text only, and its kind stays internal.
+		cl.reply(f.err.ID, nil, fmt.Errorf("the bridge could not read this request: %v", f.err.Cause)) //nolint:errorlint // text for the sandbox, not a chain to unwrap
 	}
 }
 

@@ -59,8 +59,8 @@ func TestDirectListenerAcceptsOnlyTheSecret(t *testing.T) {
 	}
 	got := make(chan accepted, 1)
 	go func() {
-		conn, err := l.accept(context.Background())
-		got <- accepted{conn, err}
+		conn, aerr := l.accept(context.Background())
+		got <- accepted{conn, aerr}
 	}()
 
 	wrong, err := net.Dial("unix", path)
@@ -68,11 +68,11 @@ func TestDirectListenerAcceptsOnlyTheSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := strings.Repeat("0", len(l.secret))
-	if _, err := wrong.Write(connectLine(t, other)); err != nil {
+	if _, err = wrong.Write(connectLine(t, other)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := wrong.Read(make([]byte, 1)); n != 0 || err == nil {
-		t.Fatalf("a wrong secret: read %d, %v; want the connection closed", n, err)
+	if n, rerr := wrong.Read(make([]byte, 1)); n != 0 || rerr == nil {
+		t.Fatalf("a wrong secret: read %d, %v; want the connection closed", n, rerr)
 	}
 	wrong.Close()
 
@@ -115,7 +115,7 @@ func TestDirectListenerEndsWithItsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := l.accept(ctx); done <- err }()
+	go func() { _, aerr := l.accept(ctx); done <- aerr }()
 	silent, err := net.Dial("unix", filepath.Join(l.dir, channelSocket)) // connects, says nothing
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func (fr *frameReader) readLine() ([]byte, error) {
 			return nil, protocolErrorf("sandbox: the runtime sent a frame over the %s limit (%q...)", sizeText(int64(fr.max)), clip(head, 80))
 		}
 		fr.line = append(fr.line, chunk...)
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			return fr.line, err
 		}
 	}

@@ -48,7 +48,7 @@ func TestFrameReader(t *testing.T) {
 	if f, ok := next().(protocol.Done); !ok || f.Value == nil || *f.Value != "42" || f.Error != nil {
 		t.Fatalf("done: %#v", f)
 	}
-	if _, err := fr.next(); err != io.EOF {
+	if _, err := fr.next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the last frame: %v, want EOF", err)
 	}
 }

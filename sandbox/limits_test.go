@@ -54,7 +54,7 @@ func TestFrameReaderGarbageIsProtocolError(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("garbage: %v, want a ProtocolError", err)
 	}
-	if _, err := newFrameReader(strings.NewReader("")).next(); err != io.EOF {
+	if _, err := newFrameReader(strings.NewReader("")).next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("an empty stream: %v, want io.EOF", err)
 	}
 }

@@ -253,7 +253,7 @@ func TestSessionPutsFiles(t *testing.T) {
 	}
 	run(t, s, Request{Code: fmt.Sprintf("import mcp._files as f\nf.BASE = %q", dir)})
 	ctx := context.Background()
-	if err := s.Put(ctx, []protocol.File{{Path: "rel/b.bin", Data: []byte{0, 1, 2}, Mode: 0o600}}); err != nil {
+	if err = s.Put(ctx, []protocol.File{{Path: "rel/b.bin", Data: []byte{0, 1, 2}, Mode: 0o600}}); err != nil {
 		t.Fatal(err)
 	}
 	res := run(t, s, Request{Code: fmt.Sprintf("import os\nopen(%q, 'rb').read(), oct(os.stat(%q).st_mode & 0o777)", dir+"/rel/b.bin", dir+"/rel/b.bin")})

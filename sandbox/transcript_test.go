@@ -539,7 +539,9 @@ func script(lines []string, in io.Reader, out io.WriteCloser, relays <-chan *scr
 		return err
 	}
 	var n int64
-	fmt.Sscan(strings.TrimSpace(string(header[:])), &n)
+	if _, err := fmt.Sscan(strings.TrimSpace(string(header[:])), &n); err != nil {
+		return fmt.Errorf("the bootstrap's length header %q: %w", header[:], err)
+	}
 	if _, err := io.CopyN(io.Discard, r, n); err != nil {
 		return err
 	}
@@ -549,12 +551,12 @@ func script(lines []string, in io.Reader, out io.WriteCloser, relays <-chan *scr
 		side, frame, _ := strings.Cut(line, ": ")
 		if side == "runtime" {
 			if err := roundTrips(frame); err != nil {
-				return fmt.Errorf("line %d: %v", i+1, err)
+				return fmt.Errorf("line %d: %w", i+1, err)
 			}
 			if strings.HasPrefix(frame, `{"t":"connect"`) {
 				conn, err := net.Dial("unix", offer.Path)
 				if err != nil {
-					return fmt.Errorf("line %d: %v", i+1, err)
+					return fmt.Errorf("line %d: %w", i+1, err)
 				}
 				defer conn.Close()
 				r, w = bufio.NewReaderSize(conn, 1<<20), conn

@@ -48,7 +48,7 @@ func run(bin string) error {
 	conf := map[string]any{"mcpServers": map[string]any{
 		"demo": map[string]any{"command": "python3", "args": []string{stubPath, "--name=demo"}, "description": "the example server in testdata"},
 	}}
-	if err := json.NewEncoder(cfg).Encode(conf); err != nil {
+	if err = json.NewEncoder(cfg).Encode(conf); err != nil {
 		return err
 	}
 	cfg.Close()

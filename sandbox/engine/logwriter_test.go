@@ -17,10 +17,10 @@ func TestLogWriterBudget(t *testing.T) {
 	perLine := logCost("sandbox runtime: "+line[:99]) + logRecordCost
 	w := &LogWriter{prefix: "sandbox runtime: ", budget: 10 * perLine, log: slog.New(slog.NewTextHandler(&logged, nil))}
 	for range 1000 {
-		w.Write([]byte(line))
+		mustWrite(t, w, line)
 	}
-	w.Write([]byte(strings.Repeat("y", 2*logLineMax) + "\n")) // cut to logLineMax, the rest dropped too
-	w.Write([]byte(OOMMarker + ": the kernel killed the runtime\n"))
+	mustWrite(t, w, strings.Repeat("y", 2*logLineMax)+"\n") // cut to logLineMax, the rest dropped too
+	mustWrite(t, w, OOMMarker+": the kernel killed the runtime\n")
 	w.Close()
 	out := logged.String()
 	if n := strings.Count(out, "z\"\n"); n != 10 {
@@ -96,5 +96,13 @@ func TestLogWriterFrames(t *testing.T) {
 				t.Errorf("%s (json %v): a log frame was taken for the init's line", name, json)
 			}
 		}
+	}
+}
+
+// mustWrite writes s to w, which takes every byte, dropped or logged.
+func mustWrite(t *testing.T, w *LogWriter, s string) {
+	t.Helper()
+	if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+		t.Fatalf("Write took %d of %d bytes: %v", n, len(s), err)
 	}
 }

@@ -166,7 +166,7 @@ func checkKubeAccess(ctx context.Context, rc rest.Interface, ns, name string, ne
 		resource, sub, _ := strings.Cut(n.resource, "/")
 		ok, err := accessReview(ctx, rc, ns, n.verb, resource, sub)
 		if err != nil {
-			return fmt.Errorf("sandbox: %s does not answer an access review (%v): check the address and credentials in the kubeconfig", name, err)
+			return fmt.Errorf("sandbox: %s does not answer an access review (%w): check the address and credentials in the kubeconfig", name, err)
 		}
 		if !ok {
 			missing = append(missing, n.verb+" on "+n.resource)

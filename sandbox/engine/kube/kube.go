@@ -119,10 +119,10 @@ func (e *kubeEngine) startPod(ctx context.Context, spec engine.ContainerSpec, o 
 		_ = c.Remove(rmCtx)
 		return nil, err
 	}
-	if err := e.waitRunning(ctx, created); err != nil {
+	if err = e.waitRunning(ctx, created); err != nil {
 		return fail(err)
 	}
-	if err := c.exec(command); err != nil {
+	if err = c.exec(command); err != nil {
 		return fail(fmt.Errorf("sandbox: starting the runtime in Pod %s on %s (pods/exec): %w", c.name, e.name, err))
 	}
 	report, err := c.startCheck(ctx)

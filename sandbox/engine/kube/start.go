@@ -342,7 +342,7 @@ func (c *kubeContainer) startCheck(ctx context.Context) (kubeReport, error) {
 			if errors.Is(a.err, io.EOF) {
 				a.err = errors.New("its output ended")
 			}
-			return kubeReport{}, fmt.Errorf("its start check did not answer (%v)", a.err)
+			return kubeReport{}, fmt.Errorf("its start check did not answer (%w)", a.err)
 		}
 		c.stdout = br
 		return parseKubeReport(a.line)

@@ -167,7 +167,7 @@ func startPodmanService(ctx context.Context, podman string, log *slog.Logger) (e
 		select {
 		case err := <-exited:
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("sandbox: `podman system service` exited before answering (%v); run `podman info` to see why", err)
+			return nil, fmt.Errorf("sandbox: `podman system service` exited before answering (%w); run `podman info` to see why", err)
 		case <-ctx.Done():
 			procgroup.Kill(cmd)
 			os.RemoveAll(dir)

@@ -75,7 +75,10 @@ func (e *mobyEngine) Close() error {
 	err := e.cli.Close()
 	if e.service != nil {
 		done := make(chan struct{})
-		go func() { <-e.serviceExited; close(done) }()
+		go func() {
+			<-e.serviceExited //nolint:errcheck // the service was stopped on purpose: how it exited says nothing
+			close(done)
+		}()
 		procgroup.Stop(e.service, 3*time.Second, done)
 		os.RemoveAll(e.serviceDir)
 	}
@@ -186,7 +189,7 @@ func (e *mobyEngine) Start(ctx context.Context, spec engine.ContainerSpec) (engi
 		_ = c.Remove(rmCtx)
 		return nil, err
 	}
-	if err := e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
+	if err = e.checkRuntime(ctx, created.ID, spec.Limits.Runtime); err != nil {
 		return fail(err)
 	}
 	// Attach before start, so that not a byte of output is missed.

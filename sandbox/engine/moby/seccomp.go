@@ -24,12 +24,12 @@ func seccompProfileFile(profile []byte) (string, error) {
 		dir = os.TempDir()
 	}
 	dir = filepath.Join(dir, "codebridge")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err = os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("sandbox: making %s for the seccomp profile: %w", dir, err)
 	}
 	sum := sha256.Sum256(profile)
 	path := filepath.Join(dir, "seccomp-"+hex.EncodeToString(sum[:8])+".json")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, profile) {
+	if old, rerr := os.ReadFile(path); rerr == nil && bytes.Equal(old, profile) {
 		return path, nil
 	}
 	tmp, err := os.CreateTemp(dir, ".seccomp-*")
