@@ -385,7 +385,7 @@ func restoreAnswer[A any](g *gate.Session, server string, a *A) (*A, error) {
 func rewriteJSON[T any](v *T, f func([]byte) []byte, what, done string) (*T, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("codebridge could not read %s to check what the model may see of it: %v; it was not passed on", what, err)
+		return nil, fmt.Errorf("codebridge could not read %s to check what the model may see of it: %w; it was not passed on", what, err)
 	}
 	out := f(raw)
 	if bytes.Equal(out, raw) {
@@ -393,7 +393,7 @@ func rewriteJSON[T any](v *T, f func([]byte) []byte, what, done string) (*T, err
 	}
 	w := new(T)
 	if err := json.Unmarshal(out, w); err != nil {
-		return nil, fmt.Errorf("%s, once %s, no longer decodes (%v); it was not passed on", what, done, err)
+		return nil, fmt.Errorf("%s, once %s, no longer decodes (%w); it was not passed on", what, done, err)
 	}
 	return w, nil
 }

@@ -116,10 +116,10 @@ func (h *sandboxHost) visiblePage(page json.RawMessage, server, kind, key, name 
 	var fields map[string]json.RawMessage
 	var items []json.RawMessage
 	if err := json.Unmarshal(page, &fields); err != nil {
-		return nil, fmt.Errorf("server %q sent a list that is not an object: %v", server, err)
+		return nil, fmt.Errorf("server %q sent a list that is not an object: %v", server, err) //nolint:errorlint // the cause is a verdict on bytes a sandbox or an upstream sent: its text is kept, its kind never chosen by it
 	}
 	if err := json.Unmarshal(fields[key], &items); err != nil && fields[key] != nil {
-		return nil, fmt.Errorf("server %q sent a list whose %q is not an array: %v", server, key, err)
+		return nil, fmt.Errorf("server %q sent a list whose %q is not an array: %v", server, key, err) //nolint:errorlint // the cause is a verdict on bytes a sandbox or an upstream sent: its text is kept, its kind never chosen by it
 	}
 	kept := items[:0]
 	for _, it := range items {

@@ -89,7 +89,7 @@ func redacted(l *listing, m method) method {
 func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, int, error) {
 	var entries []map[string]json.RawMessage
 	if err := json.Unmarshal(val, &entries); err != nil {
-		return nil, 0, fmt.Errorf("codebridge made a listing for the sandbox that is not an array of objects (%v): a bug, please report it", err)
+		return nil, 0, fmt.Errorf("codebridge made a listing for the sandbox that is not an array of objects (%w): a bug, please report it", err)
 	}
 	kept := make([]map[string]json.RawMessage, len(entries))
 	names := make([]string, len(entries)) // the field of each entry's name
@@ -108,7 +108,7 @@ func (c *call) redactEntries(l *listing, val json.RawMessage) (json.RawMessage, 
 	}
 	var red []map[string]json.RawMessage // decoded afresh: a key redaction changed is not kept
 	if err := json.Unmarshal(c.gate.RedactJSON(rest), &red); err != nil || len(red) != len(kept) {
-		return nil, 0, fmt.Errorf("a listing for the sandbox, redacted, does not decode as it was made (%v): a bug in codebridge, please report it", err)
+		return nil, 0, fmt.Errorf("a listing for the sandbox, redacted, does not decode as it was made (%w): a bug in codebridge, please report it", err)
 	}
 	out := red[:0]
 	withheld := 0

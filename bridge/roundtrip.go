@@ -147,11 +147,18 @@ func (r *detachedRun) output(stream, text string) {
 	}
 }
 
-// setWaiting records the call waiting now: its request's context (nil
-// when none waits) and its output hook.
+// setWaiting records the call waiting now: its request's context and its
+// output hook ([detachedRun.clearWaiting] when none waits).
 func (r *detachedRun) setWaiting(ctx context.Context, f func(stream, text string)) {
 	r.mu.Lock()
 	r.waitCtx, r.watch = ctx, f
+	r.mu.Unlock()
+}
+
+// clearWaiting records that no call waits now.
+func (r *detachedRun) clearWaiting() {
+	r.mu.Lock()
+	r.waitCtx, r.watch = nil, nil
 	r.mu.Unlock()
 }
 
@@ -362,7 +369,7 @@ func (b *Bridge) waitDetached(ctx context.Context, req *mcp.CallToolRequest, ses
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	r.setWaiting(ctx, onOutput)
 	defer stop()
-	defer r.setWaiting(nil, nil)
+	defer r.clearWaiting()
 	select {
 	case res := <-r.done:
 		r.mu.Lock()

@@ -131,7 +131,7 @@ func TestAbandonedQuestionsDeclined(t *testing.T) {
 	if n := trips.declineAbandoned(ss, nil); n != 0 {
 		t.Fatalf("declined %d questions a call still carries", n)
 	}
-	old.setWaiting(nil, nil)
+	old.clearWaiting()
 	if n := trips.declineAbandoned(&mcp.ServerSession{}, nil); n != 0 {
 		t.Fatalf("another session's call declined %d questions", n)
 	}

@@ -103,7 +103,7 @@ func decodeParams[P any](raw json.RawMessage, p *P) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, p); err != nil {
-		return fmt.Errorf("the parameters of this request are not valid: %v", err)
+		return fmt.Errorf("the parameters of this request are not valid: %v", err) //nolint:errorlint // the cause is a verdict on bytes a sandbox or an upstream sent: its text is kept, its kind never chosen by it
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
-		return fmt.Errorf("marshaling message: %v", err)
+		return fmt.Errorf("marshaling message: %w", err)
 	}
 	_, err = c.w.Write(append(data, '\n'))
 	return err

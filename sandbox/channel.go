@@ -84,10 +84,10 @@ func listenDirect() (*directListener, error) {
 	}
 	// 0711: the sandbox's user, an "other" on the host (a mapped uid under
 	// rootless Podman), may pass through to the socket but not list.
-	if err := os.Mkdir(l.dir, 0o711); err != nil {
+	if err = os.Mkdir(l.dir, 0o711); err != nil {
 		return fail(err)
 	}
-	if err := os.Chmod(l.dir, 0o711); err != nil { // past the umask
+	if err = os.Chmod(l.dir, 0o711); err != nil { // past the umask
 		return fail(err)
 	}
 	path := filepath.Join(l.dir, channelSocket)
@@ -95,12 +95,12 @@ func listenDirect() (*directListener, error) {
 		return fail(fmt.Errorf("listening on %s: %w", path, err))
 	}
 	l.ln.SetUnlinkOnClose(false) // close removes the whole directory
-	if err := os.Chmod(path, 0o666); err != nil {
+	if err = os.Chmod(path, 0o666); err != nil {
 		l.ln.Close()
 		return fail(err)
 	}
 	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
+	if _, err = rand.Read(secret[:]); err != nil {
 		l.ln.Close()
 		return fail(err)
 	}
@@ -299,7 +299,7 @@ func (c *live) openDirect(ctx context.Context, l *directListener, inside string,
 			a.conn.Close()
 		}
 		if err != nil {
-			return fmt.Errorf("the runtime stopped before it was ready: %v", err)
+			return fmt.Errorf("the runtime stopped before it was ready: %w", err)
 		}
 		c.channel, c.why = channelAttach, "the runtime could not connect: "+clipText(refused.Error, 500)
 		go c.read(stdout)
@@ -365,7 +365,7 @@ func (a *attachStdout) Read(p []byte) (int, error) {
 // would hold up the stderr that shares the stream. At the end it logs once
 // how much was written there.
 func drainStdout(so *attachStdout, fr *frameReader, answer <-chan error, log *slog.Logger) {
-	<-answer // the pending read ends with the stream, or with what comes next
+	<-answer //nolint:errcheck // the pending read ends with the stream, or with what comes next: how does not matter here
 	n := int64(fr.r.Buffered()) + so.ignored.Load()
 	m, _ := io.Copy(io.Discard, so.r)
 	if n += m; n > 0 {

@@ -405,7 +405,7 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	if err := c.greet(ctx, l, inside, s.log, hello); err != nil {
 		reason := ctr.Exited(context.WithoutCancel(ctx), time.Second)
 		c.discard(s.log)
-		return nil, fmt.Errorf("sandbox: %v; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
+		return nil, fmt.Errorf("sandbox: %w; the container: %s. Check that image %s has python3 (3.8 or newer)", err, reason, image)
 	}
 	s.notes.say(s.log, c.channel, c.why)
 	s.log.Debug("sandbox ready", "container", engine.Short(ctr.ID()), "python", c.python, "channel", c.channel)
@@ -467,7 +467,7 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 		select {
 		case f, ok := <-c.frames:
 			if !ok {
-				return fmt.Errorf("the runtime stopped before it was ready: %v", c.readErr)
+				return fmt.Errorf("the runtime stopped before it was ready: %w", c.readErr)
 			}
 			if r, isReady := f.(protocol.Ready); isReady {
 				if r.V != protocol.Version {
