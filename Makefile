@@ -117,7 +117,7 @@ soak: build image
 # deadline exceeded" as a failure when a duration ends while a worker is busy
 # (golang/go#75804, fixed in Go 1.27), which a loaded machine makes likely.
 FUZZTIME ?= 100000x
-FUZZ_TARGETS = ./protocol:FuzzDecode ./gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./upstream:FuzzRank ./internal/envelope:FuzzOf ./bridge:FuzzStdioTransport
+FUZZ_TARGETS = ./internal/protocol:FuzzDecode ./internal/gate:FuzzRedact ./discovery:FuzzLoad ./discovery:FuzzExpand ./internal/upstream:FuzzRank ./internal/envelope:FuzzOf ./bridge:FuzzStdioTransport
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

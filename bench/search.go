@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/toolsearch"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/toolsearch"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

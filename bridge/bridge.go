@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/metrics"
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/internal/shapes"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/shapes"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/shapes"
 	"github.com/codebridge/codebridge/internal/statedir"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/shapes"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/upstream"
 )
 
 // BenchmarkProxiedCall measures the host's share of one proxied call: a

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

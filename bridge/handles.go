@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

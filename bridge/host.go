@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/metrics"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/shapes"
-	"github.com/codebridge/codebridge/skills"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/metrics"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/shapes"
+	"github.com/codebridge/codebridge/internal/skills"
+	"github.com/codebridge/codebridge/internal/upstream"
 )
 
 // sandboxHost is what one sandbox session reaches out to: the configured

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 

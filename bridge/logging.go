@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

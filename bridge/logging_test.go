@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

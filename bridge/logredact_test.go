@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/skills"
 	"github.com/codebridge/codebridge/pyruntime"
-	"github.com/codebridge/codebridge/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

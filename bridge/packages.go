@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/codebridge/codebridge/packages"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/packages"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 

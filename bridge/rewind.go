@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 

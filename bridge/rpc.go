@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/upstream"
 )
 
 // method answers one RPC method of the runtime (pyruntime/PROTOCOL.md):

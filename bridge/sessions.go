@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

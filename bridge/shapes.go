@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

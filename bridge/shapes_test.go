@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/shapes"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/shapes"
+	"github.com/codebridge/codebridge/internal/upstream"
 )
 
 // TestShapeRecordedAsTheSandboxGetsIt: a hostile upstream (the stub,

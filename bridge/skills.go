@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/skills"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/internal/skills"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

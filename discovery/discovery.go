@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 )
 
 // Server is one upstream MCP server, as defined by one entry of an

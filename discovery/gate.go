@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 )
 
 // policyFields are the entry's fields of rules for the gate, each read

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 )
 

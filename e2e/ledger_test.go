@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // ledgerTimeout is the time limit of the cells that time out here: their

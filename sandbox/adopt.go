@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/pyruntime"
 	"github.com/codebridge/codebridge/sandbox/engine"
 )

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // asks are the host's requests of the runtime (put, get) that wait for an

@@ -18,7 +18,7 @@ import (
 
 	"github.com/codebridge/codebridge/sandbox/engine"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // ChannelMode says how a sandbox's frames travel between the bridge and

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // directEngine is procEngine with the direct channel: a local process

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // fakeEngine starts containers whose runtime is a goroutine of the test

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // MaxFrame bounds one frame from the runtime. Frames are untrusted: code

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 func TestFrameReader(t *testing.T) {

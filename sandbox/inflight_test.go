@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // TestRuntimeKeepsTheInFlightBound: the runtime waits for a slot before it

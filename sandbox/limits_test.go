@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // endless is a stream that never ends and never has a newline, as code

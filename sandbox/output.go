@@ -2,7 +2,7 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"strconv"
 	"strings"
 	"unicode/utf8"

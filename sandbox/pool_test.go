@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // countingEngine is procEngine that tells each start and removal.

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // RewindTimeout bounds the wait for a rewind's answer: waking a checkpoint

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // rpcLoop times n RPCs answered at once by the host, from Python, and

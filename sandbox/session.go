@@ -14,7 +14,7 @@ import (
 
 	"github.com/codebridge/codebridge/sandbox/engine"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/pyruntime"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"golang.org/x/tools/txtar"
 )
 

@@ -8,12 +8,12 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/metrics"
+	"github.com/codebridge/codebridge/internal/shapes"
+	"github.com/codebridge/codebridge/internal/skills"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/shapes"
-	"github.com/codebridge/codebridge/skills"
-	"github.com/codebridge/codebridge/upstream"
 )
 
 // app is codebridge wired together: the configured servers, their pool,

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/spf13/cobra"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/codebridge/codebridge/discovery"
 	"github.com/codebridge/codebridge/internal/termtext"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/cobra"
 )
 

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/httpserve"
-	"github.com/codebridge/codebridge/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/httpserve"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
 	"github.com/codebridge/codebridge/internal/imagebuild"
 	"github.com/codebridge/codebridge/internal/statedir"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 )
 
 // This file holds the groups of settings of the upstream servers, the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 	"github.com/codebridge/codebridge/internal/statedir"
 )
 

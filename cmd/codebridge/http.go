@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/codebridge/codebridge/httpserve"
-	"github.com/codebridge/codebridge/httpserve/oauth"
-	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/internal/httpserve"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/metrics"
 )
 
 // httpFlags are the settings of serving MCP over HTTP (serve --http).

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/discovery"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/internal/termtext"
-	"github.com/codebridge/codebridge/protocol"
-	"github.com/codebridge/codebridge/upstream"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )

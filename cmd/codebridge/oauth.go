@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
 )
 
 // oauthFlags make the HTTP server an OAuth 2.1 resource server: the

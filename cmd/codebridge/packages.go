@@ -8,7 +8,7 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/packages"
+	"github.com/codebridge/codebridge/internal/packages"
 )
 
 // packagesFor sets up on-demand installs from the config files' package

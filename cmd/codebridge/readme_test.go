@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/httpserve"
+	"github.com/codebridge/codebridge/internal/httpserve"
 )
 
 // settingsTable reads the settings reference's tables (docs/settings.md):

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 	"github.com/spf13/pflag"
 )
 

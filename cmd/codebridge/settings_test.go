@@ -11,11 +11,11 @@ import (
 
 	"github.com/codebridge/codebridge/bridge"
 	"github.com/codebridge/codebridge/discovery"
-	"github.com/codebridge/codebridge/gate"
-	"github.com/codebridge/codebridge/httpserve"
-	"github.com/codebridge/codebridge/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/internal/httpserve"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/spf13/pflag"
 )
 

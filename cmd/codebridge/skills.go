@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/skills"
 	"github.com/codebridge/codebridge/internal/termtext"
-	"github.com/codebridge/codebridge/skills"
 	"github.com/spf13/cobra"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/gate"
+	"github.com/codebridge/codebridge/internal/gate"
 )
 
 // observe merges the results (CallToolResult JSON) as one tool's shape.

@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/codebridge/codebridge/bridge"
+	"github.com/codebridge/codebridge/internal/metrics"
 	"github.com/codebridge/codebridge/internal/testcert"
-	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
-	"github.com/codebridge/codebridge/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

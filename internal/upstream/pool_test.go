@@ -16,7 +16,7 @@ import (
 
 func stubSpec(name string, args ...string) discovery.Server {
 	_, file, _, _ := runtime.Caller(0)
-	stub := filepath.Join(filepath.Dir(filepath.Dir(file)), "testdata/servers/stub_server.py")
+	stub := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(file))), "testdata/servers/stub_server.py")
 	return discovery.Server{Name: name, Command: "python3", Args: append([]string{stub}, args...), Source: "test"}
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 func newTestSession(t *testing.T, kinds []string, custom map[string]string, secrets []Secret) *Session {

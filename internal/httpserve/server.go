@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/bridge"
-	"github.com/codebridge/codebridge/httpserve/oauth"
-	"github.com/codebridge/codebridge/metrics"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/metrics"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -3,8 +3,8 @@ package upstream
 import (
 	"sync"
 
-	"github.com/codebridge/codebridge/toolsearch"
-	"github.com/codebridge/codebridge/toolsearch/embed"
+	"github.com/codebridge/codebridge/internal/toolsearch"
+	"github.com/codebridge/codebridge/internal/toolsearch/embed"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

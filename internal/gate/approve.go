@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // Approvals. A request the policy answers "ask" waits here for the user.

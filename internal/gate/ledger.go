@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // MaxCellCalls is how many calls of one cell its ledger keeps in detail:

@@ -53,7 +53,7 @@ func NewTracing(ctx context.Context, getenv func(string) string, version string)
 	res, _ := resource.Merge(resource.Default(), resource.NewSchemaless(
 		attribute.String("service.name", serviceName(getenv)), attribute.String("service.version", version)))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracing{tracer: tp.Tracer("github.com/codebridge/codebridge/gate"), provider: tp}, nil
+	return &Tracing{tracer: tp.Tracer("github.com/codebridge/codebridge/internal/gate"), provider: tp}, nil
 }
 
 func serviceName(getenv func(string) string) string {

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/codebridge/codebridge/internal/principal"
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // Set is the skills one principal's sessions see: its own, which they

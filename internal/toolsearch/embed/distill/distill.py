@@ -1,5 +1,5 @@
 """Distils static token embeddings from all-MiniLM-L6-v2 (the model2vec method)
-into the table that toolsearch/embed embeds in the codebridge binary.
+into the table that internal/toolsearch/embed embeds in the codebridge binary.
 
 For every token of the model's WordPiece vocabulary the model is run on
 [CLS] token [SEP] alone and the token's output taken (model2vec

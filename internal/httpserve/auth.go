@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codebridge/codebridge/httpserve/oauth"
+	"github.com/codebridge/codebridge/internal/httpserve/oauth"
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )

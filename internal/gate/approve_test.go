@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/internal/protocol"
 )
 
 // askAll is a policy that asks about every tool of "mem" but "free".

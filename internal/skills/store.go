@@ -16,9 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/internal/statedir"
 	"github.com/codebridge/codebridge/internal/termtext"
-	"github.com/codebridge/codebridge/protocol"
 )
 
 // sandboxDir is where every new sandbox finds the skills (the runtime's

@@ -159,7 +159,7 @@ type Done struct {
 	Error *string           `json:"error"`
 	Spill map[string]*Spill `json:"spill,omitempty"`
 	// Rewind is the n of rewind(n) when the cell asked for one: the host
-	// answers with a [Rewind] frame (see protocol/rewind.go).
+	// answers with a [Rewind] frame (see internal/protocol/rewind.go).
 	Rewind int `json:"rewind,omitempty"`
 }
 
