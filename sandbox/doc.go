@@ -12,7 +12,7 @@
 //     Pods (build tag kubernetes). [Connect] picks one by kind.
 //   - The frame channel (frame.go) is the wire format of pyruntime/PROTOCOL.md:
 //     one JSON object per line over the container's stdin and stdout.
-//   - [Session] (session.go, cell.go) owns one sandbox, one container at a
+//   - [Session] (session.go, live.go, cell.go) owns one sandbox, one container at a
 //     time: it starts the container on first use (or takes a started one
 //     from the [WarmPool]), delivers the embedded runtime through stdin, runs
 //     cells one at a time, answers the runtime's requests through the cell's
