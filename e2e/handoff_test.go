@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// TestHandleOutlivesBridge: a handle's sandbox lives while its handle
+// does, not while its bridge does (issue 33). Bridges A, B and C serve
+// HTTP on one engine and share nothing else. Alice makes a handle on A
+// and sets x = 41; A stops (SIGTERM: it detaches the sandbox instead of
+// removing it); B gets alice's next call with the handle, adopts the
+// sandbox, says so once, and finds x; alice sets y on B and B is killed
+// (SIGKILL); C adopts the sandbox, says its last cell finished, and finds
+// x and y. From the attacker's side: bob with alice's handle on B gets
+// the answer a guessed handle gets, word for word, and adopts nothing.
+// Ending the handle on C removes its container: none is left, and the
+// handle then reads as ended on C.
+func TestHandleOutlivesBridge(t *testing.T) {
+	needEnv(t)
+	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is another slice")
+	a, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	first := callHandle(t, a.statelessAs(t, "alice-a", aliceTok, nil), "x = 41\nprint('set')", "")
+	h := first.handle
+	if first.isError || h == "" {
+		t.Fatalf("alice's first call on A:\n%s", first.text)
+	}
+	a.stop(syscall.SIGTERM)
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
+		t.Fatalf("after A stopped, %d sandboxes of A run, want alice's handle's one (it lives while its handle does)", n)
+	}
+
+	b, _, bobTok := teamBridge(t, home(t, nil), nil)
+	bob := b.statelessAs(t, "bob-b", bobTok, nil)
+	stolen := callHandle(t, bob, "x = 'bob was here'\nprint(x)", h)
+	guessed := callHandle(t, bob, "print(1)", "cbs_"+strings.Repeat("a", 26))
+	if !stolen.isError || stolen.text != guessed.text || !strings.Contains(stolen.text, "knows no session with this handle") {
+		t.Fatalf("bob with alice's handle on B:\n%s\n--- a guessed handle:\n%s", stolen.text, guessed.text)
+	}
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	got := callHandle(t, onB, "print(x + 1)", h)
+	if got.isError || !strings.Contains(got.text, "42") || !strings.Contains(got.text, "taken over from a bridge that stopped") {
+		t.Fatalf("alice's handle on B after A stopped:\n%s", got.text)
+	}
+	if again := callHandle(t, onB, "y = 'set on B'\nprint(x)", h); again.isError || !strings.Contains(again.text, "41") || strings.Contains(again.text, "taken over") {
+		t.Fatalf("alice's second call on B (the note is said once):\n%s", again.text)
+	}
+	b.stop(syscall.SIGKILL)
+
+	c, _, _ := teamBridge(t, home(t, nil), nil)
+	onC := c.statelessAs(t, "alice-c", aliceTok, nil)
+	got = callHandle(t, onC, "print(x, y)", h)
+	if got.isError || !strings.Contains(got.text, "41 set on B") || !strings.Contains(got.text, "finished (ok)") {
+		t.Fatalf("alice's handle on C after B was killed:\n%s", got.text)
+	}
+	old := c.clientAs(t, "alice-old-c", aliceTok) // 2025-11-25: its sandbox ends with its MCP session
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 0 {
+		t.Fatalf("%d sandboxes of alice's ended handle are left", n)
+	}
+	if ended := callHandle(t, onC, "print(x)", h); !ended.isError || !strings.Contains(ended.text, "was ended") {
+		t.Fatalf("alice's ended handle on C:\n%s", ended.text)
+	}
+}
+
+// handleSandboxes counts the running sandboxes with a handle label that
+// the bridge with pid started.
+func handleSandboxes(t *testing.T, pid int) int {
+	t.Helper()
+	n := 0
+	for _, c := range containersOf(t, pid) {
+		if c.Labels[sandbox.LabelHandle] != "" && c.State == "running" {
+			n++
+		}
+	}
+	return n
+}
