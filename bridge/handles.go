@@ -224,6 +224,22 @@ func (h *handles) touch(s *session) {
 	}
 }
 
+// release forgets s's handle on this bridge without ending it or
+// remembering it as gone, and reports whether s had one: the next call
+// with the handle adopts its sandbox again.
+func (h *handles) release(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for d, e := range h.live {
+		if e.sess == s {
+			e.timer.Stop()
+			delete(h.live, d)
+			return true
+		}
+	}
+	return false
+}
+
 // expire ends e's session once it was idle past the limit; a session
 // whose cell runs (a long cell, or one waiting for the client's answers)
 // is not idle, and its clock starts again.
@@ -402,7 +418,12 @@ func (b *Bridge) enter(s *session, ss *mcp.ServerSession) (leave func()) {
 		return func() {}
 	}
 	unset, unvisit := s.calling.set(ss), b.reg.visit(ss, s)
-	return func() { unset(); unvisit(); b.handles.touch(s) }
+	return func() {
+		unset()
+		unvisit()
+		b.handles.touch(s)
+		b.releaseIfLetGo(s)
+	}
 }
 
 // withHandle makes res, the first answer of a new handle's session, name

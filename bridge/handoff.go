@@ -137,6 +137,20 @@ func (s *session) detach() {
 	s.closeUpstreams()
 }
 
+// releaseIfLetGo forgets s's handle here, without removing its sandbox,
+// once the sandbox layer let go of it (its runtime stopped answering: most
+// likely another bridge adopted it, and the newer channel wins). The
+// handle's next call on this bridge adopts the sandbox again; nothing is
+// removed by the bridge that lost it.
+func (b *Bridge) releaseIfLetGo(s *session) {
+	if !s.sbx.LetGo() || !b.handles.release(s) {
+		return
+	}
+	s.closeUpstreams()
+	b.opts.Metrics.Sandboxes(-1)
+	b.log.Info("let go of a session's sandbox whose runtime stopped answering (another bridge may hold it); the next call with its handle takes it back", "principal", s.principal.String())
+}
+
 // closeUpstreams stops s's own upstream clients.
 func (s *session) closeUpstreams() {
 	if s.own {

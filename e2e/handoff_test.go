@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestHandleOutlivesBridge: a handle's sandbox lives while its handle
@@ -77,4 +80,62 @@ func handleSandboxes(t *testing.T, pid int) int {
 		}
 	}
 	return n
+}
+
+// TestHandleMovedToAnotherBridge: two live bridges on one engine, one
+// handle. Alice makes it on A; her next call goes to B, which adopts the
+// sandbox (the newer channel wins: A's is orphaned). From the losing
+// side: A's next call with the handle gets no answer from the runtime,
+// ends at its time limit saying A let go of the sandbox, and removes
+// nothing, nor runs its code; B's next call still finds x. A call after
+// that on A takes the sandbox back, x intact; nothing of the handle is
+// left once it ends.
+func TestHandleMovedToAnotherBridge(t *testing.T) {
+	needEnv(t)
+	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is another slice")
+	a, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	onA := a.statelessAs(t, "alice-a", aliceTok, nil)
+	h := callHandle(t, onA, "x = 41\nprint('set')", "").handle
+	b, _, _ := teamBridge(t, home(t, nil), nil)
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	mustContain(t, callHandle(t, onB, "print(x + 1)", h).text, "42")
+
+	lost := callHandleWithin(t, onA, "x = 'A was here'\nprint(x)", h, 2)
+	if !lost.isError || !strings.Contains(lost.text, "let go of the session's sandbox without removing it") {
+		t.Fatalf("A's call on the handle B took:\n%s", lost.text)
+	}
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
+		t.Fatalf("%d sandboxes of the handle run after A's call, want the one B holds", n)
+	}
+	if got := callHandle(t, onB, "print(x)", h); got.isError || !strings.Contains(got.text, "41") {
+		t.Fatalf("B after A's call on the moved handle:\n%s", got.text)
+	}
+	back := callHandle(t, onA, "print(x)", h)
+	if back.isError || !strings.Contains(back.text, "41") || !strings.Contains(back.text, "taken over") {
+		t.Fatalf("A's next call, taking the handle back:\n%s", back.text)
+	}
+	old := a.clientAs(t, "alice-old-a", aliceTok)
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 0 {
+		t.Fatalf("%d sandboxes of the ended handle are left", n)
+	}
+}
+
+// callHandleWithin is callHandle with a time limit of seconds.
+func callHandleWithin(t *testing.T, cs *mcp.ClientSession, code, handle string, seconds int) handleAnswer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": handle, "timeout": seconds}})
+	if err != nil {
+		t.Fatalf("run_python: %v", err)
+	}
+	var a handleAnswer
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			a.text += tc.Text
+		}
+	}
+	a.isError = res.IsError
+	return a
 }
