@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/sandbox/engine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -138,4 +139,36 @@ func callHandleWithin(t *testing.T, cs *mcp.ClientSession, code, handle string, 
 	}
 	a.isError = res.IsError
 	return a
+}
+
+// removeHandleSandboxes removes the sandboxes of handles that the bridge
+// with pid started and the test left (a handle's sandbox outlives its
+// bridge, until its idle deadline): through an exec, as an adopting
+// bridge reaches one, whose Remove removes the container.
+func removeHandleSandboxes(t *testing.T, pid int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng, err := sandbox.Connect(ctx, engineOptions())
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer eng.Close()
+	ad, ok := eng.(engine.Adopter)
+	if !ok {
+		return // no engine here adopts, so none made a detachable sandbox
+	}
+	for _, c := range containersOf(t, pid) {
+		if c.Labels[sandbox.LabelHandle] == "" {
+			continue
+		}
+		ctr, err := ad.Exec(ctx, c.ID, []string{"true"})
+		if err == nil {
+			err = ctr.Remove(ctx)
+		}
+		if err != nil {
+			t.Errorf("removing the sandbox %s of a handle the test left: %v", c.ID, err)
+		}
+	}
 }
