@@ -404,7 +404,7 @@ func (b *Bridge) pickSession(ctx context.Context, req *mcp.CallToolRequest, hand
 		return s, "", err
 	}
 	if b.stateless(req.Session) {
-		return b.newHandleSession(p)
+		return b.newHandleSession(ctx, p)
 	}
 	s, err := b.sessionOf(req.Session, req.Extra)
 	return s, "", err

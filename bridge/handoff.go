@@ -10,6 +10,7 @@ import (
 
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/sandbox/engine"
 )
 
 // A handle's sandbox outlives the bridge that started it (issue 33): it
@@ -54,6 +55,19 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 	return cfg
 }
 
+// adoptable reports whether the sandbox engine can take over a sandbox
+// another bridge started (Docker, Podman: [engine.Adopter]). Where it
+// cannot (Kubernetes, for now), a handle's sandbox ends with its bridge,
+// as before, and a handle this bridge does not hold is unknown.
+func (b *Bridge) adoptable(ctx context.Context) bool {
+	eng, err := b.sandboxes.Engine(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := eng.(engine.Adopter)
+	return ok
+}
+
 // newHandleSessionOf makes a handle's session of p, all but its sandbox:
 // its own upstream clients ask the client whose call runs in it.
 func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
@@ -70,7 +84,7 @@ func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
 // another principal's, is unknown, word for word.
 func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
 	s, err := b.handles.open(handle, p)
-	if !errors.Is(err, errUnknownHandle) || !strings.HasPrefix(handle, handlePrefix) || b.handles.goneFor(handle, p) {
+	if !errors.Is(err, errUnknownHandle) || !strings.HasPrefix(handle, handlePrefix) || b.handles.goneFor(handle, p) || !b.adoptable(ctx) {
 		return s, err
 	}
 	b.handles.adopting.Lock() // one adoption at a time: two calls with one handle adopt it once

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -125,7 +126,7 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 // newHandleSession makes a session of p for a client on the stateless
 // protocol, and the handle that names it (handles.go). Its own upstream
 // clients ask the client whose call runs in it.
-func (b *Bridge) newHandleSession(p principal.Principal) (*session, string, error) {
+func (b *Bridge) newHandleSession(ctx context.Context, p principal.Principal) (*session, string, error) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
@@ -137,7 +138,11 @@ func (b *Bridge) newHandleSession(p principal.Principal) (*session, string, erro
 		return nil, "", err
 	}
 	s := b.newHandleSessionOf(p)
-	s.sbx = b.sandboxes.NewSession(b.detachableConfig(handle, p), s.host)
+	cfg := b.configOf(p)
+	if b.adoptable(ctx) {
+		cfg = b.detachableConfig(handle, p)
+	}
+	s.sbx = b.sandboxes.NewSession(cfg, s.host)
 	if err := b.handles.add(handle, p, s); err != nil {
 		s.close()
 		return nil, "", err
