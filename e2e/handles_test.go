@@ -84,9 +84,7 @@ func teamBridge(t *testing.T, h string, env []string, args ...string) (b *httpBr
 	if err := os.WriteFile(tokens, []byte("alice "+aliceTok+"\nbob "+bobTok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b = startHTTP(t, h, env, append([]string{"--token-file", tokens, "--warm", "0"}, args...)...)
-	t.Cleanup(func() { removeHandleSandboxes(t, b.cmd.Process.Pid) }) // they outlive their bridge
-	return b, aliceTok, bobTok
+	return startHTTP(t, h, env, append([]string{"--token-file", tokens, "--warm", "0"}, args...)...), aliceTok, bobTok
 }
 
 // TestHTTPHandles: a go-sdk client on 2026-07-28 over HTTP gets a handle
