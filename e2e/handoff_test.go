@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,5 +172,65 @@ func removeHandleSandboxes(t *testing.T, pid int) {
 		if err != nil {
 			t.Errorf("removing the sandbox %s of a handle the test left: %v", c.ID, err)
 		}
+	}
+}
+
+// TestHandleCellFinishesWhileNoBridgeListens: bridge B is killed
+// (SIGKILL) while a cell of a handle runs on it; the client's call ends
+// with an error; the cell goes on in the sandbox and finishes; bridge C,
+// given the handle, answers with a note that the session was taken over
+// and its last cell finished, and finds what the cell set.
+func TestHandleCellFinishesWhileNoBridgeListens(t *testing.T) {
+	needEnv(t)
+	cli := engineCLI(t)
+	b, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	h := callHandle(t, onB, "x = 41\nprint('set')", "").handle
+	ctrs := containersOf(t, b.cmd.Process.Pid)
+	if len(ctrs) != 1 {
+		t.Fatalf("%d containers for one handle", len(ctrs))
+	}
+	id := ctrs[0].ID
+	inFlight := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		code := "import os, time\nopen('/tmp/started', 'w').close()\n" +
+			"while not os.path.exists('/tmp/release'):\n    time.sleep(0.05)\ny = 'done'\nprint(y)"
+		res, err := onB.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": h}})
+		if err == nil && !res.IsError {
+			err = errors.New("the call in flight on the killed bridge succeeded")
+		}
+		inFlight <- err
+	}()
+	waitInSandbox(t, cli, id, "/tmp/started") // the cell runs on B
+	b.stop(syscall.SIGKILL)
+	t.Logf("the call in flight on the killed bridge: %v", <-inFlight)
+	if out, err := exec.Command(cli, "exec", id, "touch", "/tmp/release").CombinedOutput(); err != nil {
+		t.Fatalf("releasing the cell: %v: %s", err, out)
+	}
+
+	c, _, _ := teamBridge(t, home(t, nil), nil)
+	got := callHandle(t, c.statelessAs(t, "alice-c", aliceTok, nil), "print(x, y)", h)
+	if got.isError || !strings.Contains(got.text, "41 done") || !strings.Contains(got.text, "taken over") {
+		t.Fatalf("alice's handle on C after B was killed mid-cell:\n%s", got.text)
+	}
+	if !strings.Contains(got.text, "finished (ok)") && !strings.Contains(got.text, "is still running") {
+		t.Fatalf("C's answer does not say where the cell B ran was:\n%s", got.text)
+	}
+	old := c.clientAs(t, "alice-old-c", aliceTok)
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+}
+
+// waitInSandbox polls the engine until path exists in container id (a
+// cell made it): polling the engine, not synchronising on time.
+func waitInSandbox(t *testing.T, cli, id, path string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for exec.Command(cli, "exec", id, "test", "-e", path).Run() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared in the sandbox", path)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the engine, not synchronising
 	}
 }
