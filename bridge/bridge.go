@@ -181,11 +181,11 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
-	sess, handle, err := b.pickSession(req, a.Session)
+	sess, handle, err := b.pickSession(ctx, req, a.Session)
 	if err != nil {
 		return errorResult("%v", err), nil
 	}
-	note := b.takeRunNote(req.Session)
+	note := sess.takeHandoff() + b.takeRunNote(req.Session)
 	if req.Session != nil && multiRoundTrip(req.Session) {
 		return b.runDetached(ctx, req, sess, note, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
 			defer b.enter(sess, req.Session)()

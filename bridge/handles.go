@@ -105,6 +105,10 @@ type handles struct {
 	// removes the session's sandbox, and runs without the lock.
 	end func(*session) (remove func())
 
+	// adopting is held while a call adopts a sandbox another bridge
+	// left (handoff.go).
+	adopting sync.Mutex
+
 	mu     sync.Mutex
 	closed bool
 	live   map[string]*handleEntry
@@ -129,24 +133,50 @@ func HandleTag(handle string) string { return tagOf(handleDigest(handle)) }
 
 func tagOf(digest string) string { return tagPrefix + digest[:16] }
 
-// mint makes a handle for s, a new session of p, and starts its idle
-// clock.
-func (h *handles) mint(p principal.Principal, s *session) (string, error) {
+// newHandle makes a handle: 128 random bits.
+func newHandle() (string, error) {
 	var b [handleBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("making a session handle: %w", err)
 	}
-	handle := handlePrefix + strings.ToLower(handleText.EncodeToString(b[:]))
+	return handlePrefix + strings.ToLower(handleText.EncodeToString(b[:])), nil
+}
+
+// add registers handle as naming s, a session of p (new, or adopted from
+// another bridge), and starts its idle clock.
+func (h *handles) add(handle string, p principal.Principal, s *session) error {
 	e := &handleEntry{digest: handleDigest(handle), principal: p, sess: s, made: time.Now()}
 	e.used = e.made
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return "", errClosing
+		return errClosing
+	}
+	if h.live[e.digest] != nil {
+		return errUnknownHandle // a handle is registered once; another call adopted it first
 	}
 	h.live[e.digest] = e
 	e.timer = time.AfterFunc(h.idle, func() { h.expire(e) })
-	return handle, nil
+	return nil
+}
+
+// goneFor reports whether handle's session ended on this bridge (for p):
+// such a handle is never adopted, its error says why.
+func (h *handles) goneFor(handle string, p principal.Principal) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.gone[handleDigest(handle)]
+	return ok && g.principal == p
+}
+
+// mint makes a handle for s, a new session of p, and starts its idle
+// clock.
+func (h *handles) mint(p principal.Principal, s *session) (string, error) {
+	handle, err := newHandle()
+	if err != nil {
+		return "", err
+	}
+	return handle, h.add(handle, p, s)
 }
 
 // errClosing refuses a new handle once the bridge is closing.
@@ -192,6 +222,22 @@ func (h *handles) touch(s *session) {
 			return
 		}
 	}
+}
+
+// release forgets s's handle on this bridge without ending it or
+// remembering it as gone, and reports whether s had one: the next call
+// with the handle adopts its sandbox again.
+func (h *handles) release(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for d, e := range h.live {
+		if e.sess == s {
+			e.timer.Stop()
+			delete(h.live, d)
+			return true
+		}
+	}
+	return false
 }
 
 // expire ends e's session once it was idle past the limit; a session
@@ -348,17 +394,17 @@ var errStatelessResource = errors.New("on MCP protocol 2026-07-28 a resource rea
 // principal's; else its current one (stdio's single session, a stateful
 // HTTP client's MCP session's); else, on the stateless protocol, a new
 // one, whose handle is returned too.
-func (b *Bridge) pickSession(req *mcp.CallToolRequest, handle string) (*session, string, error) {
+func (b *Bridge) pickSession(ctx context.Context, req *mcp.CallToolRequest, handle string) (*session, string, error) {
 	p := principalOf(req.Extra)
 	if handle != "" {
-		s, err := b.handles.open(handle, p)
+		s, err := b.openHandle(ctx, handle, p)
 		if err != nil {
 			b.log.Debug("refused a session handle", "principal", p.String(), "why", err)
 		}
 		return s, "", err
 	}
 	if b.stateless(req.Session) {
-		return b.newHandleSession(p)
+		return b.newHandleSession(ctx, p)
 	}
 	s, err := b.sessionOf(req.Session, req.Extra)
 	return s, "", err
@@ -372,7 +418,12 @@ func (b *Bridge) enter(s *session, ss *mcp.ServerSession) (leave func()) {
 		return func() {}
 	}
 	unset, unvisit := s.calling.set(ss), b.reg.visit(ss, s)
-	return func() { unset(); unvisit(); b.handles.touch(s) }
+	return func() {
+		unset()
+		unvisit()
+		b.handles.touch(s)
+		b.releaseIfLetGo(s)
+	}
 }
 
 // withHandle makes res, the first answer of a new handle's session, name

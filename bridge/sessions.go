@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -32,11 +33,27 @@ type session struct {
 	// calling, for a handle's session (handles.go), is the client whose
 	// call runs in it now; nil for the others.
 	calling *callingClient
+	// handoff, for a handle's session adopted from another bridge, is
+	// what its next answer begins with (handoff.go).
+	handoffMu sync.Mutex
+	handoff   string
 }
 
 // newSession makes a session of principal p over upstreams. No
 // container starts until its first cell.
 func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Principal) *session {
+	s := b.sessionShell(upstreams, own, p)
+	if b.warm != nil && b.opts.WorkspaceOf == nil {
+		s.sbx = b.warm.NewSession(s.host)
+	} else {
+		s.sbx = b.sandboxes.NewSession(b.configOf(p), s.host)
+	}
+	return s
+}
+
+// sessionShell makes a session of principal p over upstreams, all but its
+// sandbox.
+func (b *Bridge) sessionShell(upstreams *upstream.Pool, own bool, p principal.Principal) *session {
 	h := newSandboxHost(upstreams, b.log)
 	h.packages = b.opts.Packages
 	h.skills = b.skillsOf(p)
@@ -47,25 +64,23 @@ func (b *Bridge) newSession(upstreams *upstream.Pool, own bool, p principal.Prin
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
 	h.sessions = &sessionsView{handles: b.handles, p: p, self: s}
-	switch {
-	case b.opts.WorkspaceOf != nil:
-		cfg := b.cfg
-		cfg.Workspace = b.opts.WorkspaceOf(p)
-		s.sbx = b.sandboxes.NewSession(cfg, h)
-	case b.warm != nil:
-		s.sbx = b.warm.NewSession(h)
-	default:
-		s.sbx = b.sandboxes.NewSession(b.cfg, h)
-	}
 	return s
+}
+
+// configOf is the sandbox configuration of p's sessions: p's workspace,
+// when each principal has one.
+func (b *Bridge) configOf(p principal.Principal) sandbox.Config {
+	cfg := b.cfg
+	if b.opts.WorkspaceOf != nil {
+		cfg.Workspace = b.opts.WorkspaceOf(p)
+	}
+	return cfg
 }
 
 // close removes the session's sandbox and stops its own upstream clients.
 func (s *session) close() {
 	_ = s.sbx.Close()
-	if s.own {
-		_ = s.upstreams.Close()
-	}
+	s.closeUpstreams()
 }
 
 // principalOf is who a request comes from: the owner of its verified
@@ -111,18 +126,24 @@ func (b *Bridge) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) (*ses
 // newHandleSession makes a session of p for a client on the stateless
 // protocol, and the handle that names it (handles.go). Its own upstream
 // clients ask the client whose call runs in it.
-func (b *Bridge) newHandleSession(p principal.Principal) (*session, string, error) {
+func (b *Bridge) newHandleSession(ctx context.Context, p principal.Principal) (*session, string, error) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
 		return nil, "", sandbox.ErrClosed
 	}
-	notes, calling := &cellNotes{}, &callingClient{}
-	s := b.newSession(b.pool.ForSession(&router{c: b.reg, follow: calling, notes: notes}, p.Key()), true, p)
-	s.notes, s.calling = notes, calling
-	handle, err := b.handles.mint(p, s)
+	handle, err := newHandle()
 	if err != nil {
+		return nil, "", err
+	}
+	s := b.newHandleSessionOf(p)
+	cfg := b.configOf(p)
+	if b.adoptable(ctx) {
+		cfg = b.detachableConfig(handle, p)
+	}
+	s.sbx = b.sandboxes.NewSession(cfg, s.host)
+	if err := b.handles.add(handle, p, s); err != nil {
 		s.close()
 		return nil, "", err
 	}
@@ -246,10 +267,12 @@ func (b *Bridge) closeAll() {
 	}
 	all := append([]*session{b.single}, b.reg.removeAll()...)
 	b.mu.Unlock()
-	all = append(all, b.handles.closeAll()...)
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(s.close)
+	}
+	for _, s := range b.handles.closeAll() {
+		wg.Go(s.detach) // a handle's sandbox lives while its handle does: another bridge adopts it
 	}
 	if b.warm != nil {
 		wg.Go(b.warm.Close)

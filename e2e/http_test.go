@@ -81,6 +81,7 @@ func startHTTP(t *testing.T, homeDir string, env []string, args ...string) *http
 		if t.Failed() {
 			t.Logf("codebridge stderr:\n%s", b.stderr)
 		}
+		removeHandleSandboxes(t, cmd.Process.Pid) // they outlive their bridge
 	})
 	return b
 }

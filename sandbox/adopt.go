@@ -277,6 +277,24 @@ func (c *live) detach() {
 	})
 }
 
+// letGo ends the cell of a detachable session whose runtime stopped
+// answering: another bridge may hold its channel now (it adopted the
+// sandbox, and the newer channel wins), so this bridge detaches the
+// sandbox instead of removing it, and never starts another for the
+// handle. [Session.LetGo] reports it from then on.
+func (cl *cell) letGo(why string) *Result {
+	cl.s.letGo.Store(true)
+	_ = cl.s.Detach()
+	cl.res.Status, cl.res.StateKept = cl.stopping, false
+	cl.res.Notice = why + "; this bridge let go of the session's sandbox without removing it (another bridge may have taken the session over, or its code does not stop): the next call with its handle takes it back"
+	return cl.finish()
+}
+
+// LetGo reports whether this bridge let go of the session's sandbox after
+// its runtime stopped answering a cell: the session is closed here, and
+// the sandbox is left to whichever bridge adopts it next.
+func (s *Session) LetGo() bool { return s.letGo.Load() }
+
 // ErrNotDetachable is Detach's answer for a session that was not made
 // detachable: its sandbox ends with its bridge.
 var ErrNotDetachable = errors.New("sandbox: this session is not detachable: Close it instead")

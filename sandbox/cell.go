@@ -76,7 +76,11 @@ func (cl *cell) run() *Result {
 			cl.done = nil
 			cl.interrupt(StatusCancelled)
 		case <-cl.grace:
-			return cl.lost(cl.stopping, fmt.Sprintf("the code did not stop within %s of being interrupted", cl.s.cfg.Grace))
+			why := fmt.Sprintf("the code did not stop within %s of being interrupted", cl.s.cfg.Grace)
+			if cl.s.cfg.Detachable != nil {
+				return cl.letGo(why)
+			}
+			return cl.lost(cl.stopping, why)
 		}
 	}
 }

@@ -195,6 +195,7 @@ type Session struct {
 	notes  *channelNotes // the manager's: which channel sandboxes use
 
 	closeOnce sync.Once     // every Close returns once the container is gone
+	letGo     atomic.Bool   // a cell's runtime stopped answering: detached, see [Session.LetGo]
 	mu        sync.Mutex    // guards the fields below
 	st        state         // see [state]; changed only by move
 	cur       *live         // the container, while st holds one

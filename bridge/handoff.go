@@ -1,0 +1,173 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/sandbox/engine"
+)
+
+// A handle's sandbox outlives the bridge that started it (issue 33): it
+// is detachable ([sandbox.Detachable]), so that when the bridge stops it
+// is detached, not removed, and any bridge of the same engine that gets a
+// call with the handle adopts it ([sandbox.Manager.Adopt]). It lives while
+// its handle does: until ended, or idle past the handle's limit (the
+// runtime's own deadline is that limit too, for when no bridge holds it).
+
+// labelDigestHex is how many hex digits of the handle's label digest the
+// container's label carries (192 bits; a label value holds at most 63).
+const labelDigestHex = 48
+
+// localPrincipalLabel is the principal label of the local user's
+// sandboxes (the local user has no key); no token principal's key can be
+// it (theirs begin "t-" or "h-").
+const localPrincipalLabel = "local"
+
+// handleDerived is a secret of handle for one purpose: the SHA-256 (hex)
+// of the purpose and the handle, so that the label's digest, the resume
+// key and the registry's digest tell nothing of each other.
+func handleDerived(purpose, handle string) string {
+	sum := sha256.Sum256([]byte("codebridge session handle\x00" + purpose + "\x00" + handle))
+	return hex.EncodeToString(sum[:])
+}
+
+// detachableConfig is the sandbox configuration of handle's session, a
+// session of p: detachable, its labels and resume key derived from the
+// handle (never the handle itself), its idle deadline the handle's.
+func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.Config {
+	cfg := b.configOf(p)
+	who := p.Key()
+	if who == "" {
+		who = localPrincipalLabel
+	}
+	cfg.Detachable = &sandbox.Detachable{
+		Digest:    handleDerived("label", handle)[:labelDigestHex],
+		Key:       handleDerived("resume", handle),
+		Principal: who,
+		Idle:      b.handles.idle,
+	}
+	return cfg
+}
+
+// adoptable reports whether the sandbox engine can take over a sandbox
+// another bridge started (Docker, Podman: [engine.Adopter]). Where it
+// cannot (Kubernetes, for now), a handle's sandbox ends with its bridge,
+// as before, and a handle this bridge does not hold is unknown.
+func (b *Bridge) adoptable(ctx context.Context) bool {
+	eng, err := b.sandboxes.Engine(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := eng.(engine.Adopter)
+	return ok
+}
+
+// newHandleSessionOf makes a handle's session of p, all but its sandbox:
+// its own upstream clients ask the client whose call runs in it.
+func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
+	notes, calling := &cellNotes{}, &callingClient{}
+	s := b.sessionShell(b.pool.ForSession(&router{c: b.reg, follow: calling, notes: notes}, p.Key()), true, p)
+	s.notes, s.calling = notes, calling
+	return s
+}
+
+// openHandle is the session of handle for p: the one this bridge holds,
+// or else the sandbox another bridge of the same engine left (it stopped,
+// or another bridge holds the handle now), adopted and registered here.
+// A handle this bridge saw end is never adopted; one no sandbox has, or
+// another principal's, is unknown, word for word.
+func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
+	s, err := b.handles.open(handle, p)
+	if !errors.Is(err, errUnknownHandle) || !strings.HasPrefix(handle, handlePrefix) || b.handles.goneFor(handle, p) || !b.adoptable(ctx) {
+		return s, err
+	}
+	b.handles.adopting.Lock() // one adoption at a time: two calls with one handle adopt it once
+	defer b.handles.adopting.Unlock()
+	if s, err := b.handles.open(handle, p); !errors.Is(err, errUnknownHandle) {
+		return s, err // adopted by a call just before
+	}
+	s = b.newHandleSessionOf(p)
+	sbx, r, err := b.sandboxes.Adopt(ctx, b.detachableConfig(handle, p), s.host)
+	if err != nil {
+		s.closeUpstreams()
+		if errors.Is(err, sandbox.ErrNoSandbox) {
+			return nil, errUnknownHandle
+		}
+		b.log.Warn("taking over a session from another bridge", "session", HandleTag(handle), "err", err)
+		return nil, fmt.Errorf("codebridge could not take this session over from the bridge that served it: %w; try again, or omit `session` to start a new one", err)
+	}
+	s.sbx, s.handoff = sbx, resumedNote(r)
+	if err := b.handles.add(handle, p, s); err != nil {
+		s.detach()
+		return nil, err
+	}
+	b.opts.Metrics.Sandboxes(1)
+	b.log.Info("took over a session's sandbox from another bridge", "session", HandleTag(handle), "principal", p.String())
+	return s, nil
+}
+
+// resumedNote is what the first answer of an adopted session begins with:
+// that the session survived its bridge, and where its last cell was.
+func resumedNote(r *sandbox.Resumed) string {
+	var b strings.Builder
+	b.WriteString("[this session was taken over from a bridge that stopped: its variables and files are kept")
+	switch {
+	case r == nil || r.Cell == 0:
+	case r.Running:
+		fmt.Fprintf(&b, "; its last cell (%d) is still running, and this code runs once it ends", r.Cell)
+	case r.Done != nil:
+		fmt.Fprintf(&b, "; its last cell (%d) finished (%s)", r.Cell, r.Done.Status)
+	default:
+		fmt.Fprintf(&b, "; its last cell (%d) did not finish", r.Cell)
+	}
+	if r != nil && r.Lost > 0 {
+		fmt.Fprintf(&b, "; %d of its calls to tools got no answer (whether they ran is unknown)", r.Lost)
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// takeHandoff returns, and forgets, the note of s's adoption, or "".
+func (s *session) takeHandoff() string {
+	s.handoffMu.Lock()
+	defer s.handoffMu.Unlock()
+	note := s.handoff
+	s.handoff = ""
+	return note
+}
+
+// detach lets go of s's sandbox without removing it (a handle's, as its
+// bridge stops; any other is removed) and stops its own upstream clients.
+func (s *session) detach() {
+	if err := s.sbx.Detach(); errors.Is(err, sandbox.ErrNotDetachable) {
+		_ = s.sbx.Close()
+	}
+	s.closeUpstreams()
+}
+
+// releaseIfLetGo forgets s's handle here, without removing its sandbox,
+// once the sandbox layer let go of it (its runtime stopped answering: most
+// likely another bridge adopted it, and the newer channel wins). The
+// handle's next call on this bridge adopts the sandbox again; nothing is
+// removed by the bridge that lost it.
+func (b *Bridge) releaseIfLetGo(s *session) {
+	if !s.sbx.LetGo() || !b.handles.release(s) {
+		return
+	}
+	s.closeUpstreams()
+	b.opts.Metrics.Sandboxes(-1)
+	b.log.Info("let go of a session's sandbox whose runtime stopped answering (another bridge may hold it); the next call with its handle takes it back", "principal", s.principal.String())
+}
+
+// closeUpstreams stops s's own upstream clients.
+func (s *session) closeUpstreams() {
+	if s.own {
+		_ = s.upstreams.Close()
+	}
+}

@@ -1,0 +1,68 @@
+package bridge
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/protocol"
+	"github.com/codebridge/codebridge/sandbox"
+)
+
+// TestHandleSandboxLabelsNeverCarryTheHandle: what a handle's sandbox
+// carries in labels (readable by whoever lists the engine's containers)
+// is a digest apart from the resume key and from the registry's digest,
+// and neither is the handle; the principal label names the principal (the
+// local user too); the runtime's idle deadline is the handle's.
+func TestHandleSandboxLabelsNeverCarryTheHandle(t *testing.T) {
+	b := &Bridge{handles: newHandles(7*time.Minute, nil)}
+	handle, err := newHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := b.detachableConfig(handle, principal.Token("alice")).Detachable
+	body := strings.TrimPrefix(handle, handlePrefix)
+	for _, v := range []string{d.Digest, d.Key} {
+		if strings.Contains(v, body) || strings.Contains(v, handle) {
+			t.Fatalf("%q carries the handle", v)
+		}
+	}
+	if strings.Contains(d.Key, d.Digest) || strings.Contains(handleDigest(handle), d.Digest) || len(d.Digest) > 63 {
+		t.Fatalf("the label digest %q is part of the resume key or the registry's digest, or too long", d.Digest)
+	}
+	if d.Principal != principal.Token("alice").Key() || d.Idle != 7*time.Minute {
+		t.Fatalf("principal %q, idle %v", d.Principal, d.Idle)
+	}
+	local := b.detachableConfig(handle, principal.Local())
+	if local.Detachable.Principal != localPrincipalLabel || local.Detachable.Digest != d.Digest {
+		t.Fatalf("the local user's: %+v", local.Detachable)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{48}$`).MatchString(d.Digest) || len(d.Key) < 32 {
+		t.Fatalf("digest %q or key of %d bytes is no valid label or key", d.Digest, len(d.Key))
+	}
+	other, _ := newHandle()
+	if b.detachableConfig(other, principal.Local()).Detachable.Digest == d.Digest {
+		t.Fatal("two handles have one label digest")
+	}
+}
+
+// TestResumedNoteSaysWhereTheCellWas: the first answer after a bridge
+// took a session over says the session survived and whether its last
+// cell finished, is still running, or lost requests.
+func TestResumedNoteSaysWhereTheCellWas(t *testing.T) {
+	for _, c := range []struct {
+		r    *sandbox.Resumed
+		want string
+	}{
+		{&sandbox.Resumed{}, "variables and files are kept]"},
+		{&sandbox.Resumed{Cell: 3, Done: &protocol.Done{ID: 3, Status: "ok"}}, "last cell (3) finished (ok)"},
+		{&sandbox.Resumed{Cell: 4, Running: true}, "last cell (4) is still running"},
+		{&sandbox.Resumed{Cell: 5, Done: &protocol.Done{ID: 5, Status: "error"}, Lost: 2}, "2 of its calls to tools got no answer"},
+	} {
+		if got := resumedNote(c.r); !strings.Contains(got, "taken over from a bridge that stopped") || !strings.Contains(got, c.want) {
+			t.Errorf("%+v: %q, want %q in it", c.r, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/sandbox/engine"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestHandleOutlivesBridge: a handle's sandbox lives while its handle
+// does, not while its bridge does (issue 33). Bridges A, B and C serve
+// HTTP on one engine and share nothing else. Alice makes a handle on A
+// and sets x = 41; A stops (SIGTERM: it detaches the sandbox instead of
+// removing it); B gets alice's next call with the handle, adopts the
+// sandbox, says so once, and finds x; alice sets y on B and B is killed
+// (SIGKILL); C adopts the sandbox, says its last cell finished, and finds
+// x and y. From the attacker's side: bob with alice's handle on B gets
+// the answer a guessed handle gets, word for word, and adopts nothing.
+// Ending the handle on C removes its container: none is left, and the
+// handle then reads as ended on C.
+func TestHandleOutlivesBridge(t *testing.T) {
+	needEnv(t)
+	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is another slice")
+	a, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	first := callHandle(t, a.statelessAs(t, "alice-a", aliceTok, nil), "x = 41\nprint('set')", "")
+	h := first.handle
+	if first.isError || h == "" {
+		t.Fatalf("alice's first call on A:\n%s", first.text)
+	}
+	a.stop(syscall.SIGTERM)
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
+		t.Fatalf("after A stopped, %d sandboxes of A run, want alice's handle's one (it lives while its handle does)", n)
+	}
+
+	b, _, bobTok := teamBridge(t, home(t, nil), nil)
+	bob := b.statelessAs(t, "bob-b", bobTok, nil)
+	stolen := callHandle(t, bob, "x = 'bob was here'\nprint(x)", h)
+	guessed := callHandle(t, bob, "print(1)", "cbs_"+strings.Repeat("a", 26))
+	if !stolen.isError || stolen.text != guessed.text || !strings.Contains(stolen.text, "knows no session with this handle") {
+		t.Fatalf("bob with alice's handle on B:\n%s\n--- a guessed handle:\n%s", stolen.text, guessed.text)
+	}
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	got := callHandle(t, onB, "print(x + 1)", h)
+	if got.isError || !strings.Contains(got.text, "42") || !strings.Contains(got.text, "taken over from a bridge that stopped") {
+		t.Fatalf("alice's handle on B after A stopped:\n%s", got.text)
+	}
+	if again := callHandle(t, onB, "y = 'set on B'\nprint(x)", h); again.isError || !strings.Contains(again.text, "41") || strings.Contains(again.text, "taken over") {
+		t.Fatalf("alice's second call on B (the note is said once):\n%s", again.text)
+	}
+	b.stop(syscall.SIGKILL)
+
+	c, _, _ := teamBridge(t, home(t, nil), nil)
+	onC := c.statelessAs(t, "alice-c", aliceTok, nil)
+	got = callHandle(t, onC, "print(x, y)", h)
+	if got.isError || !strings.Contains(got.text, "41 set on B") || !strings.Contains(got.text, "finished (ok)") {
+		t.Fatalf("alice's handle on C after B was killed:\n%s", got.text)
+	}
+	old := c.clientAs(t, "alice-old-c", aliceTok) // 2025-11-25: its sandbox ends with its MCP session
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 0 {
+		t.Fatalf("%d sandboxes of alice's ended handle are left", n)
+	}
+	if ended := callHandle(t, onC, "print(x)", h); !ended.isError || !strings.Contains(ended.text, "was ended") {
+		t.Fatalf("alice's ended handle on C:\n%s", ended.text)
+	}
+}
+
+// handleSandboxes counts the running sandboxes with a handle label that
+// the bridge with pid started.
+func handleSandboxes(t *testing.T, pid int) int {
+	t.Helper()
+	n := 0
+	for _, c := range containersOf(t, pid) {
+		if c.Labels[sandbox.LabelHandle] != "" && c.State == "running" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHandleMovedToAnotherBridge: two live bridges on one engine, one
+// handle. Alice makes it on A; her next call goes to B, which adopts the
+// sandbox (the newer channel wins: A's is orphaned). From the losing
+// side: A's next call with the handle gets no answer from the runtime,
+// ends at its time limit saying A let go of the sandbox, and removes
+// nothing, nor runs its code; B's next call still finds x. A call after
+// that on A takes the sandbox back, x intact; nothing of the handle is
+// left once it ends.
+func TestHandleMovedToAnotherBridge(t *testing.T) {
+	needEnv(t)
+	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is another slice")
+	a, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	onA := a.statelessAs(t, "alice-a", aliceTok, nil)
+	h := callHandle(t, onA, "x = 41\nprint('set')", "").handle
+	b, _, _ := teamBridge(t, home(t, nil), nil)
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	mustContain(t, callHandle(t, onB, "print(x + 1)", h).text, "42")
+
+	lost := callHandleWithin(t, onA, "x = 'A was here'\nprint(x)", h, 2)
+	if !lost.isError || !strings.Contains(lost.text, "let go of the session's sandbox without removing it") {
+		t.Fatalf("A's call on the handle B took:\n%s", lost.text)
+	}
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
+		t.Fatalf("%d sandboxes of the handle run after A's call, want the one B holds", n)
+	}
+	if got := callHandle(t, onB, "print(x)", h); got.isError || !strings.Contains(got.text, "41") {
+		t.Fatalf("B after A's call on the moved handle:\n%s", got.text)
+	}
+	back := callHandle(t, onA, "print(x)", h)
+	if back.isError || !strings.Contains(back.text, "41") || !strings.Contains(back.text, "taken over") {
+		t.Fatalf("A's next call, taking the handle back:\n%s", back.text)
+	}
+	old := a.clientAs(t, "alice-old-a", aliceTok)
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 0 {
+		t.Fatalf("%d sandboxes of the ended handle are left", n)
+	}
+}
+
+// callHandleWithin is callHandle with a time limit of seconds.
+func callHandleWithin(t *testing.T, cs *mcp.ClientSession, code, handle string, seconds int) handleAnswer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": handle, "timeout": seconds}})
+	if err != nil {
+		t.Fatalf("run_python: %v", err)
+	}
+	var a handleAnswer
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			a.text += tc.Text
+		}
+	}
+	a.isError = res.IsError
+	return a
+}
+
+// removeHandleSandboxes removes the sandboxes of handles that the bridge
+// with pid started and the test left (a handle's sandbox outlives its
+// bridge, until its idle deadline): through an exec, as an adopting
+// bridge reaches one, whose Remove removes the container.
+func removeHandleSandboxes(t *testing.T, pid int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng, err := sandbox.Connect(ctx, engineOptions())
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer eng.Close()
+	ad, ok := eng.(engine.Adopter)
+	if !ok {
+		return // no engine here adopts, so none made a detachable sandbox
+	}
+	for _, c := range containersOf(t, pid) {
+		if c.Labels[sandbox.LabelHandle] == "" {
+			continue
+		}
+		ctr, err := ad.Exec(ctx, c.ID, []string{"true"})
+		if err == nil {
+			err = ctr.Remove(ctx)
+		}
+		if err != nil {
+			t.Errorf("removing the sandbox %s of a handle the test left: %v", c.ID, err)
+		}
+	}
+}
+
+// TestHandleCellFinishesWhileNoBridgeListens: bridge B is killed
+// (SIGKILL) while a cell of a handle runs on it; the client's call ends
+// with an error; the cell goes on in the sandbox and finishes; bridge C,
+// given the handle, answers with a note that the session was taken over
+// and its last cell finished, and finds what the cell set.
+func TestHandleCellFinishesWhileNoBridgeListens(t *testing.T) {
+	needEnv(t)
+	cli := engineCLI(t)
+	b, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
+	h := callHandle(t, onB, "x = 41\nprint('set')", "").handle
+	ctrs := containersOf(t, b.cmd.Process.Pid)
+	if len(ctrs) != 1 {
+		t.Fatalf("%d containers for one handle", len(ctrs))
+	}
+	id := ctrs[0].ID
+	inFlight := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		code := "import os, time\nopen('/tmp/started', 'w').close()\n" +
+			"while not os.path.exists('/tmp/release'):\n    time.sleep(0.05)\ny = 'done'\nprint(y)"
+		res, err := onB.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": h}})
+		if err == nil && !res.IsError {
+			err = errors.New("the call in flight on the killed bridge succeeded")
+		}
+		inFlight <- err
+	}()
+	waitInSandbox(t, cli, id, "/tmp/started") // the cell runs on B
+	b.stop(syscall.SIGKILL)
+	t.Logf("the call in flight on the killed bridge: %v", <-inFlight)
+	if out, err := exec.Command(cli, "exec", id, "touch", "/tmp/release").CombinedOutput(); err != nil {
+		t.Fatalf("releasing the cell: %v: %s", err, out)
+	}
+
+	c, _, _ := teamBridge(t, home(t, nil), nil)
+	got := callHandle(t, c.statelessAs(t, "alice-c", aliceTok, nil), "print(x, y)", h)
+	if got.isError || !strings.Contains(got.text, "41 done") || !strings.Contains(got.text, "taken over") {
+		t.Fatalf("alice's handle on C after B was killed mid-cell:\n%s", got.text)
+	}
+	if !strings.Contains(got.text, "finished (ok)") && !strings.Contains(got.text, "is still running") {
+		t.Fatalf("C's answer does not say where the cell B ran was:\n%s", got.text)
+	}
+	old := c.clientAs(t, "alice-old-c", aliceTok)
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+}
+
+// waitInSandbox polls the engine until path exists in container id (a
+// cell made it): polling the engine, not synchronising on time.
+func waitInSandbox(t *testing.T, cli, id, path string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for exec.Command(cli, "exec", id, "test", "-e", path).Run() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared in the sandbox", path)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the engine, not synchronising
+	}
+}
