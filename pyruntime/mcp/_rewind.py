@@ -454,12 +454,19 @@ class Keeper:
         """The runtime ends: its checkpoints end with it (in a container
         they would anyway, with its init; not so for a runtime that is not
         in one of its own)."""
+        killed = []
         for point in self.points:
             if _alive(point):
                 try:
                     os.kill(point.pid, signal.SIGKILL)
+                    killed.append(point.pid)
                 except OSError:
                     pass
+        for pid in killed:
+            try:  # a SIGKILL takes effect later: wait for each child to end
+                os.waitpid(pid, 0)
+            except OSError:
+                pass  # not a child of this runtime (a rewind moved it to the init)
         if self.store:
             shutil.rmtree(self.store, ignore_errors=True)
 
