@@ -89,8 +89,8 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 	}
 	b.handles.adopting.Lock() // one adoption at a time: two calls with one handle adopt it once
 	defer b.handles.adopting.Unlock()
-	if held, err := b.handles.open(handle, p); !errors.Is(err, errUnknownHandle) {
-		return held, err // adopted by a call just before
+	if held, again := b.handles.open(handle, p); !errors.Is(again, errUnknownHandle) {
+		return held, again // adopted by a call just before
 	}
 	s = b.newHandleSessionOf(p)
 	sbx, r, err := b.sandboxes.Adopt(ctx, b.detachableConfig(handle, p), s.host)
