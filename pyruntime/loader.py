@@ -67,11 +67,47 @@ def _subreaper():
         return False
 
 
+def _children(me):
+    """Pids of the processes whose parent is ``me`` (bytes), from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        if len(fields) > 1 and fields[1] == me:
+            pids.append(int(name))
+    return pids
+
+
+def _end_descendants():
+    """A subreaper init's last act: kill its children (the runtime's
+    checkpoints and whatever processes the code left), and the orphans that
+    come to it as those die, until none is left, so that none outlives the
+    sandbox's runtime."""
+    import signal
+    me = str(os.getpid()).encode()
+    while True:
+        for pid in _children(me):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
 def _init(runtime, handoff):
-    """Pid 1 of the container: reap every process that ends up here until the
-    runtime exits, then exit as it did (128 + signal when it was killed).
-    When the runtime handed over to a checkpoint first (a rewind), that
-    process is the runtime from then on."""
+    """Pid 1 of the container (or a subreaper): reap every process that
+    ends up here until the runtime exits, then exit as it did (128 + signal
+    when it was killed). When the runtime handed over to a checkpoint first
+    (a rewind), that process is the runtime from then on."""
     import signal
     # Pid 1 ignores every signal it has no handler for, even SIGKILL, when
     # it comes from inside the container: user code cannot kill this process.
@@ -91,6 +127,8 @@ def _init(runtime, handoff):
         runtime = _handed_to(handoff)
         if runtime is None:
             break
+    if os.getpid() != 1:
+        _end_descendants()
     if not os.WIFSIGNALED(status):
         os._exit(os.WEXITSTATUS(status))
     sig = os.WTERMSIG(status)
@@ -115,7 +153,9 @@ def _read(n):
 
 
 _handoff = None
-if os.getpid() == 1 or (os.environ.get("CODEBRIDGE_INIT") == "subreaper" and _subreaper()):
+# Taken out of the environment: no process the code starts inherits it.
+_as_init = os.environ.pop("CODEBRIDGE_INIT", "") == "subreaper"
+if os.getpid() == 1 or (_as_init and _subreaper()):
     _hr, _hw = os.pipe()
     try:
         _child = os.fork()

@@ -47,6 +47,7 @@ var kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
         os.waitpid(child, 0)
         os.dup(2)
         os.environ["CODEBRIDGE_OWN_PIDS"] = "1"
+        os.environ["CODEBRIDGE_INIT"] = "subreaper"
         import signal
         os.kill(1, signal.SIGCHLD)
         return
@@ -110,8 +111,12 @@ const kubeCheckLineMax = 4096
 // and the cgroup, never these lines). And it tells the runtime, in
 // CODEBRIDGE_OWN_PIDS, that the Pod's processes are its own but for the
 // init, as a runtime under the loader's init knows by its parent (it may
-// then stop what an interrupted cell left running, and a fork bomb); and
-// it wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
+// then stop what an interrupted cell left running, and a fork bomb); it
+// asks the loader, in CODEBRIDGE_INIT, to be the runtime's init as a
+// child subreaper, as it is pid 1 under Docker and Podman (the exec'd
+// process then lives as long as the runtime and the checkpoints a rewind
+// hands the session to, and ends them all when the runtime ends); and it
+// wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
 // the check to count the tasks the Pod may start, up to one more than
 // [engine.DefaultPids].
 func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
