@@ -3,9 +3,19 @@
 # minimal init (it reaps orphaned processes, and exits as the runtime did),
 # the child goes on as the runtime. A rewind replaces the runtime by one of
 # its checkpoints (mcp._rewind): the runtime writes the checkpoint's pid to
-# the init's hand-off pipe before it exits, and the init follows it. The
-# runtime's tests get the same init from a process that is not pid 1 with
-# CODEBRIDGE_INIT=subreaper (orphans then come to it, not to pid 1).
+# the init's hand-off pipe before it exits, and the init follows it.
+# A process that is not pid 1 (the Kubernetes engine starts the runtime in
+# its Pod through pods/exec; the runtime's tests) gets the same init with
+# CODEBRIDGE_INIT=subreaper, but only when it needs one: it goes on as the
+# runtime itself, and its first rewind, once the checkpoint answered,
+# makes the process a child subreaper (orphans then come to it, not to
+# pid 1) and executes this file again as `... -c <this file> --follow PID
+# FD`: the process (the one the engine waits for) becomes the init of the
+# checkpoint PID, reading the hand-off pipe FD. Until then the runtime is the process the engine
+# waits for, and code cannot end it with kill(-1) as it could a separate
+# init (which, not being pid 1, has no protection from the sandbox's own
+# user). Such an init kills what is left of its descendants before it
+# exits (a container's pid 1 leaves that to the kernel).
 # The runtime reads a 16-byte decimal length
 # and that many bytes of zip archive (the `mcp` package) from fd 0 without
 # read-ahead, writes the archive to a fresh private directory under /tmp,
@@ -57,14 +67,6 @@ def _handed_to(handoff):
         return int(lines[-1]) if lines else None
     except ValueError:
         return None
-
-
-def _subreaper():
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (ImportError, OSError, AttributeError):
-        return False
 
 
 def _children(me):
@@ -152,10 +154,14 @@ def _read(n):
     return bytes(buf)
 
 
-_handoff = None
+if sys.argv[1:2] == ["--follow"]:  # a runtime's first rewind (see the top); a subreaper already
+    _init(int(sys.argv[2]), int(sys.argv[3]))
+
+_handoff = _follow = None
 # Taken out of the environment: no process the code starts inherits it.
-_as_init = os.environ.pop("CODEBRIDGE_INIT", "") == "subreaper"
-if os.getpid() == 1 or (_as_init and _subreaper()):
+if os.environ.pop("CODEBRIDGE_INIT", "") == "subreaper" and os.getpid() != 1:
+    _follow, _handoff = os.pipe()  # the init's end waits here until a rewind needs it
+elif os.getpid() == 1:
     _hr, _hw = os.pipe()
     try:
         _child = os.fork()
@@ -190,4 +196,4 @@ with open(_path, "wb") as _f:
     _f.write(_read(_size))
 sys.path.insert(0, _path)
 import mcp._main
-mcp._main.main(handoff=_handoff)
+mcp._main.main(handoff=_handoff, follow=_follow)

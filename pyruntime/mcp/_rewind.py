@@ -247,14 +247,19 @@ class Keeper:
 
     ``channel``, ``output`` and ``executor`` are the runtime's; ``handoff``
     is the write end of the init's pipe (None: no init follows a rewind, so
-    there are no checkpoints)."""
+    there are no checkpoints); ``follow`` is its read end when no init runs
+    yet (a runtime that is not pid 1, as in a Kubernetes Pod): this process
+    then becomes the init at its first rewind, running the loader again
+    (see loader.py)."""
 
-    def __init__(self, channel, output, executor, handoff, namespace):
+    def __init__(self, channel, output, executor, handoff, namespace, follow=None):
         global _keeper
         _keeper = self
         self.channel, self.output, self.executor = channel, output, executor
         self.handoff = handoff
         self.enabled = handoff is not None
+        self.follow = follow
+        self.argv = tuple(sys.orig_argv)  # the loader's command line, for the init it becomes
         self.points = []        # oldest first
         self.dying = []         # pids of dropped checkpoints not reaped yet
         self.cells = 0          # cells run in this line of the interpreter
@@ -453,13 +458,21 @@ class Keeper:
     def close(self):
         """The runtime ends: its checkpoints end with it (in a container
         they would anyway, with its init; not so for a runtime that is not
-        in one of its own)."""
+        in one of its own), and it waits for those that are its children,
+        which no init may be left to reap."""
+        killed = list(self.dying)
         for point in self.points:
             if _alive(point):
                 try:
                     os.kill(point.pid, signal.SIGKILL)
+                    killed.append(point.pid)
                 except OSError:
                     pass
+        for pid in killed:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # the init's child since a rewind: it reaps it
+                pass
         if self.store:
             shutil.rmtree(self.store, ignore_errors=True)
 
@@ -482,6 +495,9 @@ class Keeper:
     def _resume(self, header, leftover, rstate):
         """Become the runtime: threads, channel, workspace, then answer."""
         _oom_adj(OOM_RUNTIME)
+        if self.follow is not None:  # the runtime it was forked from is the init now
+            os.close(self.follow)
+            self.follow = None
         if rstate is not None:
             sys.modules["random"].setstate(rstate)
         keep = set(header.get("keep", ()))
@@ -545,10 +561,11 @@ class Keeper:
                 self.channel.send({"t": "rewound", "ok": False, "cells": n,
                                    "error": f"the checkpoint could not be woken ({exc.strerror}); nothing changed"})
                 return
-            try:
-                os.write(self.handoff, b"%d\n" % point.pid)
-            except OSError:
-                pass
+            if self.follow is None:
+                try:
+                    os.write(self.handoff, b"%d\n" % point.pid)
+                except OSError:
+                    pass
             _wait_closed(point.wfd, HANDOVER_WAIT)
             for p in self.points:
                 if p.at > point.at and _alive(p):
@@ -556,7 +573,30 @@ class Keeper:
                         os.kill(p.pid, signal.SIGKILL)
                     except OSError:
                         pass
+            if self.follow is not None:
+                _become_init(self.argv, point.pid, self.follow)
             os._exit(0)
+
+
+def _become_init(argv, pid, follow):
+    """Replace this process (the one the engine waits for) by the loader's
+    init following runtime ``pid`` and reading the hand-off pipe
+    ``follow``, as a child subreaper: its memory goes back to the kernel,
+    its pid and its children stay. Its standard streams point at /dev/null (the runtime's
+    fd 1 and 2 are pipes the new runtime reads as the code's output)."""
+    try:  # PR_SET_CHILD_SUBREAPER, kept across execve: no orphan escapes while the init starts
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass  # orphans go to pid 1 then, which reaps them
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.set_inheritable(follow, True)
+    try:
+        os.execv(sys.executable, [*argv, "--follow", str(pid), str(follow)])
+    except OSError:
+        pass  # the caller exits: the engine then sees the sandbox end
 
 
 def _wait_closed(fd, timeout):
