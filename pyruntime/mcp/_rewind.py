@@ -349,19 +349,21 @@ class Keeper:
                 point = self._fork(snap, threads)
                 if point is not None:
                     self.points.append(point)
+                # The oldest goes after the fork: its teardown (as long as
+                # the fork, and on the same pages) then runs beside the next
+                # cell, not beside the fork the next cell waits for.
+                while len(self.points) > MAX_CHECKPOINTS:
+                    self._drop(self.points[0], f"at most {MAX_CHECKPOINTS} are kept")
                 if not self.resumed:
                     return
                 self.resumed = False
 
     def _bound(self):
-        """Drop checkpoints that died, the oldest past MAX_CHECKPOINTS - 1,
-        and the oldest while memory is short."""
+        """Drop checkpoints that died, and the oldest while memory is short."""
         self._reap()
         for point in list(self.points):
             if not _alive(point):
                 self._drop(point, "it was killed (out of memory, most likely)")
-        while len(self.points) >= MAX_CHECKPOINTS:
-            self._drop(self.points[0], f"at most {MAX_CHECKPOINTS} are kept")
         use = memory_use()
         while self.points and use is not None and use[0] > PRESSURE * use[1]:
             point = self.points[0]
