@@ -142,7 +142,7 @@ class RewindTest(unittest.TestCase):
         self.ok("a = 2")
         self.assertTrue(self.rewind(1)["ok"])
         cell = self.ok("import os, time\nfrom mcp import _rewind\nchild = os.fork()\n"
-                       "if child == 0:\n    time.sleep(600)\n    os._exit(0)\n"
+                       "if child == 0:\n    time.sleep(60)\n    os._exit(0)\n"
                        "(os.getpid(), os.getppid(), child, [p.pid for p in _rewind._keeper.points])")
         runtime, init, child, points = eval(cell.value)
         self.assertEqual(init, self.rt.proc.pid)
