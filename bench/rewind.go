@@ -254,7 +254,7 @@ func checkpointBytes(ctx context.Context, b *bridge) (private, pss float64, kept
 		return
 	}
 	if _, err = fmt.Sscan(strings.TrimSpace(out), &private, &pss, &kept); err != nil {
-		err = fmt.Errorf("the checkpoint's memory: %q: %v", out, err)
+		err = fmt.Errorf("the checkpoint's memory: %q: %w", out, err)
 	}
 	return
 }
