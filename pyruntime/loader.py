@@ -10,12 +10,12 @@
 # runtime itself, and its first rewind, once the checkpoint answered,
 # makes the process a child subreaper (orphans then come to it, not to
 # pid 1) and executes this file again as `... -c <this file> --follow PID
-# FD`: the process (the one the engine waits for) becomes the init of the
-# checkpoint PID, reading the hand-off pipe FD. Until then the runtime is the process the engine
-# waits for, and code cannot end it with kill(-1) as it could a separate
-# init (which, not being pid 1, has no protection from the sandbox's own
-# user). Such an init kills what is left of its descendants before it
-# exits (a container's pid 1 leaves that to the kernel).
+# FD` (mcp._rewind): the process the engine waits for becomes the init of
+# the checkpoint PID, reading the hand-off pipe FD. Until then code cannot
+# end that process with kill(-1), as it could a separate init (which, not
+# being pid 1, has no protection from the sandbox's own user). Such an
+# init kills what is left of its descendants before it exits (a
+# container's pid 1 leaves that to the kernel).
 # The runtime reads a 16-byte decimal length
 # and that many bytes of zip archive (the `mcp` package) from fd 0 without
 # read-ahead, writes the archive to a fresh private directory under /tmp,
