@@ -504,6 +504,7 @@ class Keeper:
             sys.modules["random"].setstate(rstate)
         keep = set(header.get("keep", ()))
         self.points = [p for p in self.points if p.pid in keep]
+        self.dying = []  # the last runtime's children, not this process's: the init reaps them
         from mcp import _procs
         _procs.spared.intersection_update(keep)
         self.channel.resume(leftover, self.output, self.executor)
