@@ -104,3 +104,26 @@ func TestRewindMemoryPressure(t *testing.T) {
 		t.Fatalf("after the refused rewind the session changed: %q", got)
 	}
 }
+
+// TestRewindThenCrash: a runtime that a rewind made (the checkpoint that
+// took over) and that then exits is reported as that runtime ended: the
+// init that followed the hand-over (pid 1, or in a Kubernetes Pod the
+// process the first rewind turned into one) exits as it did (that it
+// leaves no process behind: pyruntime/tests/test_rewind.py); the next
+// sandbox has no checkpoints.
+func TestRewindThenCrash(t *testing.T) {
+	needEnv(t)
+	b := startBridge(t, home(t, nil))
+	b.ok("a = 1")
+	b.ok("a = 2")
+	mustContain(t, b.ok("rewind(1)"), "[rewound 1 cell and this one")
+	b.ok("b = 3")
+	mustContain(t, b.ok("rewind(1)"), "[rewound 1 cell and this one") // the second hand-over goes through the init
+	r := b.run("import os\nos._exit(3)")
+	mustContain(t, r.text, "exited with code 3", "variables, imports and files from earlier calls are gone")
+	r = b.run("rewind(1)")
+	if !r.isError {
+		t.Fatalf("a rewind in the new sandbox worked:\n%s", r.text)
+	}
+	mustContain(t, r.text, "only 0 cells lie behind this one in this sandbox", "the checkpoints of earlier cells are gone")
+}

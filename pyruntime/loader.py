@@ -3,9 +3,19 @@
 # minimal init (it reaps orphaned processes, and exits as the runtime did),
 # the child goes on as the runtime. A rewind replaces the runtime by one of
 # its checkpoints (mcp._rewind): the runtime writes the checkpoint's pid to
-# the init's hand-off pipe before it exits, and the init follows it. The
-# runtime's tests get the same init from a process that is not pid 1 with
-# CODEBRIDGE_INIT=subreaper (orphans then come to it, not to pid 1).
+# the init's hand-off pipe before it exits, and the init follows it.
+# A process that is not pid 1 (the Kubernetes engine starts the runtime in
+# its Pod through pods/exec; the runtime's tests) gets the same init with
+# CODEBRIDGE_INIT=subreaper, but only when it needs one: it goes on as the
+# runtime itself, and its first rewind, once the checkpoint answered,
+# makes the process a child subreaper (orphans then come to it, not to
+# pid 1) and executes this file again as `... -c <this file> --follow PID
+# FD` (mcp._rewind): the process the engine waits for becomes the init of
+# the checkpoint PID, reading the hand-off pipe FD. Until then code cannot
+# end that process with kill(-1), as it could a separate init (which, not
+# being pid 1, has no protection from the sandbox's own user). Such an
+# init kills what is left of its descendants before it exits (a
+# container's pid 1 leaves that to the kernel).
 # The runtime reads a 16-byte decimal length
 # and that many bytes of zip archive (the `mcp` package) from fd 0 without
 # read-ahead, writes the archive to a fresh private directory under /tmp,
@@ -59,19 +69,47 @@ def _handed_to(handoff):
         return None
 
 
-def _subreaper():
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (ImportError, OSError, AttributeError):
-        return False
+def _children(me):
+    """Pids of the processes whose parent is ``me`` (bytes), from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        if len(fields) > 1 and fields[1] == me:
+            pids.append(int(name))
+    return pids
+
+
+def _end_descendants():
+    """A subreaper init's last act: kill its children (the runtime's
+    checkpoints and whatever processes the code left), and the orphans that
+    come to it as those die, until none is left, so that none outlives the
+    sandbox's runtime."""
+    import signal
+    me = str(os.getpid()).encode()
+    while True:
+        for pid in _children(me):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
 
 
 def _init(runtime, handoff):
-    """Pid 1 of the container: reap every process that ends up here until the
-    runtime exits, then exit as it did (128 + signal when it was killed).
-    When the runtime handed over to a checkpoint first (a rewind), that
-    process is the runtime from then on."""
+    """Pid 1 of the container (or a subreaper): reap every process that
+    ends up here until the runtime exits, then exit as it did (128 + signal
+    when it was killed). When the runtime handed over to a checkpoint first
+    (a rewind), that process is the runtime from then on."""
     import signal
     # Pid 1 ignores every signal it has no handler for, even SIGKILL, when
     # it comes from inside the container: user code cannot kill this process.
@@ -91,6 +129,8 @@ def _init(runtime, handoff):
         runtime = _handed_to(handoff)
         if runtime is None:
             break
+    if os.getpid() != 1:
+        _end_descendants()
     if not os.WIFSIGNALED(status):
         os._exit(os.WEXITSTATUS(status))
     sig = os.WTERMSIG(status)
@@ -114,8 +154,14 @@ def _read(n):
     return bytes(buf)
 
 
-_handoff = None
-if os.getpid() == 1 or (os.environ.get("CODEBRIDGE_INIT") == "subreaper" and _subreaper()):
+if sys.argv[1:2] == ["--follow"]:  # a runtime's first rewind (see the top); a subreaper already
+    _init(int(sys.argv[2]), int(sys.argv[3]))
+
+_handoff = _follow = None
+# Taken out of the environment: no process the code starts inherits it.
+if os.environ.pop("CODEBRIDGE_INIT", "") == "subreaper" and os.getpid() != 1:
+    _follow, _handoff = os.pipe()  # the init's end waits here until a rewind needs it
+elif os.getpid() == 1:
     _hr, _hw = os.pipe()
     try:
         _child = os.fork()
@@ -150,4 +196,4 @@ with open(_path, "wb") as _f:
     _f.write(_read(_size))
 sys.path.insert(0, _path)
 import mcp._main
-mcp._main.main(handoff=_handoff)
+mcp._main.main(handoff=_handoff, follow=_follow)

@@ -157,10 +157,11 @@ def _toon_text(data, fallback):
         return fallback
 
 
-def main(handoff=None):
+def main(handoff=None, follow=None):
     """Run the runtime until the host closes the frame channel. ``handoff``
     is the write end of the init's hand-off pipe (see loader.py), which
-    rewinds need; None: no checkpoints."""
+    rewinds need; None: no checkpoints. ``follow`` is its read end when no
+    init runs yet: this process becomes the init at its first rewind."""
     diag = os.dup(2)
     try:
         in_fd, out_fd = os.dup(0), os.dup(1)          # non-inheritable
@@ -188,7 +189,7 @@ def main(handoff=None):
         procs = Cells()
         channel.on_interrupt = procs.interrupted
         track_forks()
-        keeper = Keeper(channel, output, executor, handoff, namespace)
+        keeper = Keeper(channel, output, executor, handoff, namespace, follow)
         channel.on_exit = lambda: (keeper.close(), _zip_cleanup())
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())

@@ -247,14 +247,19 @@ class Keeper:
 
     ``channel``, ``output`` and ``executor`` are the runtime's; ``handoff``
     is the write end of the init's pipe (None: no init follows a rewind, so
-    there are no checkpoints)."""
+    there are no checkpoints); ``follow`` is its read end when no init runs
+    yet (a runtime that is not pid 1, as in a Kubernetes Pod): this process
+    then becomes the init at its first rewind, running the loader again
+    (see loader.py)."""
 
-    def __init__(self, channel, output, executor, handoff, namespace):
+    def __init__(self, channel, output, executor, handoff, namespace, follow=None):
         global _keeper
         _keeper = self
         self.channel, self.output, self.executor = channel, output, executor
         self.handoff = handoff
         self.enabled = handoff is not None
+        self.follow = follow
+        self.argv = tuple(sys.orig_argv)  # the loader's command line, for the init it becomes
         self.points = []        # oldest first
         self.dying = []         # pids of dropped checkpoints not reaped yet
         self.cells = 0          # cells run in this line of the interpreter
@@ -344,19 +349,21 @@ class Keeper:
                 point = self._fork(snap, threads)
                 if point is not None:
                     self.points.append(point)
+                # The oldest goes after the fork: its teardown (as long as
+                # the fork, and on the same pages) then runs beside the next
+                # cell, not beside the fork the next cell waits for.
+                while len(self.points) > MAX_CHECKPOINTS:
+                    self._drop(self.points[0], f"at most {MAX_CHECKPOINTS} are kept")
                 if not self.resumed:
                     return
                 self.resumed = False
 
     def _bound(self):
-        """Drop checkpoints that died, the oldest past MAX_CHECKPOINTS - 1,
-        and the oldest while memory is short."""
+        """Drop checkpoints that died, and the oldest while memory is short."""
         self._reap()
         for point in list(self.points):
             if not _alive(point):
                 self._drop(point, "it was killed (out of memory, most likely)")
-        while len(self.points) >= MAX_CHECKPOINTS:
-            self._drop(self.points[0], f"at most {MAX_CHECKPOINTS} are kept")
         use = memory_use()
         while self.points and use is not None and use[0] > PRESSURE * use[1]:
             point = self.points[0]
@@ -453,8 +460,9 @@ class Keeper:
     def close(self):
         """The runtime ends: its checkpoints end with it (in a container
         they would anyway, with its init; not so for a runtime that is not
-        in one of its own)."""
-        killed = []
+        in one of its own), and it waits for those that are its children,
+        which no init may be left to reap."""
+        killed = list(self.dying)
         for point in self.points:
             if _alive(point):
                 try:
@@ -463,10 +471,10 @@ class Keeper:
                 except OSError:
                     pass
         for pid in killed:
-            try:  # a SIGKILL takes effect later: wait for each child to end
+            try:
                 os.waitpid(pid, 0)
-            except OSError:
-                pass  # not a child of this runtime (a rewind moved it to the init)
+            except ChildProcessError:  # the init's child since a rewind: it reaps it
+                pass
         if self.store:
             shutil.rmtree(self.store, ignore_errors=True)
 
@@ -489,10 +497,14 @@ class Keeper:
     def _resume(self, header, leftover, rstate):
         """Become the runtime: threads, channel, workspace, then answer."""
         _oom_adj(OOM_RUNTIME)
+        if self.follow is not None:  # the runtime it was forked from is the init now
+            os.close(self.follow)
+            self.follow = None
         if rstate is not None:
             sys.modules["random"].setstate(rstate)
         keep = set(header.get("keep", ()))
         self.points = [p for p in self.points if p.pid in keep]
+        self.dying = []  # the last runtime's children, not this process's: the init reaps them
         from mcp import _procs
         _procs.spared.intersection_update(keep)
         self.channel.resume(leftover, self.output, self.executor)
@@ -552,10 +564,11 @@ class Keeper:
                 self.channel.send({"t": "rewound", "ok": False, "cells": n,
                                    "error": f"the checkpoint could not be woken ({exc.strerror}); nothing changed"})
                 return
-            try:
-                os.write(self.handoff, b"%d\n" % point.pid)
-            except OSError:
-                pass
+            if self.follow is None:
+                try:
+                    os.write(self.handoff, b"%d\n" % point.pid)
+                except OSError:
+                    pass
             _wait_closed(point.wfd, HANDOVER_WAIT)
             for p in self.points:
                 if p.at > point.at and _alive(p):
@@ -563,7 +576,30 @@ class Keeper:
                         os.kill(p.pid, signal.SIGKILL)
                     except OSError:
                         pass
+            if self.follow is not None:
+                _become_init(self.argv, point.pid, self.follow)
             os._exit(0)
+
+
+def _become_init(argv, pid, follow):
+    """Replace this process (the one the engine waits for) by the loader's
+    init following runtime ``pid`` and reading the hand-off pipe
+    ``follow``, as a child subreaper: its memory goes back to the kernel,
+    its pid and its children stay. Its standard streams point at /dev/null (the runtime's
+    fd 1 and 2 are pipes the new runtime reads as the code's output)."""
+    try:  # PR_SET_CHILD_SUBREAPER, kept across execve: no orphan escapes while the init starts
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass  # orphans go to pid 1 then, which reaps them
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.set_inheritable(follow, True)
+    try:
+        os.execv(sys.executable, [*argv, "--follow", str(pid), str(follow)])
+    except OSError:
+        pass  # the caller exits: the engine then sees the sandbox end
 
 
 def _wait_closed(fd, timeout):

@@ -5,6 +5,7 @@ frame, the host sends a ``rewind`` frame and reads ``rewound``."""
 
 import os
 import shutil
+import signal
 import tempfile
 import unittest
 
@@ -116,6 +117,41 @@ class RewindTest(unittest.TestCase):
         for pid in pids:
             st = _rewind._start_tick(pid)
             self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"checkpoint {pid} outlived its runtime")
+
+    def test_the_runtime_becomes_the_init_at_its_first_rewind(self):
+        """Not pid 1 (as in a Kubernetes Pod), the runtime is the process
+        the host started until its first rewind, which makes that process
+        the init of the checkpoint it woke."""
+        self.ok("import os\na = 1")
+        self.assertEqual(eval(self.ok("os.getpid()").value), self.rt.proc.pid)
+        self.assertTrue(self.rewind(1)["ok"])
+        runtime, init = eval(self.ok("import os\n(os.getpid(), os.getppid())").value)
+        self.assertEqual(init, self.rt.proc.pid)
+        self.assertNotEqual(runtime, init)
+        self.ok("a = 2")
+        self.assertTrue(self.rewind(1)["ok"])  # the init follows the next hand-over
+        self.assertEqual(self.ok("print(a)").stdout, "1\n")
+        self.assertIsNone(self.rt.proc.poll())
+
+    def test_nothing_outlives_a_killed_runtime(self):
+        """After a rewind made the process the host started the init, a
+        runtime the kernel kills leaves its checkpoints and a process the
+        code forked to that init, which kills them all before it exits: none
+        outlives the sandbox's runtime, as none outlives a container."""
+        self.ok("a = 1")
+        self.ok("a = 2")
+        self.assertTrue(self.rewind(1)["ok"])
+        cell = self.ok("import os, time\nfrom mcp import _rewind\nchild = os.fork()\n"
+                       "if child == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+                       "(os.getpid(), os.getppid(), child, [p.pid for p in _rewind._keeper.points])")
+        runtime, init, child, points = eval(cell.value)
+        self.assertEqual(init, self.rt.proc.pid)
+        self.assertEqual(len(points), 2)
+        os.kill(runtime, signal.SIGKILL)
+        self.assertEqual(self.rt.proc.wait(30), 128 + signal.SIGKILL)
+        for pid in [child, *points]:
+            st = _rewind._start_tick(pid)
+            self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"process {pid} outlived the killed runtime")
 
     def test_workspace_over_budget_is_not_kept(self):
         ws = self.ws

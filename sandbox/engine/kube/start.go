@@ -47,6 +47,7 @@ var kubeCheckSource = kubeOOMSource + `def _codebridge_check(term, room):
         os.waitpid(child, 0)
         os.dup(2)
         os.environ["CODEBRIDGE_OWN_PIDS"] = "1"
+        os.environ["CODEBRIDGE_INIT"] = "subreaper"
         import signal
         os.kill(1, signal.SIGCHLD)
         return
@@ -110,8 +111,13 @@ const kubeCheckLineMax = 4096
 // and the cgroup, never these lines). And it tells the runtime, in
 // CODEBRIDGE_OWN_PIDS, that the Pod's processes are its own but for the
 // init, as a runtime under the loader's init knows by its parent (it may
-// then stop what an interrupted cell left running, and a fork bomb); and
-// it wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
+// then stop what an interrupted cell left running, and a fork bomb); it
+// asks the loader, in CODEBRIDGE_INIT, for the init a rewind needs: the
+// exec'd process becomes one (a child subreaper) at its first rewind, so
+// that it lives as long as the runtime a rewind hands the session to, and
+// ends what is left when that one ends (pyruntime/loader.py runs again with
+// --follow then, and this check does not); and it
+// wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
 // the check to count the tasks the Pod may start, up to one more than
 // [engine.DefaultPids].
 func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
@@ -123,7 +129,7 @@ func kubeCommand(cmd []string, measurePids bool) ([]string, error) {
 		room = engine.DefaultPids
 	}
 	out := slices.Clone(cmd)
-	out[len(out)-1] = fmt.Sprintf("%s_codebridge_check(%q, %d)\ndel _codebridge_check, _oom_kills\n%s",
+	out[len(out)-1] = fmt.Sprintf("%simport sys\nif sys.argv[1:2] != [\"--follow\"]:\n    _codebridge_check(%q, %d)\ndel _codebridge_check, _oom_kills\n%s",
 		kubeCheckSource, kubeTerminationPath, room, cmd[len(cmd)-1])
 	return out, nil
 }

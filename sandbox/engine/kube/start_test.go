@@ -16,15 +16,17 @@ import (
 
 // TestKubeStartCheckRuns: the start check is real Python that runs
 // before the loader: it writes one line of report that parses, and hands
-// over to the code after it, which then reads all of stdin. Here it runs
-// on the host (no seccomp filter: what it tries works), so its report
-// says so.
+// over to the code after it, which then reads all of stdin and finds
+// CODEBRIDGE_INIT=subreaper (a rewind needs an init). Here it runs on the
+// host (no seccomp filter: what it tries works), so its report says so.
+// Run again as a rewind runs the loader (`--follow PID FD`), the check
+// stays out of the way: no report, no variable.
 func TestKubeStartCheckRuns(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal("python3 is needed to run the start check: ", err)
 	}
-	cmd, err := kubeCommand([]string{py, "-I", "-u", "-c", "import os, sys\nprint('loader read', os.read(0, 5))"}, true)
+	cmd, err := kubeCommand([]string{py, "-I", "-u", "-c", "import os, sys\nprint('loader read', os.read(0, 5), os.environ.get('CODEBRIDGE_INIT'), sys.argv[1:])"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,16 @@ func TestKubeStartCheckRuns(t *testing.T) {
 	if r.PidsRoom != engine.DefaultPids {
 		t.Errorf("counted %d more tasks on the host, want the cap %d: %s", r.PidsRoom, engine.DefaultPids, first)
 	}
-	if rest != "loader read b'hello'\n" {
+	if rest != "loader read b'hello' subreaper []\n" {
 		t.Errorf("after the check the code printed %q", rest)
+	}
+	c = exec.Command(cmd[0], append(cmd[1:], "--follow", "1", "2")...)
+	c.Stdin = strings.NewReader("hello")
+	if out, err = c.Output(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if string(out) != "loader read b'hello' None ['--follow', '1', '2']\n" {
+		t.Errorf("run with --follow (an init after a rewind), the command printed %q: the check ran", out)
 	}
 }
 
