@@ -15,8 +15,8 @@ const ManualURI = "codebridge://manual"
 // toolDescription is what the model reads about run_python. It does not
 // depend on the configured servers: the model discovers those from Python.
 const toolDescription = "Run Python in a persistent sandbox (no network; variables and files persist). " +
-	"Each MCP server is a Python object: `await mcp_<server>.<tool>(**args)`; top-level await and asyncio.gather work. " +
-	"Find tools: `await runtime.search_tool_docs(\"query\")`. Manual: resource " + ManualURI + ". Only printed output returns."
+	"Each MCP server is a Python object: `await mcp_<server>.<tool>(**args)`. " +
+	"Find tools: `await runtime.search_tool_docs(\"query\")`. Manual resource: " + ManualURI + ". Only printed output returns."
 
 // inputSchema is the JSON Schema of run_python's arguments, written out so
 // that its size is fixed and small. `session` needs no description: the
