@@ -146,6 +146,9 @@ func newLeases(lc leaseClient, pc podClient, o LeaseOptions) (*Leases, error) {
 	return l, nil
 }
 
+// Identity is this replica's identity in the Leases it holds.
+func (l *Leases) Identity() string { return l.id }
+
 // LeaseIdentity is a replica's identity in the Leases it holds: its Pod's
 // name (the host name when pod is empty) and a random suffix, so that a
 // replica restarted in the same Pod is another holder.
@@ -215,7 +218,7 @@ func (l *Leases) acquire(ctx context.Context, name, digest string) (*coordinatio
 		return created, l.writeError(name, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: reading Lease %s in namespace %s: %w", name, l.ns, err)
+		return nil, fmt.Errorf("sandbox: reading Lease %s in namespace %s: %w%s", name, l.ns, err, leaseHint(err))
 	}
 	if holder, until, fresh := leaseHeld(cur, time.Now(), l.duration); fresh {
 		return nil, &HeldError{Holder: holder, Until: until}
@@ -240,8 +243,16 @@ func (l *Leases) writeError(name string, err error) error {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("sandbox: Lease %s: %w: retry the call", name, errRaced)
 	}
-	return fmt.Errorf("sandbox: writing Lease %s in namespace %s: %w (the bridge's Role needs create, get, update, delete and list on "+
-		"leases.coordination.k8s.io: deploy/kubernetes/rbac.yaml)", name, l.ns, err)
+	return fmt.Errorf("sandbox: writing Lease %s in namespace %s: %w%s", name, l.ns, err, leaseHint(err))
+}
+
+// leaseHint says what to do about a refused request on Leases: the
+// Role's rule for them.
+func leaseHint(err error) string {
+	if !apierrors.IsForbidden(err) {
+		return ""
+	}
+	return " (the bridge's Role must grant create, get, update, delete and list on leases.coordination.k8s.io: see deploy/kubernetes/rbac.yaml)"
 }
 
 // newLease is the Lease of a handle that has none yet, held by this
@@ -299,7 +310,7 @@ func leaseHeld(lease *coordinationv1.Lease, now time.Time, def time.Duration) (h
 func (l *Leases) Sweep(ctx context.Context) (int, error) {
 	leases, err := l.leases.List(ctx, metav1.ListOptions{LabelSelector: engine.LabelKey + "=1," + engine.LabelHandle})
 	if err != nil {
-		return 0, fmt.Errorf("sandbox: listing the handles' Leases in namespace %s: %w", l.ns, err)
+		return 0, fmt.Errorf("sandbox: listing the handles' Leases in namespace %s: %w%s", l.ns, err, leaseHint(err))
 	}
 	pods, err := l.pods.List(ctx, metav1.ListOptions{LabelSelector: engine.LabelHandle})
 	if err != nil {
@@ -456,6 +467,15 @@ func (h *Held) Release(ctx context.Context) error { return h.finish(ctx, false) 
 
 // End stops renewing the Lease and deletes it: the handle has ended.
 func (h *Held) End(ctx context.Context) error { return h.finish(ctx, true) }
+
+// Abandon stops renewing the Lease and leaves it as it is, held until
+// it expires: what the death of this replica does. Another replica takes
+// it only after renewTime + duration. Lost is closed.
+func (h *Held) Abandon() {
+	h.stop()
+	<-h.done
+	h.gone()
+}
 
 // finish stops the renewals and lets the Lease go (deletes it when
 // end), unless it was lost already. A conflict means another write came

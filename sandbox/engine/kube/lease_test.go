@@ -30,9 +30,9 @@ var leasesGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
 
 // versioned makes the fake clientset keep Leases' resourceVersions as an
 // API server does: each write gives a new one, and an update or delete
-// that names another than the stored one fails with a conflict (an
-// update that names none is unconditional, as the API server allows for
-// Leases). The fake's own tracker does not check them.
+// that names another than the stored one fails with a conflict, and an
+// update that names none is invalid (the API server requires one for a
+// Lease). The fake's own tracker does not check them.
 func versioned(cs *fake.Clientset) {
 	var mu sync.Mutex
 	n := 0
@@ -62,7 +62,10 @@ func versioned(cs *fake.Clientset) {
 		if err != nil {
 			return true, nil, err
 		}
-		if l.ResourceVersion != "" && l.ResourceVersion != cur.ResourceVersion {
+		if l.ResourceVersion == "" {
+			return true, nil, apierrors.NewInvalid(coordinationv1.SchemeGroupVersion.WithKind("Lease").GroupKind(), l.Name, nil)
+		}
+		if l.ResourceVersion != cur.ResourceVersion {
 			return true, nil, conflict(l.Name)
 		}
 		l.ResourceVersion = next()
@@ -304,8 +307,7 @@ func TestLeaseRenewalKeepsItAndExpiryFreesIt(t *testing.T) {
 		if !l.Spec.RenewTime.After(l.Spec.AcquireTime.Add(2 * DefaultLeaseDuration)) {
 			t.Errorf("renewTime %s, acquired %s: not renewed", l.Spec.RenewTime, l.Spec.AcquireTime)
 		}
-		h.stop() // the holder dies: no more renewals, nothing released
-		<-h.done
+		h.Abandon() // the holder dies: no more renewals, nothing released
 		expiry := getLease(t, cs, h.Name()).Spec.RenewTime.Add(DefaultLeaseDuration)
 		time.Sleep(time.Until(expiry) - time.Microsecond)
 		if _, err = b.Take(context.Background(), testDigest); holderOf(err) != "bridge-a_1" {
