@@ -57,9 +57,8 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	digest := hex.EncodeToString(b[:])
-	name := kube.LeaseName(digest)
 	t.Cleanup(func() {
-		logDelete(t, "the Lease", admin.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}))
+		logDelete(t, "the Lease", admin.CoordinationV1().Leases(ns).Delete(context.Background(), kube.LeaseName(digest), metav1.DeleteOptions{}))
 	})
 
 	for round := range 20 {
@@ -74,8 +73,29 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 			t.Fatalf("round %d: letting the Lease go: %v", round, err)
 		}
 	}
+	renewedThenExpired(t, admin, replicas[0], replicas[1], digest)
 
-	a, other := replicas[0], replicas[1]
+	// Free, and no sandbox Pod carries the handle: the sweep removes it.
+	if _, err = replicas[0].Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left, err := admin.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: sandbox.LabelHandle + "=" + digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) != 0 {
+		t.Errorf("%d Lease(s) of the handle left after the sweep", len(left.Items))
+	}
+}
+
+// renewedThenExpired has replica a take digest's Lease and checks that
+// its renewals keep it from replica b past its first duration, and that
+// once a stops renewing b is refused until renewTime + duration and
+// takes it then. It leaves the Lease released.
+func renewedThenExpired(t *testing.T, admin *kubernetes.Clientset, a, b *kube.Leases, digest string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name := os.Getenv("CODEBRIDGE_NAMESPACE"), kube.LeaseName(digest)
 	held, err := a.Take(ctx, digest)
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +103,11 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 	if holder := waitRenewedPast(t, admin, ns, name); holder != a.Identity() {
 		t.Fatalf("the Lease is held by %q, not by the replica that took it (%q)", holder, a.Identity())
 	}
-	if _, err = other.Take(ctx, digest); !heldBy(err, a.Identity()) {
+	if _, err = b.Take(ctx, digest); !heldBy(err, a.Identity()) {
 		t.Fatalf("a take while the holder renews (past its first duration): %v", err)
 	}
 	held.Abandon()
-	_, err = other.Take(ctx, digest)
+	_, err = b.Take(ctx, digest)
 	var refused *kube.HeldError
 	if !errors.As(err, &refused) {
 		t.Fatalf("a take just after the holder stopped renewing: %v", err)
@@ -101,24 +121,12 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 		t.Errorf("the refusal says the Lease runs until %s; its renewTime + duration is %s", refused.Until, expiry)
 	}
 	time.Sleep(time.Until(expiry)) // waiting for the clock, not for an event: expiry is none
-	took, err := other.Take(ctx, digest)
+	took, err := b.Take(ctx, digest)
 	if err != nil {
 		t.Fatalf("a take after the Lease expired: %v", err)
 	}
 	if err = took.Release(ctx); err != nil {
 		t.Fatal(err)
-	}
-
-	// Free, and no sandbox Pod carries the handle: the sweep removes it.
-	if _, err = a.Sweep(ctx); err != nil {
-		t.Fatal(err)
-	}
-	left, err := admin.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: sandbox.LabelHandle + "=" + digest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left.Items) != 0 {
-		t.Errorf("%d Lease(s) of the handle left after the sweep", len(left.Items))
 	}
 }
 

@@ -30,21 +30,27 @@ import (
 // replica holds the handle's channel to its sandbox Pod. A replica takes
 // the Lease before it attaches to the Pod, renews it while it holds it,
 // and stops using the channel as soon as a renewal finds another holder
-// or cannot be made for a whole Lease duration.
+// or renewals have failed until one renew period before the Lease
+// expires.
 //
 // Expiry is judged by the taker's clock against the renewTime the holder
 // wrote with its own: the API server stamps no time of its own on a
 // Lease that a client can read back at that precision. This assumes the
 // replicas' clocks agree to well within the margin between the Lease
 // duration and the renew period (10 s with the defaults), as NTP keeps a
-// cluster's nodes. A taker whose clock runs ahead by more could take a
+// cluster's nodes: a clock off by less only moves the moment another
+// replica may take an abandoned Lease. A taker whose clock runs ahead by
+// more could take a
 // Lease its holder still renews; the holder then finds the other holder
 // at its next renewal (Lost) within one renew period, and resourceVersion
 // preconditions make sure only one of them wins each write.
 //
 // client-go's leaderelection/resourcelock is not used: it imports the
 // generated clientset's scheme, which registers every API group of
-// Kubernetes (about 110 more packages) when the program starts, and it
+// Kubernetes (about 110 more packages) when the program starts: measured
+// on `codebridge --version` with the engine built in, 16 MB more binary
+// (56.4 MB against 40.5 MB) and 8 MB more peak RSS (30.6 MB against
+// 22.6 MB), where this file adds 72 kB and nothing measurable. And it
 // is built for one long-lived election per process, not a Lease per
 // handle taken on demand. The Lease API is small enough to drive
 // directly.
@@ -312,15 +318,9 @@ func (l *Leases) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: listing the handles' Leases in namespace %s: %w%s", l.ns, err, leaseHint(err))
 	}
-	pods, err := l.pods.List(ctx, metav1.ListOptions{LabelSelector: engine.LabelHandle})
+	alive, err := l.handlesAlive(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sandbox: listing the handles' Pods in namespace %s: %w", l.ns, err)
-	}
-	alive := map[string]bool{}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			alive[p.Labels[engine.LabelHandle]] = true
-		}
+		return 0, err
 	}
 	removed := 0
 	var errs []error
@@ -519,6 +519,22 @@ func (h *Held) letGo(ctx context.Context, lease *coordinationv1.Lease, end bool)
 	next.Spec.HolderIdentity = nil
 	_, err := h.l.leases.Update(ctx, next, metav1.UpdateOptions{})
 	return err
+}
+
+// handlesAlive is the set of handle digests that a sandbox Pod carries
+// which is neither ended nor being deleted.
+func (l *Leases) handlesAlive(ctx context.Context) (map[string]bool, error) {
+	pods, err := l.pods.List(ctx, metav1.ListOptions{LabelSelector: engine.LabelHandle})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing the handles' Pods in namespace %s: %w", l.ns, err)
+	}
+	alive := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			alive[p.Labels[engine.LabelHandle]] = true
+		}
+	}
+	return alive, nil
 }
 
 // restLeases is [leaseClient] over a coordination REST client, in one
