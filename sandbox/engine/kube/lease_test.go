@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -364,14 +365,21 @@ func TestLeaseLostWhenAnotherHolds(t *testing.T) {
 func TestLeaseGivenUpWhenRenewalsFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cs := newVersioned()
+		// Installed before the take (the fake's reactors may not change
+		// while a renewal reads them), refusing once the take is done.
+		var away atomic.Bool
+		cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if away.Load() {
+				return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+			}
+			return false, nil, nil
+		})
 		h, err := testLeases(t, cs, "bridge-a_1").Take(context.Background(), testDigest)
 		if err != nil {
 			t.Fatal(err)
 		}
 		taken := getLease(t, cs, h.Name()).Spec.RenewTime.Time
-		cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewServiceUnavailable("etcd is away")
-		})
+		away.Store(true)
 		<-h.Lost()
 		if !time.Now().Before(taken.Add(DefaultLeaseDuration)) {
 			t.Errorf("Lost closed at %s, not before the Lease could be taken (%s)", time.Now(), taken.Add(DefaultLeaseDuration))
