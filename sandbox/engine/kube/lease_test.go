@@ -339,16 +339,17 @@ func TestLeaseLostWhenAnotherHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer h.Abandon() // stops the renewals however the test ends
 		l := getLease(t, cs, h.Name())
 		other := "bridge-ahead_9"
 		l.Spec.HolderIdentity = &other
 		if _, err = cs.CoordinationV1().Leases("ns").Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		<-h.Lost()
-		if waited := time.Since(start); waited > DefaultLeaseRenew {
-			t.Errorf("Lost closed after %s, more than one renew period", waited)
+		select { // the bubble's clock: the renewal at +DefaultLeaseRenew runs before it moves on
+		case <-h.Lost():
+		case <-time.After(DefaultLeaseRenew + time.Millisecond):
+			t.Fatal("Lost is open one renew period after another replica took the Lease")
 		}
 		if err := h.Release(context.Background()); err != nil {
 			t.Fatal(err)
@@ -378,9 +379,14 @@ func TestLeaseGivenUpWhenRenewalsFail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer h.Abandon() // stops the renewals however the test ends
 		taken := getLease(t, cs, h.Name()).Spec.RenewTime.Time
 		away.Store(true)
-		<-h.Lost()
+		select {
+		case <-h.Lost():
+		case <-time.After(2 * DefaultLeaseDuration):
+			t.Fatal("Lost is open long after the Lease expired with no renewal")
+		}
 		if !time.Now().Before(taken.Add(DefaultLeaseDuration)) {
 			t.Errorf("Lost closed at %s, not before the Lease could be taken (%s)", time.Now(), taken.Add(DefaultLeaseDuration))
 		}
