@@ -274,7 +274,8 @@ func (l *Leases) newLease(name, digest string) *coordinationv1.Lease {
 func (l *Leases) fill(lease *coordinationv1.Lease, transitions *int32) {
 	now := metav1.NowMicro()
 	secs := int32(l.duration / time.Second)
-	lease.Spec.HolderIdentity = &l.id
+	id := l.id
+	lease.Spec.HolderIdentity = &id
 	lease.Spec.LeaseDurationSeconds = &secs
 	lease.Spec.AcquireTime = &now
 	lease.Spec.RenewTime = &now
