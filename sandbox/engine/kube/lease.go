@@ -195,10 +195,10 @@ var errRaced = errors.New("another replica changed the session's Lease at the sa
 
 // Take makes this replica the holder of the Lease of the handle whose
 // digest is given: it creates the Lease, or takes it when it is free or
-// expired, and renews it until [Held.Release], [Held.End] or its loss.
-// It refuses with a [*HeldError] while another replica (or another
-// [Held] of this one) holds it. When another replica writes the Lease at
-// the same moment, Take reads it once more and judges again: of
+// expired, and renews it until [Held.Release], [Held.End], [Held.Abandon]
+// or its loss. It refuses with a [*HeldError] while another replica (or
+// another [Held] of this one) holds it. When another replica writes the
+// Lease at the same moment, Take reads it once more and judges again: of
 // replicas racing for one Lease, exactly one wins.
 func (l *Leases) Take(ctx context.Context, digest string) (*Held, error) {
 	if digest == "" || len(validation.IsValidLabelValue(digest)) > 0 {
