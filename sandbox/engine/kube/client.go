@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -63,9 +64,16 @@ var kubeCodecs = sync.OnceValues(func() (*runtime.Scheme, serializer.CodecFactor
 // coreClient is a REST client of the core API group (/api/v1).
 func coreClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	_, codecs := kubeCodecs()
+	return groupClient(cfg, corev1.SchemeGroupVersion, "/api", codecs)
+}
+
+// groupClient is a REST client of one API group version, under apiPath
+// ("/api" for the core group, "/apis" for the others), that decodes with
+// codecs.
+func groupClient(cfg *rest.Config, gv schema.GroupVersion, apiPath string, codecs serializer.CodecFactory) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.APIPath = "/api"
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
 	c.NegotiatedSerializer = codecs.WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = "codebridge"
