@@ -63,7 +63,6 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 
 	for round := range 20 {
 		winner := raceForLease(t, replicas, digest, round)
-		var err error
 		if round%2 == 0 {
 			err = winner.Release(ctx)
 		} else {

@@ -220,8 +220,8 @@ func (l *Leases) Take(ctx context.Context, digest string) (*Held, error) {
 func (l *Leases) acquire(ctx context.Context, name, digest string) (*coordinationv1.Lease, error) {
 	cur, err := l.leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		created, err := l.leases.Create(ctx, l.newLease(name, digest), metav1.CreateOptions{})
-		return created, l.writeError(name, err)
+		created, cerr := l.leases.Create(ctx, l.newLease(name, digest), metav1.CreateOptions{})
+		return created, l.writeError(name, cerr)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: reading Lease %s in namespace %s: %w%s", name, l.ns, err, leaseHint(err))

@@ -134,7 +134,7 @@ func TestLeaseTakeMakesALabelledLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.End(context.Background())
+	defer func() { _ = h.End(context.Background()) }() // the test ends it either way; its own checks come first
 	l := getLease(t, cs, h.Name())
 	if !strings.HasPrefix(l.Name, leasePrefix) || len(l.Name) != len(leasePrefix)+40 || len(validation.IsDNS1123Subdomain(l.Name)) > 0 {
 		t.Errorf("Lease name %q", l.Name)
@@ -177,7 +177,7 @@ func TestLeaseHeldIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.End(context.Background())
+	defer func() { _ = h.End(context.Background()) }() // the test ends it either way; its own checks come first
 	before := getLease(t, cs, h.Name()).ResourceVersion
 	_, err = b.Take(context.Background(), testDigest)
 	if holderOf(err) != "bridge-a_1" || !strings.Contains(err.Error(), `"bridge-a_1"`) {
@@ -238,7 +238,7 @@ func TestLeaseRaceBetweenReadAndWrite(t *testing.T) {
 			if errB != nil {
 				t.Fatalf("B, between A's read and write: %v", errB)
 			}
-			defer hb.End(context.Background())
+			defer func() { _ = hb.End(context.Background()) }() // the test ends it either way; its own checks come first
 			if holderOf(errA) != "bridge-b_2" {
 				t.Errorf("A, whose write came second: %v", errA)
 			}
@@ -458,7 +458,7 @@ func TestLeaseSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.End(ctx)
+	defer func() { _ = held.End(ctx) }() // the test ends it either way; its own checks come first
 	_, err = cs.CoordinationV1().Leases("ns").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "someone-else", Namespace: "ns"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
