@@ -113,7 +113,8 @@ type Config struct {
 	// Checkpoints is how many checkpoints for rewind the runtime keeps
 	// (it forks one after each cell): 0 takes none, so rewind is off and
 	// cells run back to back without waiting for a fork; nil means
-	// [DefaultCheckpoints]; at most [MaxCheckpoints].
+	// [DefaultCheckpoints] (the hello names none, and the runtime keeps
+	// its default, the same number); at most [MaxCheckpoints].
 	Checkpoints *int
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
@@ -137,10 +138,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Channel == "" {
 		cfg.Channel = DefaultChannel
-	}
-	if cfg.Checkpoints == nil {
-		n := DefaultCheckpoints
-		cfg.Checkpoints = &n
 	}
 	return cfg
 }
