@@ -61,6 +61,24 @@ func TestRewindLimit(t *testing.T) {
 	}
 }
 
+// TestRewindCheckpointsOff: with CODEBRIDGE_CHECKPOINTS=0 the sandbox
+// takes no checkpoints, and rewind(1) fails in the cell, saying
+// checkpoints are off and how to turn them on, and changes nothing.
+func TestRewindCheckpointsOff(t *testing.T) {
+	needEnv(t)
+	b := startBridge(t, home(t, nil), "CODEBRIDGE_CHECKPOINTS=0")
+	b.ok("x = 1")
+	b.ok("x = 2")
+	r := b.run("rewind(1)")
+	if !r.isError {
+		t.Fatalf("a rewind with checkpoints off worked:\n%s", r.text)
+	}
+	mustContain(t, r.text, "checkpoints are off in this sandbox", "start the bridge with --checkpoints N")
+	if got := b.ok("print(x)"); strings.TrimSpace(got) != "2" {
+		t.Fatalf("a refused rewind changed the state: x is %q", got)
+	}
+}
+
 // TestRewindAfterReplace: when the sandbox ended and a new one replaced
 // it, rewind says the checkpoints of the earlier cells are gone.
 func TestRewindAfterReplace(t *testing.T) {

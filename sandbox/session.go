@@ -56,6 +56,14 @@ const (
 	DefaultStartTimeout = 60 * time.Second
 	DefaultGrace        = 2 * time.Second
 	DefaultOutputLimit  = 20000
+	// DefaultCheckpoints is how many checkpoints for rewind a runtime
+	// keeps when [Config.Checkpoints] is nil (docs/rewind.md); a runtime
+	// whose hello names none keeps as many (MAX_CHECKPOINTS in
+	// pyruntime/mcp/_rewind.py).
+	DefaultCheckpoints = 8
+	// MaxCheckpoints bounds [Config.Checkpoints]: each checkpoint is a
+	// process of the container.
+	MaxCheckpoints = 32
 	// MaxInFlight bounds the requests one cell has in flight on the host
 	// at once, answers still to be written included. The runtime waits
 	// for a free slot before it sends a request (MAX_IN_FLIGHT in
@@ -102,6 +110,12 @@ type Config struct {
 	// another to adopt ([Detachable], [Manager.Adopt]); nil: the sandbox
 	// ends with its session.
 	Detachable *Detachable
+	// Checkpoints is how many checkpoints for rewind the runtime keeps
+	// (it forks one after each cell): 0 takes none, so rewind is off and
+	// cells run back to back without waiting for a fork; nil means
+	// [DefaultCheckpoints] (the hello names none, and the runtime keeps
+	// its default, the same number); at most [MaxCheckpoints].
+	Checkpoints *int
 	// Log receives diagnostics. Nil means slog.Default().
 	Log *slog.Logger
 }

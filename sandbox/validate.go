@@ -47,6 +47,9 @@ func (cfg Config) Validate() error {
 	if cfg.OutputLimit < 0 {
 		return fmt.Errorf("the output limit is negative (%d): give a positive number of characters, or 0 for the default", cfg.OutputLimit)
 	}
+	if c := cfg.Checkpoints; c != nil && (*c < 0 || *c > MaxCheckpoints) {
+		return fmt.Errorf("the checkpoints for rewind are %d: give 0 (none: rewind is off) to %d", *c, MaxCheckpoints)
+	}
 	if cfg.StartTimeout < 0 || cfg.Grace < 0 {
 		return errors.New("the sandbox's start timeout and grace must not be negative: give a positive duration, or 0 for the default")
 	}

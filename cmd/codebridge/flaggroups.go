@@ -39,6 +39,8 @@ var tagText = map[string]string{
 	"sandbox.DefaultUser":                 sandbox.DefaultUser,
 	"sandbox.DefaultChannel":              string(sandbox.DefaultChannel),
 	"sandbox.DefaultOutputLimit":          strconv.Itoa(sandbox.DefaultOutputLimit),
+	"sandbox.DefaultCheckpoints":          strconv.Itoa(sandbox.DefaultCheckpoints),
+	"sandbox.MaxCheckpoints":              strconv.Itoa(sandbox.MaxCheckpoints),
 	"sandbox.DefaultImage":                sandbox.DefaultImage,
 	"sandbox.DefaultSeccompLocalhost":     sandbox.DefaultSeccompLocalhost,
 	"sandbox.SeccompRuntimeDefault":       sandbox.SeccompRuntimeDefault,
@@ -144,7 +146,8 @@ func (g sandboxFlags) engineOptions(log *slog.Logger, persistent bool) sandbox.E
 // sandboxConfig is the sandbox's configuration: the sandbox and run
 // settings, and the plan's workspace, mounts and user when there is one.
 func sandboxConfig(g sandboxFlags, run runFlags, plan *runPlan) sandbox.Config {
-	cfg := sandbox.Config{Image: g.Image, User: g.User, Limits: g.limits(), Channel: g.Channel, OutputLimit: run.OutputLimit}
+	cfg := sandbox.Config{Image: g.Image, User: g.User, Limits: g.limits(), Channel: g.Channel, OutputLimit: run.OutputLimit,
+		Checkpoints: &run.Checkpoints}
 	if plan != nil {
 		cfg.User, cfg.Workspace, cfg.Mounts = plan.user, plan.workspace, plan.mounts
 	}
@@ -221,6 +224,7 @@ type runFlags struct {
 	MaxTimeout  time.Duration `flag:"max-timeout" env:"CODEBRIDGE_MAX_TIMEOUT,MCP_BRIDGE_MAX_TIMEOUT" default:"{bridge.DefaultMaxTimeout}" type:"seconds" usage:"largest timeout a call may ask for, in seconds"`
 	Output      string        `flag:"output" env:"CODEBRIDGE_OUTPUT,MCP_BRIDGE_OUTPUT_MODE" default:"{bridge.OutputText}" type:"mode" parse:"output" usage:"how results are rendered: text, or toon (structured values as TOON)" doc:"toon shows a final value that is JSON data (lists of records, a tool's structured result) as TOON."`
 	OutputLimit int           `flag:"output-limit" env:"CODEBRIDGE_OUTPUT_LIMIT" default:"{sandbox.DefaultOutputLimit}" type:"chars" parse:"count" usage:"characters of stdout and of stderr a result keeps (head and tail)" doc:"A longer stream is saved whole in /workspace/.codebridge/output/, and the answer names the file."`
+	Checkpoints int           `flag:"checkpoints" env:"CODEBRIDGE_CHECKPOINTS" default:"{sandbox.DefaultCheckpoints}" type:"n" parse:"checkpoints" usage:"checkpoints for rewind a sandbox keeps, one forked after each cell (0 to {sandbox.MaxCheckpoints}); 0 turns rewind off" doc:"Each checkpoint is a process of the sandbox, and the next cell waits for its fork (a few milliseconds); scripts that run many short cells back to back and never rewind can give 0 (docs/rewind.md)."`
 }
 
 // complete caps the default timeout (a default above the cap is the cap)
@@ -230,7 +234,7 @@ func (g *runFlags) complete(func(string) string) error {
 	if err := (bridge.Options{DefaultTimeout: g.Timeout, MaxTimeout: g.MaxTimeout, Output: g.Output}).Validate(); err != nil {
 		return err
 	}
-	return sandbox.Config{OutputLimit: g.OutputLimit}.Validate()
+	return sandbox.Config{OutputLimit: g.OutputLimit, Checkpoints: &g.Checkpoints}.Validate()
 }
 
 // bridgeOptions are the bridge's options the settings make; newApp adds

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/internal/gate"
+	"github.com/codebridge/codebridge/sandbox"
 	"github.com/spf13/pflag"
 )
 
@@ -124,6 +125,7 @@ var parsers = map[string]parser{
 	"positive":    reads(positiveInt),
 	"count":       reads(positiveCount),
 	"sandboxes":   reads(sandboxCount),
+	"checkpoints": reads(parseCheckpoints),
 	"cpus":        reads(parseCPUs),
 	"configs":     withCheck(reads(func(v string) ([]string, error) { return pathList(v), nil }), configFileExists),
 	"dirs":        reads(dirList),
@@ -429,6 +431,16 @@ func positiveCount(v string) (int, error) {
 		return 0, fmt.Errorf("%q is too large", v)
 	}
 	return int(n), err
+}
+
+// parseCheckpoints reads how many checkpoints for rewind a sandbox
+// keeps: a whole number from 0 (none) to sandbox.MaxCheckpoints.
+func parseCheckpoints(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > sandbox.MaxCheckpoints {
+		return 0, fmt.Errorf("%q is not a number of checkpoints: give 0 (rewind off) to %d", v, sandbox.MaxCheckpoints)
+	}
+	return n, nil
 }
 
 // parseBytes reads sizes such as 512m, 2g, 1.5GiB or 1048576.

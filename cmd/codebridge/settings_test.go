@@ -68,18 +68,20 @@ func configsOf(s *settings) configs {
 // defaultConfigs are the configurations of a command line that sets
 // nothing, each default as its package states it.
 func defaultConfigs() configs {
-	return configs{
+	c := configs{
 		Discovery: discovery.Options{Home: "/h"},
 		Bridge: bridge.Options{DefaultTimeout: bridge.DefaultTimeout, MaxTimeout: bridge.DefaultMaxTimeout, Output: bridge.OutputText,
 			Version: version(), Warm: bridge.DefaultWarm, SessionIdle: bridge.DefaultSessionIdle},
 		Sandbox: sandbox.Config{User: sandbox.DefaultUser, Channel: sandbox.DefaultChannel, OutputLimit: sandbox.DefaultOutputLimit,
-			Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, CPUs: sandbox.DefaultCPUs, TmpSize: sandbox.DefaultTmpSize}},
+			Checkpoints: new(int), Limits: sandbox.Limits{Memory: sandbox.DefaultMemory, Pids: sandbox.DefaultPids, CPUs: sandbox.DefaultCPUs, TmpSize: sandbox.DefaultTmpSize}},
 		Engine:   sandbox.EngineOptions{Kind: "auto", SeccompLocalhost: sandbox.DefaultSeccompLocalhost, WorkspaceSize: sandbox.DefaultWorkspaceSize},
 		Upstream: upstream.Options{CallTimeout: upstream.DefaultCallTimeout, Version: version()},
 		Gate:     gate.Config{Policy: gate.Policy{Mode: gate.Open}, ApprovalTimeout: gate.DefaultApprovalTimeout},
 		// MaxSessionsPerUser unset: httpserve derives it from MaxSessions.
 		HTTP: httpserve.Options{IdleTimeout: httpserve.DefaultIdleTimeout, MaxSessions: httpserve.DefaultMaxSessions, BodyTimeout: httpserve.DefaultBodyTimeout},
 	}
+	*c.Sandbox.Checkpoints = sandbox.DefaultCheckpoints
+	return c
 }
 
 // TestSettingsConfigs: parsing is a function from the arguments and the
@@ -123,6 +125,10 @@ func TestSettingsConfigs(t *testing.T) {
 				c.Sandbox.Limits.Runtime, c.Sandbox.Channel, c.Sandbox.Limits.TmpSize = "runsc", sandbox.ChannelAttach, 1<<30
 				c.Bridge.Output, c.Sandbox.OutputLimit = bridge.OutputTOON, 500
 			}},
+		{name: "checkpoints off", argv: []string{"--checkpoints", "0"}, want: func(c *configs) { *c.Sandbox.Checkpoints = 0 }},
+		{name: "checkpoints from the environment", env: map[string]string{"CODEBRIDGE_CHECKPOINTS": "32"}, want: func(c *configs) { *c.Sandbox.Checkpoints = 32 }},
+		{name: "too many checkpoints", env: map[string]string{"CODEBRIDGE_CHECKPOINTS": "33"}, wantErr: `CODEBRIDGE_CHECKPOINTS: "33" is not a number of checkpoints: give 0 (rewind off) to 32`},
+		{name: "negative checkpoints", argv: []string{"--checkpoints", "-1"}, wantErr: `invalid argument "-1" for "--checkpoints" flag: "-1" is not a number of checkpoints`},
 		{name: "roots and configs add up", argv: []string{"--root", dir, "--config", os.DevNull, "--call-timeout", "7"},
 			env: map[string]string{"CODEBRIDGE_CONFIG": "/a.json" + string(os.PathListSeparator) + "/b.json"},
 			want: func(c *configs) {

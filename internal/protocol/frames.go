@@ -50,6 +50,11 @@ type Hello struct {
 	// Resume is the SHA-256 (hex) of the key a new host proves itself
 	// with in [Resume]; set with Idle.
 	Resume string `json:"resume,omitempty"`
+	// Checkpoints is how many checkpoints for rewind the runtime keeps
+	// (PROTOCOL.md, "Rewind"); 0: it takes none, and rewind says that
+	// checkpoints are off. Absent (nil): the runtime's default, 8, so an
+	// older host's sandbox rewinds as before.
+	Checkpoints *int `json:"checkpoints,omitempty"`
 }
 
 // File is a file the host puts into the sandbox. Path is absolute and

@@ -29,7 +29,7 @@ from mcp._channel import Channel
 from mcp._executor import Executor
 from mcp._output import Output
 from mcp._procs import Cells, track_forks
-from mcp._rewind import Keeper
+from mcp._rewind import MAX_CHECKPOINTS, Keeper
 
 __all__ = ["main", "build_namespace", "PROTOCOL_VERSION"]
 
@@ -148,6 +148,17 @@ def _serve(channel, output, executor, procs, keeper, frame):
     channel.send(done)
 
 
+def _checkpoints(hello, channel):
+    """How many checkpoints the hello asks the runtime to keep: its
+    ``checkpoints`` (0: none), or MAX_CHECKPOINTS when it names none (an
+    older host) or names something that is not a count."""
+    n = hello.get("checkpoints", MAX_CHECKPOINTS)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        channel.log("warning", f"the host's hello asks for {n!r} checkpoints, not a count: keeping {MAX_CHECKPOINTS}")
+        return MAX_CHECKPOINTS
+    return n
+
+
 def _toon_text(data, fallback):
     """``data`` as TOON text, or ``fallback`` (its repr) if encoding fails."""
     try:
@@ -189,7 +200,7 @@ def main(handoff=None, follow=None):
         procs = Cells()
         channel.on_interrupt = procs.interrupted
         track_forks()
-        keeper = Keeper(channel, output, executor, handoff, namespace, follow)
+        keeper = Keeper(channel, output, executor, handoff, namespace, follow, _checkpoints(hello, channel))
         channel.on_exit = lambda: (keeper.close(), _zip_cleanup())
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())

@@ -26,7 +26,9 @@ changed since the last copy (the others are hard links to it), up to
 files, and a rewind to it says so. ``/workspace/.codebridge`` (output spill
 files, installed packages) is never copied.
 
-Bounds: at most ``MAX_CHECKPOINTS`` are kept (the oldest is dropped first);
+Bounds: at most ``MAX_CHECKPOINTS`` are kept (the oldest is dropped first),
+or as many as the host's hello says (``checkpoints``; 0: none are taken,
+and rewind says checkpoints are off);
 when the sandbox's memory use passes ``PRESSURE`` of its limit the oldest
 are dropped until it does not, with a note in the next cell's output.
 Checkpoints are processes of the container: they count against its memory
@@ -48,7 +50,7 @@ import threading
 
 __all__ = ["Keeper", "MAX_CHECKPOINTS", "WORKSPACE_BUDGET", "forking", "rewind"]
 
-MAX_CHECKPOINTS = 8            # checkpoints kept at most (each a process of the container)
+MAX_CHECKPOINTS = 8            # checkpoints kept at most when the hello names no number (sandbox.DefaultCheckpoints)
 WORKSPACE_BUDGET = 16 << 20    # bytes of /workspace a checkpoint copies at most
 PRESSURE = 0.8                 # share of the memory limit past which the oldest are dropped
 OOM_RUNTIME, OOM_CHECKPOINT = 500, 1000  # the kernel kills checkpoints first
@@ -252,12 +254,13 @@ class Keeper:
     then becomes the init at its first rewind, running the loader again
     (see loader.py)."""
 
-    def __init__(self, channel, output, executor, handoff, namespace, follow=None):
+    def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS):
         global _keeper
         _keeper = self
         self.channel, self.output, self.executor = channel, output, executor
         self.handoff = handoff
-        self.enabled = handoff is not None
+        self.limit = limit      # checkpoints kept at most; 0: none are taken (the host's choice)
+        self.enabled = handoff is not None and limit > 0
         self.follow = follow
         self.argv = tuple(sys.orig_argv)  # the loader's command line, for the init it becomes
         self.points = []        # oldest first
@@ -291,6 +294,10 @@ class Keeper:
     def _why_not(self, at):
         """Raise a RuntimeError saying why the state after ``at`` cells
         cannot be had back, or return its checkpoint."""
+        if self.limit <= 0:
+            raise RuntimeError("checkpoints are off in this sandbox (the bridge runs with --checkpoints 0 or "
+                               "CODEBRIDGE_CHECKPOINTS=0), so no cell can be rewound: to rewind, start the bridge "
+                               "with --checkpoints N (N of 1 or more; unset, 8 are kept)")
         if not self.enabled:
             raise RuntimeError("this sandbox keeps no checkpoints (no init to hand the session over)")
         if at < 0:
@@ -304,7 +311,7 @@ class Keeper:
                     self._drop(point, "it was killed (out of memory, most likely)")
                     break
                 return point
-        why = self.dropped.get(at, f"at most {MAX_CHECKPOINTS} are kept")
+        why = self.dropped.get(at, f"at most {self.limit} are kept")
         raise RuntimeError(f"the checkpoint before that cell is gone: {why}; "
                            f"the earliest cell that can be rewound to is {self._earliest()}")
 
@@ -352,8 +359,8 @@ class Keeper:
                 # The oldest goes after the fork: its teardown (as long as
                 # the fork, and on the same pages) then runs beside the next
                 # cell, not beside the fork the next cell waits for.
-                while len(self.points) > MAX_CHECKPOINTS:
-                    self._drop(self.points[0], f"at most {MAX_CHECKPOINTS} are kept")
+                while len(self.points) > self.limit:
+                    self._drop(self.points[0], f"at most {self.limit} are kept")
                 if not self.resumed:
                     return
                 self.resumed = False
@@ -377,7 +384,7 @@ class Keeper:
     def _drop(self, point, why):
         self.points.remove(point)
         self.dropped[point.at] = why
-        while len(self.dropped) > 4 * MAX_CHECKPOINTS:
+        while len(self.dropped) > 4 * max(self.limit, 1):
             del self.dropped[min(self.dropped)]
         if _alive(point):
             try:

@@ -16,18 +16,24 @@ from tests.harness import Cell, Runtime
 class RewindTest(unittest.TestCase):
     def setUp(self):
         self.ws = tempfile.mkdtemp(prefix="rewind-ws-")
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.rt = self.start()
+
+    def start(self, hello=None):
+        """A runtime with the loader's init, greeted with ``hello``'s
+        fields besides the usual ones."""
         saved = {k: os.environ.get(k) for k in ("CODEBRIDGE_INIT", "CODEBRIDGE_TEST_WORKSPACE")}
         os.environ.update(CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=self.ws)
         try:
-            self.rt = Runtime()
+            rt = Runtime(hello=hello)
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        self.addCleanup(shutil.rmtree, self.ws, True)
-        self.addCleanup(self.rt.close)
+        self.addCleanup(rt.close)
+        return rt
 
     def ok(self, code):
         cell = self.rt.run(code)
@@ -117,6 +123,31 @@ class RewindTest(unittest.TestCase):
         for pid in pids:
             st = _rewind._start_tick(pid)
             self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"checkpoint {pid} outlived its runtime")
+
+    def test_the_hello_sets_how_many_are_kept(self):
+        self.rt.close()
+        self.rt = self.start({"checkpoints": 2})
+        for i in range(4):
+            self.ok(f"x = {i}")
+        self.assertEqual(self.ok("from mcp import _rewind\nlen(_rewind._keeper.points)").value, "2")
+        cell = self.rt.run("rewind(3)")
+        self.assertIn("at most 2 are kept", cell.error)
+
+    def test_zero_checkpoints_takes_none_and_rewind_says_so(self):
+        """checkpoints 0 in the hello (--checkpoints 0): no checkpoint is
+        forked after a cell, and rewind says checkpoints are off and how
+        to turn them on."""
+        self.rt.close()
+        self.rt = self.start({"checkpoints": 0})
+        self.ok("a = 1")
+        self.ok("a = 2")
+        self.assertEqual(self.ok("from mcp import _rewind\nlen(_rewind._keeper.points)").value, "0")
+        cell = self.rt.run("rewind(1)")
+        self.assertEqual(cell.status, "error")
+        self.assertIn("checkpoints are off", cell.error)
+        self.assertIn("--checkpoints N", cell.error)
+        self.assertNotIn("rewind", cell.done)
+        self.assertEqual(self.ok("a").value, "2")
 
     def test_the_runtime_becomes_the_init_at_its_first_rewind(self):
         """Not pid 1 (as in a Kubernetes Pod), the runtime is the process
