@@ -309,23 +309,10 @@ func (s *Session) Detach() error {
 	if s.cfg.Detachable == nil {
 		return ErrNotDetachable
 	}
-	err := ErrClosed
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		c, st := s.current(), s.starting
-		_ = s.move(stateClosed)
-		s.cur = nil
-		s.mu.Unlock()
-		if st != nil {
-			st.cancel()
-			<-st.done
-		}
-		if c != nil {
-			c.detach()
-		}
-		err = nil
-	})
-	return err
+	if !s.closeWith(func(c *live) { c.detach() }) {
+		return ErrClosed
+	}
+	return nil
 }
 
 // detachLabels adds a detachable session's labels to spec.

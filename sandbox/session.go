@@ -394,6 +394,15 @@ func (s *Session) Channel() string {
 // another used to return while it was being removed, and one that came
 // during a start returned while the container was still being made).
 func (s *Session) Close() error {
+	s.closeWith(func(c *live) { c.discard(s.log) })
+	return nil
+}
+
+// closeWith closes the session once: it cancels a start in progress and
+// waits for it, then hands the container, if any, to end (removed by
+// Close, detached by Detach). It reports whether this call closed it.
+func (s *Session) closeWith(end func(c *live)) bool {
+	closed := false
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		c, st := s.current(), s.starting
@@ -405,10 +414,11 @@ func (s *Session) Close() error {
 			<-st.done
 		}
 		if c != nil {
-			c.discard(s.log)
+			end(c)
 		}
+		closed = true
 	})
-	return nil
+	return closed
 }
 
 // noHost is the Host of a session made without one.
