@@ -254,6 +254,18 @@ func (r *detachedRun) inHandle(p principal.Principal) bool {
 	return r.sess != nil && r.sess.calling != nil && r.sess.principal == p
 }
 
+// finish hands r's result to the call that waits for it. A client that
+// never calls again would leave the result here: unless a call took it,
+// it is dropped abandonAfter later.
+func (t *roundTrips) finish(r *detachedRun, res *mcp.CallToolResult) {
+	r.done <- res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.collected {
+		r.abandon = time.AfterFunc(abandonAfter, func() { t.remove(r) })
+	}
+}
+
 func (t *roundTrips) remove(r *detachedRun) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -324,13 +336,7 @@ func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess
 	}
 	go func() {
 		defer cancel()
-		r.done <- start(runCtx, r)
-		// A client that never calls again leaves the result here: drop it.
-		r.mu.Lock()
-		if !r.collected {
-			r.abandon = time.AfterFunc(abandonAfter, func() { b.trips.remove(r) })
-		}
-		r.mu.Unlock()
+		b.trips.finish(r, start(runCtx, r))
 	}()
 	return b.waitDetached(ctx, req, sess, r)
 }

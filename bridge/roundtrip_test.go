@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -151,4 +153,32 @@ func TestAbandonedQuestionsDeclined(t *testing.T) {
 	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "2 question(s)") || !strings.Contains(text, "declined") {
 		t.Fatalf("the note: %q", text)
 	}
+}
+
+// TestAbandonedResultDropped: a finished run's result that no call
+// collects is kept for abandonAfter, then dropped; one a call collected
+// is not timed at all.
+func TestAbandonedResultDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var trips roundTrips
+		ss := &mcp.ServerSession{}
+		left := trips.add(ss, func() {})
+		trips.finish(left, &mcp.CallToolResult{})
+		time.Sleep(abandonAfter - time.Nanosecond)
+		if trips.get(left.id, ss) == nil {
+			t.Fatal("the result was dropped before abandonAfter")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if trips.get(left.id, ss) != nil {
+			t.Fatal("an uncollected result outlived abandonAfter")
+		}
+
+		taken := trips.add(ss, func() {})
+		taken.collected = true
+		trips.finish(taken, &mcp.CallToolResult{})
+		if taken.abandon != nil {
+			t.Fatal("a collected result was set to be dropped")
+		}
+	})
 }
