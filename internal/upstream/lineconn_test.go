@@ -459,3 +459,20 @@ func TestHostileArgumentsStayOneRequest(t *testing.T) {
 		t.Errorf("no arguments: %s, %v", a, err)
 	}
 }
+
+// TestProgressTokensRandom: a call's progress token carries 96 random
+// bits, so an upstream cannot count the calls made to other servers from
+// two of its own (before: "codebridge-N" from one counter for all).
+func TestProgressTokensRandom(t *testing.T) {
+	var ws callWatchers
+	form := regexp.MustCompile(`^codebridge-[0-9a-f]{24}$`)
+	seen := map[string]bool{}
+	for range 4 {
+		w, end := ws.watch(nil)
+		if !form.MatchString(w.token) || seen[w.token] {
+			t.Fatalf("progress token %q: want codebridge- and 24 random hex digits, each new", w.token)
+		}
+		seen[w.token] = true
+		end()
+	}
+}

@@ -2,14 +2,14 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +28,14 @@ type callWatchers struct {
 	calls  sync.Map   // progress token -> *callWatch, for each tool call in flight
 }
 
-// progressTokens numbers the progress tokens of all calls.
-var progressTokens atomic.Int64
+// newProgressToken is a progress token for one call: random, so that an
+// upstream learns nothing from it of the calls made to other servers (a
+// counter would tell it how many there were between two of its own).
+func newProgressToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "codebridge-" + hex.EncodeToString(b[:])
+}
 
 // callWatch is a tool call in flight, under its progress token: what its
 // log messages and progress notifications go to. It is forgotten once the
@@ -89,7 +95,7 @@ const logWait = 2 * time.Second
 // sends the request, find the call; end forgets it. Every call has a
 // token: it is how a log message is tied to its call.
 func (ws *callWatchers) watch(caller Caller) (w *callWatch, end func()) {
-	w = &callWatch{token: "codebridge-" + strconv.FormatInt(progressTokens.Add(1), 10), caller: caller}
+	w = &callWatch{token: newProgressToken(), caller: caller}
 	w.slot = &rawSlot{call: w, release: func() {}}
 	ws.calls.Store(w.token, w)
 	return w, func() { ws.letGo(w, func() { w.ended = true }) }
