@@ -82,7 +82,21 @@ func (d *Detachable) keyHash() string {
 
 // labels are the labels of d's container.
 func (d *Detachable) labels() map[string]string {
-	return map[string]string{engine.LabelHandle: d.Digest, engine.LabelPrincipal: d.Principal}
+	return map[string]string{engine.LabelHandle: d.Digest, engine.LabelPrincipal: PrincipalLabel(d.Principal)}
+}
+
+// PrincipalLabel is the value of a detachable sandbox's [LabelPrincipal]
+// for the principal's key: the key itself when it is a valid label value
+// (a Kubernetes label holds at most 63 letters, digits, '.', '_' and '-'),
+// else "p-" and 60 hex digits of its SHA-256. An engine never has to
+// rewrite it, so two principals never share one (a label cut to 63
+// characters would join keys that differ only further on).
+func PrincipalLabel(key string) string {
+	if digestRE.MatchString(key) {
+		return key
+	}
+	sum := sha256.Sum256([]byte("codebridge principal label\x00" + key))
+	return "p-" + hex.EncodeToString(sum[:])[:60]
 }
 
 // ErrNoSandbox is Adopt's answer when no running sandbox has the handle's
@@ -185,7 +199,7 @@ func findDetached(ctx context.Context, eng Engine, d *Detachable) (string, error
 		if info.State != "running" || info.Labels[engine.LabelHandle] != d.Digest {
 			continue
 		}
-		if subtle.ConstantTimeCompare([]byte(info.Labels[engine.LabelPrincipal]), []byte(d.Principal)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(info.Labels[engine.LabelPrincipal]), []byte(PrincipalLabel(d.Principal))) != 1 {
 			return "", ErrNoSandbox
 		}
 		return info.ID, nil

@@ -77,6 +77,9 @@ func (e *kubeEngine) Start(ctx context.Context, spec engine.ContainerSpec) (engi
 	}
 	counted := e.findings.claimPidsCount()
 	o := podOptions{name: newPodName(), namespace: e.ns, labels: e.owner.labels(), ownerRef: e.owner.ref(), seccomp: e.seccomp}
+	if spec.Detachable {
+		o.ownerRef = nil // any replica may hold it: see adopt.go
+	}
 	if ws := spec.Workspace; ws != nil {
 		if !ws.Volume {
 			return nil, kubeMountRefusal(*ws)
@@ -200,8 +203,7 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 	var errs []error
 	now := time.Now()
 	for _, p := range list.Items {
-		stale, err := e.owner.stale(ctx, e.pods, p.Labels)
-		why := "left by a bridge that is gone"
+		stale, why, err := e.staleReason(ctx, &p)
 		if err == nil && !stale && endedBefore(&p, now.Add(-kubeEndedKeep)) {
 			stale, why = true, "ended long ago, left by a bridge that did not remove it (killed, or its host gone)"
 		}
@@ -217,6 +219,20 @@ func (e *kubeEngine) RemoveStale(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// staleReason reports whether the owner sweep removes p and why. A
+// session handle's Pod outlives the replica that made it (adopt.go): it is
+// never stale while it runs, and stale as soon as it ended (its runtime's
+// idle deadline passed with no bridge, or it died), since no replica owns
+// it to read its end later.
+func (e *kubeEngine) staleReason(ctx context.Context, p *corev1.Pod) (bool, string, error) {
+	if detachable(p.Labels) {
+		ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		return ended, "of a session handle, ended (its idle deadline passed with no bridge, or it died)", nil
+	}
+	stale, err := e.owner.stale(ctx, e.pods, p.Labels)
+	return stale, "left by a bridge that is gone", err
 }
 
 // kubeEndedKeep is how long a sandbox Pod may stay after its container

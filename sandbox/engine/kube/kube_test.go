@@ -291,6 +291,10 @@ func TestKubeRemoveStale(t *testing.T) {
 		endedAt(pod("other-host-ended-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), true),
 		endedAt(pod("other-host-failed-long-ago", procLabels("another-host", 1<<22+1, "1")), time.Now().Add(-time.Hour), false),
 		endedAt(pod("other-host-just-ended", procLabels("another-host", 1<<22+1, "1")), time.Now(), true),
+		// A session handle's Pods outlive the replica that made them:
+		// kept while they run, gone as soon as they ended.
+		pod("handle-of-deleted-bridge", withHandle(podLabels("bridge-gone", "gone-uid"))),
+		endedAt(pod("handle-just-ended", withHandle(podLabels("bridge-live", "live-uid"))), time.Now(), true),
 	)
 	e := testKubeEngine(cs)
 	e.owner.pod, e.owner.podUID = "me", "my-uid"
@@ -304,9 +308,9 @@ func TestKubeRemoveStale(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	got := strings.Join(names, " ")
-	want := "bridge-again bridge-live mine of-live-bridge of-this-bridge other-host other-host-just-ended"
-	if n != 6 || got != want {
-		t.Errorf("removed %d, left %q; want 6 removed, %q left", n, got, want)
+	want := "bridge-again bridge-live handle-of-deleted-bridge mine of-live-bridge of-this-bridge other-host other-host-just-ended"
+	if n != 7 || got != want {
+		t.Errorf("removed %d, left %q; want 7 removed, %q left", n, got, want)
 	}
 	for _, a := range cs.Actions() {
 		if d, ok := a.(k8stesting.DeleteAction); ok {
@@ -315,6 +319,12 @@ func TestKubeRemoveStale(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withHandle marks labels as a session handle's Pod's.
+func withHandle(l map[string]string) map[string]string {
+	l[engine.LabelHandle], l[engine.LabelPrincipal] = "d1g357", "t-alice"
+	return l
 }
 
 // endedAt marks a Pod as ended at t: by its container's state, or (as a
