@@ -49,6 +49,11 @@ type live struct {
 
 	puts asks[protocol.Stored]
 	gets asks[protocol.Got]
+
+	// fam counts the sessions that share the container with forks
+	// (fork.go); made on first use.
+	fam     *family
+	famOnce sync.Once
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -243,6 +248,10 @@ func (c *live) discard(log *slog.Logger) {
 		c.out.close()
 		if c.direct != nil {
 			c.direct.Close() // ends a write stuck on the socket
+		}
+		if !c.lastOfFamily() { // forks still use the container: end only this runtime's stream
+			c.letGoStreams()
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), RemoveTimeout)
 		defer cancel()
