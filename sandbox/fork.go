@@ -179,7 +179,7 @@ func (s *Session) reach(ctx context.Context, id, key string) (*live, error) {
 	c := s.newLive(ctr, "a fork: its frames travel through a relay in its parent's container")
 	if _, _, err := c.resume(ctx, key); err != nil {
 		c.detach()
-		return nil, fmt.Errorf("sandbox: reaching the fork in container %s: %w", engine.Short(id), err)
+		return nil, fmt.Errorf("sandbox: reaching the fork in container %s: %w (a container at its process limit cannot run the relay: end a fork you no longer need); the fork's runtime ends by itself", engine.Short(id), err)
 	}
 	return c, nil
 }

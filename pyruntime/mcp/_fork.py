@@ -44,6 +44,7 @@ __all__ = ["fork", "FORKS", "ACCEPT_WAIT"]
 
 FORKS = ".forks"        # /workspace/.forks/<id>: the forks' workspaces
 ACCEPT_WAIT = 30        # seconds a new fork waits for its host's relay at most
+PIDS_HEADROOM = 12      # pids a fork needs besides its checkpoints: its threads, the relay's
 
 
 def fork():
@@ -94,11 +95,33 @@ def copy_workspace(src, dst, budget=_rewind.WORKSPACE_BUDGET):
     return {"copied": True, "bytes": size}
 
 
+def pids_use():
+    """``(used, limit)`` processes and threads of the container's pids
+    cgroup, or None."""
+    for cur, top in (("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
+                     ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")):
+        try:
+            with open(cur) as f:
+                used = int(f.read())
+            with open(top) as f:
+                limit = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        return (used, int(limit)) if limit.isdigit() else None
+    return None
+
+
 def why_not(keeper):
     """Why this runtime cannot fork now, or ''."""
     if keeper.handoff is None or keeper.follow is not None:
         return ("fork needs the sandbox's init to follow a second runtime, and this sandbox has none "
                 "(a Kubernetes Pod before its first rewind, or a runtime started without the loader's init)")
+    pids = pids_use()
+    need = keeper.limit + PIDS_HEADROOM
+    if pids is not None and pids[1] - pids[0] < need:
+        return (f"the sandbox has {pids[0]} of its {pids[1]} processes and threads in use, and a fork needs about "
+                f"{need} more (its threads, its checkpoints, the relay that carries its channel): end a fork you no "
+                "longer need (runtime.end_session), or start the bridge with a higher --pids")
     use = _rewind.memory_use()
     if use is not None and use[0] > _rewind.PRESSURE * use[1]:
         return (f"the sandbox uses {use[0] >> 20} of its {use[1] >> 20} MiB of memory: a fork would share what is "
