@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -24,7 +26,19 @@ func forkHandle(t *testing.T, answer string) string {
 // container is left.
 func TestForkDiverges(t *testing.T) {
 	needEnv(t)
-	b := startBridge(t, home(t, nil))
+	forkDiverges(t)
+}
+
+// TestForkDivergesAttach is TestForkDiverges with the parent's frames on
+// the engine's attach stream: closing the parent's session ends only its
+// runtime, the fork's goes on.
+func TestForkDivergesAttach(t *testing.T) {
+	needEnv(t)
+	forkDiverges(t, "CODEBRIDGE_CHANNEL=attach")
+}
+
+func forkDiverges(t *testing.T, env ...string) {
+	b := startBridge(t, home(t, nil), env...)
 	b.ok("x = 1\nopen('/workspace/a.txt', 'w').write('parent')")
 	out := b.ok("fork()")
 	mustContain(t, out, "Shared: the container with its CPU, memory and process limits, /tmp, and absolute /workspace paths",
@@ -90,7 +104,9 @@ func TestForkBomb(t *testing.T) {
 // TestForkHTTP: over HTTP with two principals, alice forks her session
 // and the fork diverges from it; bob, holding alice's handles, can fork
 // neither her session nor her fork, nor run in them: each answer is the
-// unknown-handle answer, and alice's state is untouched.
+// unknown-handle answer, and alice's state is untouched. Ending alice's
+// parent session and her fork's fork leaves her fork working, in the one
+// container.
 func TestForkHTTP(t *testing.T) {
 	needEnv(t)
 	b, aliceTok, bobTok := teamBridge(t, home(t, nil), nil)
@@ -117,4 +133,20 @@ func TestForkHTTP(t *testing.T) {
 	if got := callHandle(t, alice, "print(x)", hf); strings.TrimSpace(got.text) != "2" {
 		t.Fatalf("alice's fork after bob's tries: %q", got.text)
 	}
+	// Ending the parent, then the fork's own fork, ends their runtimes,
+	// not the container the fork uses: its init follows every runtime.
+	hg := forkHandle(t, callHandle(t, alice, "fork()", hf).text)
+	for _, gone := range []string{h, hg} {
+		mustContain(t, callHandle(t, alice, "print(await runtime.end_session("+strconvQuote(tagOf(gone))+"))", hf).text, "{'ended': True}")
+		if got := callHandle(t, alice, "print(x)", hf); got.isError || strings.TrimSpace(got.text) != "2" {
+			t.Fatalf("alice's fork after another session of its container ended: %q", got.text)
+		}
+	}
+	waitContainers(t, b.cmd.Process.Pid, 1)
+}
+
+// tagOf is the tag a listing gives the session of handle h.
+func tagOf(h string) string {
+	sum := sha256.Sum256([]byte(h))
+	return "s-" + hex.EncodeToString(sum[:])[:16]
 }
