@@ -36,6 +36,44 @@ type family struct {
 	n  int // sessions that still use the container
 	// made counts the runtimes ever made in it; at most [MaxForks].
 	made int
+	// spare is a relay started after a fork for the next one, waiting
+	// for its first line (the key) before it connects anywhere: the next
+	// fork skips the engine's exec (docs/rewind.md, "Fork"). Nil when
+	// none waits.
+	spare Container
+}
+
+// takeSpare returns the waiting relay, if any, and forgets it.
+func (f *family) takeSpare() Container {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.spare
+	f.spare = nil
+	return c
+}
+
+// putSpare keeps c as the waiting relay, or lets go of it when the
+// family ended or has one already.
+func (f *family) putSpare(c Container) {
+	f.mu.Lock()
+	keep := f.n > 0 && f.spare == nil && f.made < MaxForks
+	if keep {
+		f.spare = c
+	}
+	f.mu.Unlock()
+	if !keep {
+		endRelay(c)
+	}
+}
+
+// endRelay ends a relay's exec without touching the container: its
+// stream ends, and the relay with it.
+func endRelay(c Container) {
+	if d, ok := c.(engine.Detacher); ok {
+		d.Detach()
+		return
+	}
+	_ = c.Stdin().Close()
 }
 
 // join counts one more session in f, or says why not.
@@ -50,12 +88,20 @@ func (f *family) join() error {
 	return nil
 }
 
-// leave counts one session fewer and reports whether it was the last.
+// leave counts one session fewer and reports whether it was the last;
+// the last also ends the waiting relay.
 func (f *family) leave() bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.n--
-	return f.n <= 0
+	last, spare := f.n <= 0, f.spare
+	if last {
+		f.spare = nil
+	}
+	f.mu.Unlock()
+	if last && spare != nil {
+		endRelay(spare)
+	}
+	return last
 }
 
 // familyOf is c's family, made on first use (a container's first session
@@ -141,7 +187,7 @@ func (m *Manager) Fork(ctx context.Context, parent *Session, f *protocol.Forked,
 		return nil, err
 	}
 	s := m.NewSession(cfg, host)
-	c, err := s.reach(ctx, pc.ctr.ID(), f.Key)
+	c, err := s.reach(ctx, fam, pc.ctr.ID(), f.Key)
 	if err != nil {
 		fam.leave()
 		return nil, err
@@ -159,9 +205,13 @@ func (m *Manager) Fork(ctx context.Context, parent *Session, f *protocol.Forked,
 	return s, nil
 }
 
-// reach runs the relay in container id and resumes the fork's channel
-// with key.
-func (s *Session) reach(ctx context.Context, id, key string) (*live, error) {
+// relayCmd runs the resume relay in a container.
+var relayCmd = []string{"python3", "-I", "-u", "-c", pyruntime.Relay()}
+
+// reach resumes the fork's channel with key through a relay in container
+// id: fam's waiting relay when there is one (a fresh exec if it fails),
+// else a fresh exec; then it starts the next fork's relay.
+func (s *Session) reach(ctx context.Context, fam *family, id, key string) (*live, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 	eng, err := s.engine(ctx)
@@ -172,25 +222,49 @@ func (s *Session) reach(ctx context.Context, id, key string) (*live, error) {
 	if !ok {
 		return nil, ErrForkNeedsExec
 	}
-	ctr, err := ad.Exec(ctx, id, []string{"python3", "-I", "-u", "-c", pyruntime.Relay()})
-	if err != nil {
-		return nil, err
+	start := time.Now()
+	var c *live
+	if spare := fam.takeSpare(); spare != nil {
+		c, err = s.resumeThrough(ctx, spare, key)
 	}
+	if c == nil {
+		var ctr Container
+		if ctr, err = ad.Exec(ctx, id, relayCmd); err != nil {
+			return nil, err
+		}
+		c, err = s.resumeThrough(ctx, ctr, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: reaching the fork in container %s: %w (a container at its process limit cannot run the relay: end a fork you no longer need); the fork's runtime ends by itself", engine.Short(id), err)
+	}
+	s.log.Debug("fork reached", "container", engine.Short(id), "took", time.Since(start))
+	go s.spareRelay(ad, fam, id)
+	return c, nil
+}
+
+// resumeThrough resumes the channel with key through the relay ctr.
+func (s *Session) resumeThrough(ctx context.Context, ctr Container, key string) (*live, error) {
 	c := s.newLive(ctr, "a fork: its frames travel through a relay in its parent's container")
 	if _, _, err := c.resume(ctx, key); err != nil {
 		c.detach()
-		return nil, fmt.Errorf("sandbox: reaching the fork in container %s: %w (a container at its process limit cannot run the relay: end a fork you no longer need); the fork's runtime ends by itself", engine.Short(id), err)
+		return nil, err
 	}
 	return c, nil
+}
+
+// spareRelay starts the relay the next fork in container id takes.
+func (s *Session) spareRelay(ad engine.Adopter, fam *family, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StartTimeout)
+	defer cancel()
+	ctr, err := ad.Exec(ctx, id, relayCmd)
+	if err != nil {
+		s.log.Debug("no relay ready for the next fork", "container", engine.Short(id), "err", err)
+		return
+	}
+	fam.putSpare(ctr)
 }
 
 // letGoStreams ends this bridge's streams to c's runtime without removing
 // the container: the runtime reads the end of its channel and exits,
 // and the other runtimes of its family go on.
-func (c *live) letGoStreams() {
-	if d, ok := c.ctr.(engine.Detacher); ok {
-		d.Detach()
-		return
-	}
-	_ = c.ctr.Stdin().Close()
-}
+func (c *live) letGoStreams() { endRelay(c.ctr) }
