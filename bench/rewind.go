@@ -95,7 +95,7 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	forks, err := timeForks(ctx, b)
+	firstFork, forks, err := timeForks(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 		},
 		{name: "Rewind, published: E2B pause / resume of a VM", value: "about 4 s per GiB / about 1 s", info: true, ok: true},
 		{name: "Rewind, published: Blaxel resume of a standby VM", value: "about 25 ms", info: true, ok: true},
-	}, forkRows(forks)...), nil
+	}, forkRows(firstFork, forks)...), nil
 }
 
 // costRow is a checkpoint-cost row: on less off, against the 1 ms target
