@@ -141,9 +141,23 @@ func TestForkHTTP(t *testing.T) {
 		if got := callHandle(t, alice, "print(x)", hf); got.isError || strings.TrimSpace(got.text) != "2" {
 			t.Fatalf("alice's fork after another session of its container ended: %q", got.text)
 		}
+		if gone == h { // her (detachable) parent's runtime exits: the fork is the init's now
+			if got := callHandle(t, alice, parentGone, hf); strings.TrimSpace(got.text) != "1" {
+				t.Fatalf("the ended parent's runtime still runs (the fork's parent pid is %q, not the init's)", got.text)
+			}
+		}
 	}
 	waitContainers(t, b.cmd.Process.Pid, 1)
 }
+
+// parentGone prints the fork's parent pid once it is the init's (1), or
+// after 20 s (within the call's 30 s): the runtime it was forked from has
+// ended when it is 1.
+const parentGone = `import os, time
+deadline = time.monotonic() + 20
+while os.getppid() != 1 and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(os.getppid())`
 
 // tagOf is the tag a listing gives the session of handle h.
 func tagOf(h string) string {

@@ -264,6 +264,23 @@ func (s *Session) spareRelay(ad engine.Adopter, fam *family, id string) {
 	fam.putSpare(ctr)
 }
 
+// endWait bounds writing the end frame to a runtime that leaves its
+// container to its forks.
+const endWait = time.Second
+
+// sendEnd tells c's runtime to exit (a detachable one would otherwise
+// wait for another bridge until its idle deadline, while its forks keep
+// the container); closing its stream ends the others anyway.
+func (c *live) sendEnd() {
+	frame, err := protocol.Encode(protocol.End{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), endWait)
+	defer cancel()
+	_ = c.out.write(ctx, frame)
+}
+
 // letGoStreams ends this bridge's streams to c's runtime without removing
 // the container: the runtime reads the end of its channel and exits,
 // and the other runtimes of its family go on.

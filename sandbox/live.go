@@ -244,12 +244,16 @@ func (c *live) protocolError() string {
 // also ends any write stuck on its stdin. It runs once.
 func (c *live) discard(log *slog.Logger) {
 	c.gone.Do(func() {
+		last := c.lastOfFamily()
+		if !last { // forks still use the container: end only this runtime
+			c.sendEnd()
+		}
 		close(c.quit)
 		c.out.close()
 		if c.direct != nil {
 			c.direct.Close() // ends a write stuck on the socket
 		}
-		if !c.lastOfFamily() { // forks still use the container: end only this runtime's stream
+		if !last {
 			c.letGoStreams()
 			return
 		}

@@ -5,7 +5,10 @@ package protocol
 // same container and sends [Forked] before it reads another cell. The
 // host reaches the fork through the resume relay with Key, as it adopts a
 // detachable sandbox, and the fork answers with a [Resumed] frame.
-const TForked = "forked" // runtime -> host: the fork's key and folder, or why there is none
+const (
+	TForked = "forked" // runtime -> host: the fork's key and folder, or why there is none
+	TEnd    = "end"    // host -> runtime: exit now (a session that leaves a container its forks still use)
+)
 
 // Forked answers the fork() of the cell before it.
 type Forked struct {
@@ -32,4 +35,9 @@ type ForkedFiles struct {
 	Reason string `json:"reason,omitempty"` // why they were not copied
 }
 
+// End asks the runtime to exit at once, as at the end of its channel:
+// a detachable runtime would otherwise wait for another bridge.
+type End struct{}
+
 func (Forked) Type() string { return TForked }
+func (End) Type() string    { return TEnd }

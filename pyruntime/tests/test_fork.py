@@ -95,6 +95,13 @@ class ForkTest(unittest.TestCase):
         self.assertNotEqual(f2["dir"], f["dir"])
         Host(f2["key"]).close()  # the second fork ends with its stream too
 
+    def test_an_end_frame_ends_the_runtime(self):
+        """The host ends a runtime whose container its forks still use
+        with an end frame: a detachable one would wait for a host."""
+        self.ok("pass")
+        self.rt.send({"t": "end"})
+        self.assertEqual(self.rt.proc.wait(30), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
