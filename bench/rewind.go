@@ -95,6 +95,10 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	firstFork, forks, err := timeForks(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	private, pss, kept, err := checkpointBytes(ctx, b)
 	if err != nil {
 		return nil, err
@@ -108,7 +112,7 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 		return nil, fmt.Errorf("the full collection's cost: %q: %w", out, err)
 	}
 	note := runsNote(e.runs, min(e.calls, 500))
-	return []row{
+	return append([]row{
 		costRow("Rewind: checkpoint cost added to a warm `print(1)`, a new interpreter (median with − without)", smallOn, smallOff, note, true),
 		{name: "Rewind: the interpreter's heap below (VmRSS after building it)", value: fmtBytes(heap), info: true, ok: true},
 		costRow("Rewind: checkpoint cost added to a warm `print(1)`, that heap (median with − without)", on, off, note, false),
@@ -136,7 +140,7 @@ func (e *env) measureRewind(ctx context.Context) ([]row, error) {
 		},
 		{name: "Rewind, published: E2B pause / resume of a VM", value: "about 4 s per GiB / about 1 s", info: true, ok: true},
 		{name: "Rewind, published: Blaxel resume of a standby VM", value: "about 25 ms", info: true, ok: true},
-	}, nil
+	}, forkRows(firstFork, forks)...), nil
 }
 
 // costRow is a checkpoint-cost row: on less off, against the 1 ms target

@@ -237,7 +237,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 	status = res.Status
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)
-	out = render(res, timeout, joinNotes(ledgerNote(res.Status, run.Calls()), sess.history.after(res, run.Calls())))
+	out = render(res, timeout, joinNotes(ledgerNote(res.Status, run.Calls()), sess.history.after(res, run.Calls()), sess.forked(ctx, res)))
 	out.Content = append(out.Content, c.shared.links()...)
 	return out
 }

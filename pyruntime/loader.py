@@ -3,7 +3,9 @@
 # minimal init (it reaps orphaned processes, and exits as the runtime did),
 # the child goes on as the runtime. A rewind replaces the runtime by one of
 # its checkpoints (mcp._rewind): the runtime writes the checkpoint's pid to
-# the init's hand-off pipe before it exits, and the init follows it.
+# the init's hand-off pipe before it exits, and the init follows it. A
+# fork (mcp._fork) writes its new runtime's pid there too: the init follows
+# every pid written, and ends the container when the last one has ended.
 # A process that is not pid 1 (the Kubernetes engine starts the runtime in
 # its Pod through pods/exec; the runtime's tests) gets the same init with
 # CODEBRIDGE_INIT=subreaper, but only when it needs one: it goes on as the
@@ -51,8 +53,8 @@ def _undumpable():
 
 
 def _handed_to(handoff):
-    """The pid the runtime handed over to before it exited (the last line
-    on the hand-off pipe), or None."""
+    """The pids written on the hand-off pipe since the last read: runtimes
+    the init follows from now on (a rewind's checkpoint, a fork)."""
     data = b""
     while True:
         try:
@@ -62,11 +64,18 @@ def _handed_to(handoff):
         if not chunk:
             break
         data += chunk
-    lines = data.split()
-    try:
-        return int(lines[-1]) if lines else None
-    except ValueError:
-        return None
+    pids = set()
+    for word in data.split():
+        try:
+            pids.add(int(word))
+        except ValueError:
+            pass
+    return pids
+
+
+def _exists(pid):
+    """Whether ``pid`` is still a process (a zombie not reaped yet is)."""
+    return os.path.exists(f"/proc/{pid}")
 
 
 def _children(me):
@@ -119,16 +128,17 @@ def _init(runtime, handoff):
     _undumpable()
     kills = _oom_kills()
     os.set_blocking(handoff, False)
-    while True:
+    runtimes, status = {runtime}, 0
+    while runtimes:
         try:
             pid, status = os.wait()
         except ChildProcessError:
             os._exit(70)
-        if pid != runtime:
-            continue
-        runtime = _handed_to(handoff)
-        if runtime is None:
-            break
+        runtimes |= _handed_to(handoff)
+        runtimes.discard(pid)
+        # A runtime its parent runtime reaped (a fork that ended first)
+        # never comes to this process's wait.
+        runtimes = {r for r in runtimes if _exists(r)}
     if os.getpid() != 1:
         _end_descendants()
     if not os.WIFSIGNALED(status):

@@ -31,7 +31,8 @@ type cell struct {
 	slots    chan struct{} // one token per request in flight
 	stopping Status        // why the cell was interrupted, once it was
 	grace    <-chan time.Time
-	rewind   int // the n of the rewind(n) the cell asked for (rewind.go)
+	rewind   int  // the n of the rewind(n) the cell asked for (rewind.go)
+	fork     bool // the cell called fork() (fork.go)
 }
 
 func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
@@ -130,7 +131,7 @@ func (cl *cell) doneFrame(f protocol.Done) {
 	if f.Error != nil {
 		res.Traceback = *f.Error
 	}
-	cl.spill, cl.rewind = f.Spill, f.Rewind
+	cl.spill, cl.rewind, cl.fork = f.Spill, f.Rewind, f.Fork
 	switch {
 	case cl.stopping != "":
 		res.Status = cl.stopping
@@ -250,7 +251,7 @@ func (cl *cell) lost(status Status, notice string) *Result {
 // the cell asked for, if any, and the session is ready for the next cell
 // unless the rewind lost the container.
 func (cl *cell) end() *Result {
-	res := cl.rewindIfAsked(cl.finish())
+	res := cl.forkIfAsked(cl.rewindIfAsked(cl.finish()))
 	if res.StateKept {
 		cl.s.settle()
 	}

@@ -49,6 +49,11 @@ type live struct {
 
 	puts asks[protocol.Stored]
 	gets asks[protocol.Got]
+
+	// fam counts the sessions that share the container with forks
+	// (fork.go); made on first use.
+	fam     *family
+	famOnce sync.Once
 }
 
 // start creates a container, loads the runtime into it through stdin, and
@@ -239,10 +244,18 @@ func (c *live) protocolError() string {
 // also ends any write stuck on its stdin. It runs once.
 func (c *live) discard(log *slog.Logger) {
 	c.gone.Do(func() {
+		last := c.lastOfFamily()
+		if !last { // forks still use the container: end only this runtime
+			c.sendEnd()
+		}
 		close(c.quit)
 		c.out.close()
 		if c.direct != nil {
 			c.direct.Close() // ends a write stuck on the socket
+		}
+		if !last {
+			c.letGoStreams()
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), RemoveTimeout)
 		defer cancel()

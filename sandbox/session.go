@@ -179,6 +179,9 @@ type Result struct {
 	// Rewound is what the rewind(n) the cell asked for restored, or why
 	// nothing was (sandbox/rewind.go); nil when it asked none.
 	Rewound *protocol.Rewound
+	// Forked is the fork the cell's fork() made, or why none was
+	// (sandbox/fork.go); nil when it asked none.
+	Forked *protocol.Forked
 	// Notice explains a restart or a crash, for the agent.
 	Notice   string
 	Duration time.Duration

@@ -123,6 +123,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
 	TResume: decodeAs[Resume], TResumed: decodeAs[Resumed],
 	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
+	TForked: decodeAs[Forked], TEnd: decodeAs[End],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

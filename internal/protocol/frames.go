@@ -166,6 +166,9 @@ type Done struct {
 	// Rewind is the n of rewind(n) when the cell asked for one: the host
 	// answers with a [Rewind] frame (see internal/protocol/rewind.go).
 	Rewind int `json:"rewind,omitempty"`
+	// Fork is true when the cell called fork(): a [Forked] frame follows
+	// (internal/protocol/fork.go).
+	Fork bool `json:"fork,omitempty"`
 }
 
 // Spill reports a stream that went over the output budget.

@@ -384,6 +384,8 @@ class Channel:
                 self.send({"t": "rewound", "ok": False, "error": "this runtime keeps no checkpoints"})
             else:
                 _rewind._keeper.hand_over(frame)
+        elif kind == "end":  # the host ends this runtime, not the container its forks use (mcp._fork)
+            self.shutdown()
         elif kind == "get":  # the host reads a workspace file (resources/read)
             import threading
             from mcp._files import read_file

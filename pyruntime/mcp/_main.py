@@ -76,6 +76,8 @@ def build_namespace(hello_servers, channel):
     ns.update(_proxy.install(hello_servers))
     from mcp._rewind import rewind
     ns["rewind"] = rewind        # undo cells (mcp._rewind)
+    from mcp._fork import fork
+    ns["fork"] = fork            # fork the session (mcp._fork)
     ns["help"] = _proxy.Help()   # an MCP tool's docs fetched afresh: what its calls returned so far
     # The Python peer's names: mcp_servers["original name"] is the proxy.
     ns["mcp_servers"] = {s.name: s.proxy for s in _proxy.servers()}
@@ -145,6 +147,10 @@ def _serve(channel, output, executor, procs, keeper, frame):
         keeper.before_cell()  # an interrupted cell's rewind is not carried out
     elif keeper.asked is not None:  # rewind(n): the host answers with a rewind frame
         done["rewind"] = keeper.asked
+    if keeper.fork_asked and status == "interrupted":
+        keeper.fork_asked = False    # an interrupted cell forks nothing
+    elif keeper.fork_asked:          # fork(): a forked frame follows the done frame
+        done["fork"] = True
     channel.send(done)
 
 

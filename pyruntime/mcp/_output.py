@@ -449,6 +449,21 @@ class FdPump:
         st = os.fstat(self._write_end)
         self._identity = (st.st_dev, st.st_ino)
 
+    def repipe(self):
+        """In a fork (mcp._fork): a pipe of its own for fd ``fd``; the old
+        one is the parent's, whose pump reads it."""
+        for old in (self._read_end, self._write_end):
+            try:
+                os.close(old)
+            except OSError:
+                pass
+        read_end, self._write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        self.read_end = self._read_end = read_end
+        os.dup2(self._write_end, self.fd)
+        st = os.fstat(self._write_end)
+        self._identity = (st.st_dev, st.st_ino)
+
     def start(self):
         threading.Thread(target=self._loop, name=f"codebridge-{self.stream}",
                          daemon=True).start()

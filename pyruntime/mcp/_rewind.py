@@ -57,6 +57,7 @@ OOM_RUNTIME, OOM_CHECKPOINT = 500, 1000  # the kernel kills checkpoints first
 HANDOVER_WAIT = 10             # seconds the last runtime waits for the checkpoint's answer at most
 WORKSPACE = os.environ.get("CODEBRIDGE_TEST_WORKSPACE", "/workspace")  # tests: a folder of their own
 PRIVATE = ".codebridge"        # /workspace/.codebridge: never copied nor restored
+FORKS = ".forks"               # /workspace/.forks: the forks' own workspaces (mcp._fork), never copied nor restored
 MAX_NAMES = 30                 # names the rewound frame lists at most
 
 forking = False   # True while a checkpoint is forked: the runtime's atfork hooks stand aside
@@ -153,7 +154,7 @@ def _walk(root):
             continue
         for e in entries:
             path = os.path.join(rel, e.name) if rel else e.name
-            if path == PRIVATE:
+            if path in (PRIVATE, FORKS):
                 continue
             try:
                 st = e.stat(follow_symlinks=False)
@@ -275,6 +276,9 @@ class Keeper:
         self.lock = threading.Lock()
         self.namespace = namespace
         self.baseline = frozenset(namespace)
+        self.root = WORKSPACE   # this runtime's workspace: /workspace, or a fork's folder (mcp._fork)
+        self.fork_asked = False  # fork() in the running (or last) cell
+        self.fork_error = ""
         self.store = tempfile.mkdtemp(prefix=".codebridge-checkpoints-", dir="/tmp") if self.enabled else None
         self.seq = 0
         if self.enabled:
@@ -287,6 +291,8 @@ class Keeper:
         of the cell (the answer says what it restored)."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"rewind(n) takes a number of cells, 1 or more, not {n!r}")
+        if self.fork_asked:
+            raise RuntimeError("this cell already called fork(): rewind in a cell of its own")
         self._why_not(self.cells - n)
         self.asked = n
         self.target = self.cells - n
@@ -327,14 +333,18 @@ class Keeper:
     # ---- between cells: making a checkpoint --------------------------
 
     def before_cell(self):
-        """A cell begins: a rewind asked by the last one is over."""
+        """A cell begins: a rewind or fork asked by the last one is over."""
         self.asked = self.target = None
+        self.fork_asked = False
 
     def after_cell(self):
         """A cell ended (done sent): count it and take a checkpoint, unless
         it asked for a rewind (the host carries it out next)."""
         with self.lock:
             self.cells += 1
+        if self.fork_asked:  # in the fork, this returns as its runtime (mcp._fork)
+            from mcp import _fork
+            _fork.fork_out(self)
         if self.asked is None:
             self.take()
 
@@ -349,7 +359,7 @@ class Keeper:
                 self._bound()
                 prev = self.points[-1].snap if self.points else None
                 self.seq += 1
-                snap = snapshot(self.store, self.seq, prev)
+                snap = snapshot(self.store, self.seq, prev, self.root)
                 threads = [t.name for t in threading.enumerate()
                            if t is not threading.main_thread() and not t.name.startswith("codebridge-")]
                 self.mine = (snap, threads)
@@ -530,7 +540,7 @@ class Keeper:
         if snap.folder is None:
             return {"kept": False, "reason": snap.reason}
         try:
-            copied, removed = restore(snap)
+            copied, removed = restore(snap, self.root)
         except OSError as exc:
             return {"kept": True, "error": f"{exc.strerror or exc}: {getattr(exc, 'filename', '')}"}
         return {"kept": True, "files": sum(1 for m in snap.files.values() if m[0] == "f"),

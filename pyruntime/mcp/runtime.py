@@ -26,6 +26,7 @@ from mcp.display import display
 from mcp._share import share
 from mcp._skills import delete_skill, list_skills, save_skill, save_tool
 from mcp._rewind import rewind
+from mcp._fork import fork
 
 # The functions only, so that help(runtime) is about them; the classes
 # (MCPError, BridgeError and its kinds: PermissionDenied, ToolTimeout,
@@ -40,7 +41,7 @@ __all__ = [
     "save_skill", "save_tool", "list_skills", "delete_skill", "share",
     "list_resources", "list_resources_sync", "read_resource", "read_resource_sync",
     "list_resource_templates", "list_resource_templates_sync", "list_prompts",
-    "list_prompts_sync", "get_prompt", "get_prompt_sync", "calls", "calls_sync", "rewind",
+    "list_prompts_sync", "get_prompt", "get_prompt_sync", "calls", "calls_sync", "rewind", "fork",
     "sessions", "sessions_sync", "end_session", "end_session_sync",
 ]
 

@@ -238,6 +238,7 @@ class Runtime:
         self.rpcs = []
         self.stray = []             # frames for no known cell
         self.rewounds = queue.Queue()  # rewound frames (answers to rewind frames)
+        self.forkeds = queue.Queue()   # forked frames (after a cell that called fork())
         self.late = []              # frames that came after their cell's done
         self.hold = None            # predicate: keep an rpc unanswered
         self.held = []
@@ -283,6 +284,8 @@ class Runtime:
                 self.logs.append(frame)
             elif kind == "rewound":
                 self.rewounds.put(frame)
+            elif kind == "forked":
+                self.forkeds.put(frame)
             elif kind == "rpc":
                 self.rpcs.append(frame)
                 if self.hold is not None and self.hold(frame):

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Fork (pyruntime/mcp/_fork.py, sandbox/fork.go): with the heap of the
+// rewind rows in the interpreter, the client times the call `fork()` and
+// then the fork's first call, `print(1)` with the handle the first gave:
+// the runtime's fork, the relay's exec, the channel's resume, the new
+// session, and a first cell in it. Each fork is ended from its parent
+// afterwards (not timed), so that the container's limits hold. The
+// first fork of a sandbox execs the relay; later ones take the relay
+// started after the one before (sandbox/fork.go).
+
+// forkRuns is how many forks the bench times.
+const forkRuns = 10
+
+var forkHandleRE = regexp.MustCompile(`new session (cbs_[a-z2-7]{26})`)
+
+// runIn runs code in the session of handle and returns its text.
+func (b *bridge) runIn(ctx context.Context, code, handle string) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	res, err := b.cs.CallTool(cctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": handle}})
+	if err != nil {
+		return "", fmt.Errorf("run_python: %w\nstderr:\n%s", err, b.stderr)
+	}
+	if text := resultText(res); res.IsError {
+		return text, fmt.Errorf("run_python in a fork reported an error:\n%s", text)
+	}
+	return resultText(res), nil
+}
+
+// forkPause is the time between an answer and the next fork in
+// timeForks: an agent's turn, during which the relay started after the
+// last fork gets ready (an exec and a Python start, about 70-90 ms here).
+const forkPause = 250 * time.Millisecond
+
+// timeForks times the sandbox's first fork (its relay is exec'd then),
+// and forkRuns forks each made forkPause after the last answer (each
+// takes the relay started after the one before).
+func timeForks(ctx context.Context, b *bridge) (first float64, later sample, err error) {
+	for i := range forkRuns + 1 {
+		if i > 0 {
+			time.Sleep(forkPause) // the agent's turn, not a synchronisation
+		}
+		t := time.Now()
+		out, err := b.run(ctx, "fork()")
+		if err != nil {
+			return 0, nil, err
+		}
+		m := forkHandleRE.FindStringSubmatch(out)
+		if m == nil {
+			return 0, nil, fmt.Errorf("fork() gave no handle:\n%s", out)
+		}
+		if _, err := b.runIn(ctx, "print(1)", m[1]); err != nil {
+			return 0, nil, err
+		}
+		if took := time.Since(t).Seconds(); i == 0 {
+			first = took
+		} else {
+			later = append(later, took)
+		}
+		sum := sha256.Sum256([]byte(m[1]))
+		if _, err := b.run(ctx, fmt.Sprintf("await runtime.end_session(%q)", "s-"+hex.EncodeToString(sum[:])[:16])); err != nil {
+			return 0, nil, err
+		}
+	}
+	return first, later, nil
+}
+
+// forkRows are the fork's rows, with published figures beside them.
+func forkRows(first float64, later sample) []row {
+	return []row{
+		{
+			name:  "Fork: a sandbox's first `fork()` to the fork's first result (`print(1)` in it), that heap, client-timed (the relay is exec'd)",
+			value: fmtSeconds(first), info: true, ok: true,
+		},
+		{
+			name:   fmt.Sprintf("Fork: later forks, each %s after the last answer (the relay waits ready), to the fork's first result, median", forkPause),
+			value:  fmtSeconds(later.median()),
+			spread: spread(later, fmtSeconds) + fmt.Sprintf(", %d forks", len(later)),
+			target: "≤ 50 ms", ok: later.median() <= 50e-3,
+		},
+		{name: "Fork, published: E2B snapshot and resume of a VM (a fork)", value: "pause about 4 s per GiB, resume about 1 s", info: true, ok: true},
+		{name: "Fork, published: Blaxel resume of a standby VM", value: "about 25 ms", info: true, ok: true},
+	}
+}
