@@ -56,9 +56,9 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 }
 
 // adoptable reports whether the sandbox engine can take over a sandbox
-// another bridge started (Docker, Podman: [engine.Adopter]). Where it
-// cannot (Kubernetes, for now), a handle's sandbox ends with its bridge,
-// as before, and a handle this bridge does not hold is unknown.
+// another bridge started (Docker, Podman, Kubernetes: [engine.Adopter]).
+// Where it cannot, a handle's sandbox ends with its bridge, as before, and
+// a handle this bridge does not hold is unknown.
 func (b *Bridge) adoptable(ctx context.Context) bool {
 	eng, err := b.sandboxes.Engine(ctx)
 	if err != nil {

@@ -168,7 +168,7 @@ func (s *Session) adopt(ctx context.Context) (c *live, r *Resumed, last int64, e
 	}
 	ad, ok := eng.(engine.Adopter)
 	if !ok {
-		return nil, nil, 0, fmt.Errorf("sandbox: %s cannot take over a sandbox another bridge started (this build adopts on Docker and Podman)", eng.Name())
+		return nil, nil, 0, fmt.Errorf("sandbox: %s cannot take over a sandbox another bridge started", eng.Name())
 	}
 	id, err := findDetached(ctx, eng, s.cfg.Detachable)
 	if err != nil {
