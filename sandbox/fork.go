@@ -129,23 +129,12 @@ func (cl *cell) forkIfAsked(res *Result) *Result {
 	if !cl.fork || cl.stopping != "" || !res.StateKept {
 		return res
 	}
-	timer := time.NewTimer(ForkTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case f, ok := <-cl.c.frames:
-			if !ok {
-				return cl.lost(StatusCrashed, "the sandbox died during the fork: "+cl.c.ended(cl.ctx))
-			}
-			if r, is := f.(protocol.Forked); is {
-				res.Forked = boundForked(r)
-				return res
-			}
-			cl.s.log.Debug("ignoring a frame during a fork", "type", clipText(f.Type(), 40))
-		case <-timer.C:
-			return cl.lost(StatusCrashed, "the sandbox did not answer the fork within "+ForkTimeout.String())
-		}
+	r, lost := awaitAnswer[protocol.Forked](cl, "fork", ForkTimeout)
+	if lost != nil {
+		return lost
 	}
+	res.Forked = boundForked(r)
+	return res
 }
 
 // boundForked cuts what the runtime chose to say.

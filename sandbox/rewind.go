@@ -36,21 +36,34 @@ func (cl *cell) rewindIfAsked(res *Result) *Result {
 		return res
 	}
 	cl.c.out.send(protocol.Rewind{N: cl.rewind}, 0, false, nil)
-	timer := time.NewTimer(RewindTimeout)
+	r, lost := awaitAnswer[protocol.Rewound](cl, "rewind", RewindTimeout)
+	if lost != nil {
+		return lost
+	}
+	res.Rewound = boundRewound(r)
+	return res
+}
+
+// awaitAnswer waits for the runtime's answer of type T to a rewind or a
+// fork, which the host asks while it holds the session's turn (so no
+// other cell's frames can come); other frames are logged and dropped. It
+// returns the answer, or the cell's lost result when the sandbox died or
+// did not answer within timeout.
+func awaitAnswer[T protocol.Frame](cl *cell, what string, timeout time.Duration) (answer T, lost *Result) {
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
 		case f, ok := <-cl.c.frames:
 			if !ok {
-				return cl.lost(StatusCrashed, "the sandbox died during the rewind: "+cl.c.ended(cl.ctx))
+				return answer, cl.lost(StatusCrashed, "the sandbox died during the "+what+": "+cl.c.ended(cl.ctx))
 			}
-			if r, is := f.(protocol.Rewound); is {
-				res.Rewound = boundRewound(r)
-				return res
+			if a, is := f.(T); is {
+				return a, nil
 			}
-			cl.s.log.Debug("ignoring a frame during a rewind", "type", clipText(f.Type(), 40))
+			cl.s.log.Debug("ignoring a frame while waiting for the runtime's answer", "to", what, "type", clipText(f.Type(), 40))
 		case <-timer.C:
-			return cl.lost(StatusCrashed, "the sandbox did not answer the rewind within "+RewindTimeout.String())
+			return answer, cl.lost(StatusCrashed, "the sandbox did not answer the "+what+" within "+timeout.String())
 		}
 	}
 }
