@@ -98,17 +98,8 @@ def copy_workspace(src, dst, budget=_rewind.WORKSPACE_BUDGET):
 def pids_use():
     """``(used, limit)`` processes and threads of the container's pids
     cgroup, or None."""
-    for cur, top in (("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
-                     ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")):
-        try:
-            with open(cur) as f:
-                used = int(f.read())
-            with open(top) as f:
-                limit = f.read().strip()
-        except (OSError, ValueError):
-            continue
-        return (used, int(limit)) if limit.isdigit() else None
-    return None
+    return _rewind.cgroup_use((("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
+                               ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")))
 
 
 def why_not(keeper):

@@ -123,11 +123,11 @@ def _oom_adj(value):
         pass
 
 
-def memory_use():
-    """``(used, limit)`` bytes of the container's memory cgroup, or None."""
-    for cur, top in (("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
-                     ("/sys/fs/cgroup/memory/memory.usage_in_bytes",
-                      "/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+def cgroup_use(paths):
+    """``(used, limit)`` from the first pair of cgroup files in ``paths``
+    (v2, then v1) that reads, or None when none does or there is no limit
+    ("max", or v1's huge number)."""
+    for cur, top in paths:
         try:
             with open(cur) as f:
                 used = int(f.read())
@@ -139,6 +139,13 @@ def memory_use():
             return None
         return used, int(limit)
     return None
+
+
+def memory_use():
+    """``(used, limit)`` bytes of the container's memory cgroup, or None."""
+    return cgroup_use((("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
+                       ("/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                        "/sys/fs/cgroup/memory/memory.limit_in_bytes")))
 
 
 def _walk(root):

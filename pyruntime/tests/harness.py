@@ -20,6 +20,7 @@ import time
 import unittest
 import zipfile
 from pathlib import Path
+from unittest import mock
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent
 LOADER = (RUNTIME_DIR / "loader.py").read_text()
@@ -398,3 +399,11 @@ class RuntimeTestCase(unittest.TestCase):
         cell = self.rt.run(code, **fields)
         self.assertEqual(cell.status, "ok", cell)
         return cell
+
+
+def runtime_with_init(workspace, hello=None):
+    """A Runtime as in a Kubernetes Pod: the loader makes no init until a
+    first rewind makes the runtime a subreaper init (CODEBRIDGE_INIT);
+    its /workspace is the folder ``workspace``. The caller closes it."""
+    with mock.patch.dict(os.environ, CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=workspace):
+        return Runtime(hello=hello)

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import unittest
 
-from tests.harness import Runtime
+from tests.harness import runtime_with_init
 from tests.test_resume import Host
 
 
@@ -18,16 +18,7 @@ class ForkTest(unittest.TestCase):
     def setUp(self):
         self.ws = tempfile.mkdtemp(prefix="fork-ws-")
         self.addCleanup(shutil.rmtree, self.ws, True)
-        saved = {k: os.environ.get(k) for k in ("CODEBRIDGE_INIT", "CODEBRIDGE_TEST_WORKSPACE")}
-        os.environ.update(CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=self.ws)
-        try:
-            self.rt = Runtime()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        self.rt = runtime_with_init(self.ws)
         self.addCleanup(self.rt.close)
 
     def ok(self, code, rt=None):

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 from mcp import _rewind
-from tests.harness import Cell, Runtime
+from tests.harness import Cell, runtime_with_init
 
 
 class RewindTest(unittest.TestCase):
@@ -22,16 +22,7 @@ class RewindTest(unittest.TestCase):
     def start(self, hello=None):
         """A runtime with the loader's init, greeted with ``hello``'s
         fields besides the usual ones."""
-        saved = {k: os.environ.get(k) for k in ("CODEBRIDGE_INIT", "CODEBRIDGE_TEST_WORKSPACE")}
-        os.environ.update(CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=self.ws)
-        try:
-            rt = Runtime(hello=hello)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        rt = runtime_with_init(self.ws, hello)
         self.addCleanup(rt.close)
         return rt
 
