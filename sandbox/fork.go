@@ -24,8 +24,8 @@ import (
 // called fork(): a fork takes milliseconds.
 const ForkTimeout = 10 * time.Second
 
-// MaxForks bounds the runtimes one container holds (the first one and
-// its forks, forks of forks included): each is a process under the
+// MaxForks bounds the runtimes one container holds at once (the first
+// one and its forks, forks of forks included): each is a process under the
 // container's memory and pids limits, and this bound keeps a fork bomb
 // of forks from filling either before the sessions' cap.
 const MaxForks = 16
@@ -33,9 +33,7 @@ const MaxForks = 16
 // family counts the sessions whose runtimes share one container.
 type family struct {
 	mu sync.Mutex
-	n  int // sessions that still use the container
-	// made counts the runtimes ever made in it; at most [MaxForks].
-	made int
+	n  int // sessions that still use the container, one runtime each; at most [MaxForks]
 	// spare is a relay started after a fork for the next one, waiting
 	// for its first line (the key) before it connects anywhere: the next
 	// fork skips the engine's exec (docs/rewind.md, "Fork"). Nil when
@@ -56,7 +54,7 @@ func (f *family) takeSpare() Container {
 // family ended or has one already.
 func (f *family) putSpare(c Container) {
 	f.mu.Lock()
-	keep := f.n > 0 && f.spare == nil && f.made < MaxForks
+	keep := f.n > 0 && f.spare == nil && f.n < MaxForks
 	if keep {
 		f.spare = c
 	}
@@ -80,11 +78,10 @@ func endRelay(c Container) {
 func (f *family) join() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.made >= MaxForks {
-		return fmt.Errorf("this sandbox has already made %d runtimes (a session and its forks, forks of forks included), the most one container holds: end a fork you no longer need (runtime.end_session), or fork a session of another sandbox", MaxForks)
+	if f.n >= MaxForks {
+		return fmt.Errorf("this sandbox holds %d runtimes (a session and its forks, forks of forks included), the most one container holds: end a fork you no longer need (runtime.end_session), or fork a session of another sandbox", MaxForks)
 	}
 	f.n++
-	f.made++
 	return nil
 }
 
@@ -109,7 +106,7 @@ func (f *family) leave() bool {
 func (c *live) familyOf() *family {
 	c.famOnce.Do(func() {
 		if c.fam == nil {
-			c.fam = &family{n: 1, made: 1}
+			c.fam = &family{n: 1}
 		}
 	})
 	return c.fam
