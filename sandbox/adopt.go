@@ -87,12 +87,14 @@ func (d *Detachable) labels() map[string]string {
 
 // PrincipalLabel is the value of a detachable sandbox's [LabelPrincipal]
 // for the principal's key: the key itself when it is a valid label value
-// (a Kubernetes label holds at most 63 letters, digits, '.', '_' and '-'),
-// else "p-" and 60 hex digits of its SHA-256. An engine never has to
-// rewrite it, so two principals never share one (a label cut to 63
-// characters would join keys that differ only further on).
+// (a Kubernetes label holds at most 63 letters, digits, '.', '_' and '-')
+// that does not begin with "p-", else "p-" and 60 hex digits of its
+// SHA-256. An engine never has to rewrite it, so two principals never
+// share one (a label cut to 63 characters would join keys that differ
+// only further on, and a key spelled as another's hashed label is hashed
+// itself).
 func PrincipalLabel(key string) string {
-	if digestRE.MatchString(key) {
+	if digestRE.MatchString(key) && !strings.HasPrefix(key, "p-") {
 		return key
 	}
 	sum := sha256.Sum256([]byte("codebridge principal label\x00" + key))

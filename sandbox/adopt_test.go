@@ -183,3 +183,27 @@ func TestDetachableSandboxIsNotStaleWhenItsBridgeIsGone(t *testing.T) {
 		t.Fatal("a plain sandbox whose bridge is gone was not stale")
 	}
 }
+
+// TestPrincipalLabelsNeverShared: principals' keys give labels an engine
+// keeps as they are, and no two keys share one: not keys that differ only
+// past a label's 63 characters (a cut would join them), nor a key chosen
+// to spell another key's hashed label.
+func TestPrincipalLabelsNeverShared(t *testing.T) {
+	long := strings.Repeat("o", 70)
+	victim := "token:alice"
+	keys := []string{victim, PrincipalLabel(victim), "token_alice", long + "a", long + "b", "o-alice", "s-1"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		l := PrincipalLabel(k)
+		if !digestRE.MatchString(l) {
+			t.Errorf("key %q: label %q is no valid label value", k, l)
+		}
+		if other, ok := seen[l]; ok {
+			t.Errorf("keys %q and %q share the label %q", other, k, l)
+		}
+		seen[l] = k
+	}
+	if PrincipalLabel("o-alice") != "o-alice" {
+		t.Errorf("a key that is a label value was rewritten: %q", PrincipalLabel("o-alice"))
+	}
+}
