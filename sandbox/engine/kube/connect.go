@@ -41,6 +41,14 @@ var kubeNeeds = []kubeNeed{
 	{"list", "events"},
 }
 
+// kubeLeaseNeeds are the permissions of the Leases of session handles
+// (lease.go): made, read, taken and released, deleted as a handle ends,
+// listed by the sweep.
+var kubeLeaseNeeds = []kubeNeed{
+	{"create", "leases.coordination.k8s.io"}, {"get", "leases.coordination.k8s.io"}, {"update", "leases.coordination.k8s.io"},
+	{"delete", "leases.coordination.k8s.io"}, {"list", "leases.coordination.k8s.io"},
+}
+
 // kubeClaimNeeds are the permissions the persistent workspaces need
 // besides: their claims are made and read; the bridge never lists or
 // deletes them (`codebridge workspace` runs with its user's credentials).
@@ -119,9 +127,14 @@ func Connect(ctx context.Context, opts engine.Options) (engine.Engine, error) {
 		log: log.With("engine", name), owner: kubeOwnerFrom(getenv, ns),
 		storageClass: opts.StorageClass, claimSize: *resource.NewQuantity(size, resource.BinarySI),
 	}
+	leases, err := NewLeases(cfg, LeaseOptions{Namespace: ns, Identity: LeaseIdentity(getenv("POD_NAME")), Log: e.log})
+	if err != nil {
+		return nil, err
+	}
+	e.holds = &handleHolds{leases: leases}
 	e.seccomp = seccompProfile(opts.SeccompLocalhost)
 	e.allowWeakSeccomp = opts.AllowWeakSeccomp
-	needs := kubeNeeds
+	needs := append(slices.Clip(kubeNeeds), kubeLeaseNeeds...)
 	if !opts.AllowNoNetworkPolicy {
 		needs = append(slices.Clip(needs), kubePolicyNeed)
 	}

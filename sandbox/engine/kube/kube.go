@@ -56,6 +56,9 @@ type kubeEngine struct {
 	claims       claimClient
 	storageClass string
 	claimSize    resource.Quantity
+
+	// holds are the Leases of session handles (hold.go).
+	holds *handleHolds
 }
 
 func (e *kubeEngine) Name() string { return e.name }

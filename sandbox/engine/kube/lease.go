@@ -184,6 +184,9 @@ type HeldError struct {
 	Until time.Time
 }
 
+// Unwrap makes a HeldError an [engine.ErrHeld].
+func (e *HeldError) Unwrap() error { return engine.ErrHeld }
+
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("sandbox: the session is held by bridge replica %q, whose Lease runs until %s unless it renews it: "+
 		"send the call to that replica, or retry after then", e.Holder, e.Until.UTC().Format(time.RFC3339))
@@ -204,31 +207,64 @@ func (l *Leases) Take(ctx context.Context, digest string) (*Held, error) {
 	if digest == "" || len(validation.IsValidLabelValue(digest)) > 0 {
 		return nil, fmt.Errorf("sandbox: a handle digest must be a label value (1 to 63 letters, digits, '.', '_' or '-'), not %q", digest)
 	}
+	h, _, err := l.take(ctx, digest)
+	return h, err
+}
+
+// take is [Leases.Take]; it reports too whether another replica held
+// the Lease since this one (it existed, and its holder was not this
+// replica).
+func (l *Leases) take(ctx context.Context, digest string) (*Held, bool, error) {
 	name := LeaseName(digest)
-	lease, err := l.acquire(ctx, name, digest)
+	lease, moved, err := l.acquire(ctx, name, digest)
 	if errors.Is(err, errRaced) {
-		lease, err = l.acquire(ctx, name, digest)
+		lease, moved, err = l.acquire(ctx, name, digest)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return l.hold(ctx, lease), nil
+	return l.hold(ctx, lease), moved, nil
+}
+
+// Retake is [Leases.Take] for a handle whose Lease this replica held
+// before (prev, released since): when nobody wrote the Lease since, it
+// costs one write, naming the resourceVersion of the release. It reports
+// whether another replica held the Lease since prev: then this
+// replica's channel to the handle's Pod is stale.
+func (l *Leases) Retake(ctx context.Context, digest string, prev *Held) (*Held, bool, error) {
+	last := prev.releasedAs()
+	if last == nil || last.Name != LeaseName(digest) {
+		return l.take(ctx, digest)
+	}
+	next := last.DeepCopy()
+	l.fill(next, next.Spec.LeaseTransitions)
+	out, err := l.leases.Update(ctx, next, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		return l.hold(ctx, out), false, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return l.take(ctx, digest) // written since: judged again
+	}
+	return nil, false, l.writeError(last.Name, err)
 }
 
 // acquire reads the Lease name and writes this replica in as its
-// holder when it is missing, free or expired.
-func (l *Leases) acquire(ctx context.Context, name, digest string) (*coordinationv1.Lease, error) {
+// holder when it is missing, free or expired; moved says that it
+// existed and this replica was not its last holder.
+func (l *Leases) acquire(ctx context.Context, name, digest string) (lease *coordinationv1.Lease, moved bool, err error) {
 	cur, err := l.leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		created, cerr := l.leases.Create(ctx, l.newLease(name, digest), metav1.CreateOptions{})
-		return created, l.writeError(name, cerr)
+		return created, false, l.writeError(name, cerr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: reading Lease %s in namespace %s: %w%s", name, l.ns, err, leaseHint(err))
+		return nil, false, fmt.Errorf("sandbox: reading Lease %s in namespace %s: %w%s", name, l.ns, err, leaseHint(err))
 	}
-	if holder, until, fresh := leaseHeld(cur, time.Now(), l.duration); fresh {
-		return nil, &HeldError{Holder: holder, Until: until}
+	holder, until, fresh := leaseHeld(cur, time.Now(), l.duration)
+	if fresh {
+		return nil, false, &HeldError{Holder: holder, Until: until}
 	}
+	moved = holder != l.id
 	next := cur.DeepCopy()
 	next.Labels = leaseLabels(digest)
 	transitions := int32(0)
@@ -237,7 +273,7 @@ func (l *Leases) acquire(ctx context.Context, name, digest string) (*coordinatio
 	}
 	l.fill(next, &transitions)
 	updated, err := l.leases.Update(ctx, next, metav1.UpdateOptions{})
-	return updated, l.writeError(name, err)
+	return updated, moved, l.writeError(name, err)
 }
 
 // writeError words a failed write of Lease name: [errRaced] when another
@@ -355,8 +391,24 @@ type Held struct {
 	lost chan struct{}
 	once sync.Once
 
-	mu    sync.Mutex
-	lease *coordinationv1.Lease // as this replica last wrote it
+	mu       sync.Mutex
+	lease    *coordinationv1.Lease // as this replica last wrote it
+	released bool                  // Release wrote lease, with no holder
+}
+
+// releasedAs is the Lease as this replica's Release left it, or nil
+// when h was not released (it was lost, ended, abandoned, or its
+// release failed).
+func (h *Held) releasedAs() *coordinationv1.Lease {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.released {
+		return nil
+	}
+	return h.lease
 }
 
 // errLost says that a renewal found the Lease gone or held by another
@@ -494,11 +546,16 @@ func (h *Held) finish(ctx context.Context, end bool) error {
 	h.mu.Lock()
 	cur := h.lease
 	h.mu.Unlock()
-	err := h.letGo(ctx, cur, end)
+	out, err := h.letGo(ctx, cur, end)
 	if apierrors.IsConflict(err) {
 		if cur, err = h.reread(ctx); err == nil {
-			err = h.letGo(ctx, cur, end)
+			out, err = h.letGo(ctx, cur, end)
 		}
+	}
+	if err == nil && !end {
+		h.mu.Lock()
+		h.lease, h.released = out, true
+		h.mu.Unlock()
 	}
 	switch {
 	case err == nil, errors.Is(err, errLost), apierrors.IsNotFound(err):
@@ -510,16 +567,27 @@ func (h *Held) finish(ctx context.Context, end bool) error {
 }
 
 // letGo deletes lease (end) or clears its holder, on condition that it
-// is still as this replica last saw it.
-func (h *Held) letGo(ctx context.Context, lease *coordinationv1.Lease, end bool) error {
+// is still as this replica last saw it; it returns the Lease as written.
+func (h *Held) letGo(ctx context.Context, lease *coordinationv1.Lease, end bool) (*coordinationv1.Lease, error) {
 	if end {
 		rv := lease.ResourceVersion
-		return h.l.leases.Delete(ctx, h.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		return nil, h.l.leases.Delete(ctx, h.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 	}
 	next := lease.DeepCopy()
 	next.Spec.HolderIdentity = nil
-	_, err := h.l.leases.Update(ctx, next, metav1.UpdateOptions{})
-	return err
+	return h.l.leases.Update(ctx, next, metav1.UpdateOptions{})
+}
+
+// Drop deletes the Lease of the handle whose digest is given, whoever
+// holds it: the handle ended (its Pod is removed, so a holder's channel
+// ends too). A Lease already gone is no error.
+func (l *Leases) Drop(ctx context.Context, digest string) error {
+	name := LeaseName(digest)
+	err := l.leases.Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("sandbox: deleting Lease %s in namespace %s: %w%s (the sweep of Leases removes it once its Pod is gone)", name, l.ns, err, leaseHint(err))
 }
 
 // handlesAlive is the set of handle digests that a sandbox Pod carries
