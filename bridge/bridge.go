@@ -189,13 +189,13 @@ func (b *Bridge) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if req.Session != nil && multiRoundTrip(req.Session) {
 		return b.runDetached(ctx, req, sess, note, func(ctx context.Context, r *detachedRun) *mcp.CallToolResult {
 			defer b.enter(sess, req.Session)()
-			return withHandle(sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers), handle)
+			return withHandle(b.endCall(sess, sess.run(ctx, &call{client: req.Session, run: r, output: r.output}, a.Code, timeout, a.Servers)), handle)
 		})
 	}
 	defer b.enter(sess, req.Session)()
 	onOutput, stop := startProgress(ctx, req, sess.host.redactText)
 	defer stop()
-	return withNote(withHandle(sess.run(ctx, &call{client: req.Session, output: onOutput, request: ctx}, a.Code, timeout, a.Servers), handle), note), nil
+	return withNote(withHandle(b.endCall(sess, sess.run(ctx, &call{client: req.Session, output: onOutput, request: ctx}, a.Code, timeout, a.Servers)), handle), note), nil
 }
 
 // RunPython runs code as run_python does, in the bridge's single session,

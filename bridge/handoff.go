@@ -37,6 +37,10 @@ func handleDerived(purpose, handle string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// labelDigest is the digest of handle that its sandbox's label, and its
+// hold (its Lease), carry.
+func labelDigest(handle string) string { return handleDerived("label", handle)[:labelDigestHex] }
+
 // detachableConfig is the sandbox configuration of handle's session, a
 // session of p: detachable, its labels and resume key derived from the
 // handle (never the handle itself), its idle deadline the handle's.
@@ -47,7 +51,7 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 		who = localPrincipalLabel
 	}
 	cfg.Detachable = &sandbox.Detachable{
-		Digest:    handleDerived("label", handle)[:labelDigestHex],
+		Digest:    labelDigest(handle),
 		Key:       handleDerived("resume", handle),
 		Principal: who,
 		Idle:      b.handles.idle,
@@ -81,26 +85,84 @@ func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
 // or else the sandbox another bridge of the same engine left (it stopped,
 // or another bridge holds the handle now), adopted and registered here.
 // A handle this bridge saw end is never adopted; one no sandbox has, or
-// another principal's, is unknown, word for word.
+// another principal's, is unknown, word for word. Where the engine has
+// holds (lease.go), the session comes held for the call.
 func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
 	s, err := b.handles.open(handle, p)
+	if err == nil {
+		if s.lease == nil {
+			return s, nil
+		}
+		return b.holdLocal(ctx, handle, p, s)
+	}
 	if !errors.Is(err, errUnknownHandle) || !strings.HasPrefix(handle, handlePrefix) || b.handles.goneFor(handle, p) || !b.adoptable(ctx) {
 		return s, err
 	}
+	l := newHandleLease(b.holderOf(ctx), handle)
+	if l == nil {
+		return b.adoptHandle(ctx, handle, p, nil)
+	}
+	// Nothing is written for a handle no sandbox of p carries (another
+	// principal's, a guessed one): it is unknown before any wait.
+	if err := b.sandboxes.FindDetached(ctx, b.detachableConfig(handle, p)); err != nil {
+		return nil, adoptError(handle, err, b)
+	}
+	h, err := waitHold(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	return b.adoptHeld(ctx, handle, p, l, h)
+}
+
+// holdLocal takes the hold of s, this bridge's session of handle, for a
+// call; when another replica held the handle since this one's last call,
+// s's channel is stale: s is let go here (its sandbox is never removed)
+// and the sandbox adopted again.
+func (b *Bridge) holdLocal(ctx context.Context, handle string, p principal.Principal, s *session) (*session, error) {
+	h, err := waitHold(ctx, s.lease)
+	if err != nil {
+		return nil, err
+	}
+	if !h.Moved() {
+		s.startCall(h)
+		return s, nil
+	}
+	if b.handles.release(s) {
+		s.detach()
+		b.opts.Metrics.Sandboxes(-1)
+	}
+	b.log.Info("another replica held this session since this one's last call: taking its sandbox over again", "session", HandleTag(handle))
+	l := newHandleLease(s.lease.hr, handle)
+	return b.adoptHeld(ctx, handle, p, l, h)
+}
+
+// adoptHeld is adoptHandle for a handle whose hold h this call took: the
+// hold is the session's, or released when there is no session.
+func (b *Bridge) adoptHeld(ctx context.Context, handle string, p principal.Principal, l *handleLease, h engine.Hold) (*session, error) {
+	s, err := b.adoptHandle(ctx, handle, p, l)
+	if err != nil {
+		b.release(h)
+		return nil, err
+	}
+	s.startCall(h)
+	return s, nil
+}
+
+// adoptHandle adopts the sandbox of handle, a handle of p this bridge
+// does not hold, and registers its session here (with l, its part in
+// the engine's holds, or nil).
+func (b *Bridge) adoptHandle(ctx context.Context, handle string, p principal.Principal, l *handleLease) (*session, error) {
 	b.handles.adopting.Lock() // one adoption at a time: two calls with one handle adopt it once
 	defer b.handles.adopting.Unlock()
 	if held, again := b.handles.open(handle, p); !errors.Is(again, errUnknownHandle) {
 		return held, again // adopted by a call just before
 	}
-	s = b.newHandleSessionOf(p)
+	s := b.newHandleSessionOf(p)
+	s.lease = l
 	sbx, r, err := b.sandboxes.Adopt(ctx, b.detachableConfig(handle, p), s.host)
 	if err != nil {
 		s.closeUpstreams()
-		if errors.Is(err, sandbox.ErrNoSandbox) {
-			return nil, errUnknownHandle
-		}
-		b.log.Warn("taking over a session from another bridge", "session", HandleTag(handle), "err", err)
-		return nil, fmt.Errorf("codebridge could not take this session over from the bridge that served it: %w; try again, or omit `session` to start a new one", err)
+		return nil, adoptError(handle, err, b)
 	}
 	s.sbx, s.handoff = sbx, resumedNote(r)
 	if err := b.handles.add(handle, p, s); err != nil {
@@ -110,6 +172,17 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 	b.opts.Metrics.Sandboxes(1)
 	b.log.Info("took over a session's sandbox from another bridge", "session", HandleTag(handle), "principal", p.String())
 	return s, nil
+}
+
+// adoptError is what a call gets when the sandbox of handle could not be
+// adopted: an unknown handle when no sandbox of its principal carries
+// it, word for word.
+func adoptError(handle string, err error, b *Bridge) error {
+	if errors.Is(err, sandbox.ErrNoSandbox) {
+		return errUnknownHandle
+	}
+	b.log.Warn("taking over a session from another bridge", "session", HandleTag(handle), "err", err)
+	return fmt.Errorf("codebridge could not take this session over from the bridge that served it: %w; try again, or omit `session` to start a new one", err)
 }
 
 // resumedNote is what the first answer of an adopted session begins with:

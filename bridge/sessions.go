@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -37,6 +38,9 @@ type session struct {
 	// what its next answer begins with (handoff.go).
 	handoffMu sync.Mutex
 	handoff   string
+	// lease, for a handle's session on an engine with holds, is its part
+	// in them (lease.go); nil for the others.
+	lease *handleLease
 }
 
 // newSession makes a session of principal p over upstreams. No
@@ -141,11 +145,22 @@ func (b *Bridge) newHandleSession(ctx context.Context, p principal.Principal) (*
 	cfg := b.configOf(p)
 	if b.adoptable(ctx) {
 		cfg = b.detachableConfig(handle, p)
+		s.lease = newHandleLease(b.holderOf(ctx), handle)
 	}
 	s.sbx = b.sandboxes.NewSession(cfg, s.host)
 	if err := b.handles.add(handle, p, s); err != nil {
 		s.close()
 		return nil, "", err
+	}
+	if s.lease != nil {
+		h, err := s.lease.hr.Hold(ctx, s.lease.digest, nil) // a new handle: nobody else holds it
+		if err != nil {
+			if remove, ok := b.handles.endTag(handle, p, goneEnded); ok {
+				go remove()
+			}
+			return nil, "", fmt.Errorf("codebridge could not mark the new session as held by this replica (its Lease: %w); try again", err)
+		}
+		s.startCall(h)
 	}
 	b.opts.Metrics.Sandboxes(1)
 	b.log.Debug("session sandbox made", "session", HandleTag(handle), "principal", p.String())
@@ -168,6 +183,7 @@ func (b *Bridge) endingSession(s *session) (remove func()) {
 			b.closing.Done()
 		}()
 		s.close()
+		b.dropHold(s)
 		b.opts.Metrics.Sandboxes(-1)
 	}
 }
@@ -272,7 +288,10 @@ func (b *Bridge) closeAll() {
 		wg.Go(s.close)
 	}
 	for _, s := range b.handles.closeAll() {
-		wg.Go(s.detach) // a handle's sandbox lives while its handle does: another bridge adopts it
+		wg.Go(func() {
+			s.detach() // a handle's sandbox lives while its handle does: another bridge adopts it
+			b.releaseHeld(s)
+		})
 	}
 	if b.warm != nil {
 		wg.Go(b.warm.Close)

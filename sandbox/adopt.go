@@ -189,6 +189,24 @@ func (s *Session) adopt(ctx context.Context) (c *live, r *Resumed, last int64, e
 	return c, r, last, nil
 }
 
+// FindDetached reports whether a running sandbox carries the handle
+// digest and principal of cfg (detachable): nil when one does,
+// [ErrNoSandbox] when none does (another principal's reads the same),
+// without attaching to it. A bridge asks it before it waits for a handle
+// another replica holds, so that no handle of another principal, and no
+// guessed one, makes it write anything.
+func (m *Manager) FindDetached(ctx context.Context, cfg Config) error {
+	if cfg.Detachable == nil {
+		return errors.New("sandbox: FindDetached needs a detachable configuration (the handle's digest and principal)")
+	}
+	eng, err := m.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = findDetached(ctx, eng, cfg.Detachable)
+	return err
+}
+
 // findDetached returns the id of the running container with d's handle
 // digest and principal. Another principal's is not found, in the same
 // words.
