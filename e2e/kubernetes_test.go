@@ -264,7 +264,7 @@ func TestKubernetesLeastRoleWorks(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
-		policyListRule,
+		policyListRule, leaseRule,
 	})
 	b := startBridge(t, home(t, nil), "KUBECONFIG="+kc)
 	mustContain(t, b.ok("x = 20\nprint(x + 1)"), "21")
@@ -279,6 +279,10 @@ func TestKubernetesLeastRoleWorks(t *testing.T) {
 // policyListRule is the Role's rule that lets the bridge check the
 // namespace's NetworkPolicies (deploy/kubernetes/rbac.yaml).
 var policyListRule = rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list"}}
+
+// leaseRule is the Role's rule for the Leases of session handles
+// (deploy/kubernetes/rbac.yaml), which the bridge checks at start.
+var leaseRule = rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update", "delete", "list"}}
 
 // accountKubeconfig makes a service account in the test namespace bound
 // to a Role of rules, and a kubeconfig that acts as it.
