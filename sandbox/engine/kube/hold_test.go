@@ -73,6 +73,28 @@ func TestRetakeAfterAnotherHolderIsMoved(t *testing.T) {
 	defer h2.Release(ctx)
 }
 
+// TestRetakeAfterDropIsMoved: when the Lease was deleted since this
+// replica released it (the handle ended on another replica), the retake
+// says the channel is stale, though it creates the Lease anew.
+func TestRetakeAfterDropIsMoved(t *testing.T) {
+	ctx := context.Background()
+	cs := newVersioned()
+	a, b := testLeases(t, cs, "a"), testLeases(t, cs, "b")
+	h, _, err := a.Retake(ctx, "d1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Release(ctx)
+	if err := b.Drop(ctx, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	h2, moved, err := a.Retake(ctx, "d1", h)
+	if err != nil || !moved {
+		t.Fatalf("a's retake after the Lease was dropped: moved %v, %v (want moved)", moved, err)
+	}
+	defer h2.Release(ctx)
+}
+
 // TestHeldIsErrHeld: while another replica holds the Lease, a take fails
 // with an error the bridge recognises as [engine.ErrHeld], to wait.
 func TestHeldIsErrHeld(t *testing.T) {

@@ -229,8 +229,9 @@ func (l *Leases) take(ctx context.Context, digest string) (*Held, bool, error) {
 // Retake is [Leases.Take] for a handle whose Lease this replica held
 // before (prev, released since): when nobody wrote the Lease since, it
 // costs one write, naming the resourceVersion of the release. It reports
-// whether another replica held the Lease since prev: then this
-// replica's channel to the handle's Pod is stale.
+// whether another replica held the Lease since prev (or it was deleted
+// since: the handle ended elsewhere): then this replica's channel to the
+// handle's Pod is stale.
 func (l *Leases) Retake(ctx context.Context, digest string, prev *Held) (*Held, bool, error) {
 	last := prev.releasedAs()
 	if last == nil || last.Name != LeaseName(digest) {
@@ -243,7 +244,11 @@ func (l *Leases) Retake(ctx context.Context, digest string, prev *Held) (*Held, 
 	case err == nil:
 		return l.hold(ctx, out), false, nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return l.take(ctx, digest) // written since: judged again
+		// Written or deleted since this replica's release (another
+		// replica took it, or the handle ended there): judged again, and
+		// this replica's channel is stale whatever the Lease shows now.
+		h, _, err := l.take(ctx, digest)
+		return h, err == nil, err
 	}
 	return nil, false, l.writeError(last.Name, err)
 }
