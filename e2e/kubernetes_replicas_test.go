@@ -236,22 +236,42 @@ func TestKubernetesReplicasShareHandles(t *testing.T) {
 // each time; it returns x.
 func alternateReplicas(t *testing.T, proxy *replicaProxy, alice *mcp.ClientSession, h string) int {
 	t.Helper()
-	x := 0
+	x, last := 0, <-proxy.routed // the first call's
+	var took [2]time.Duration    // calls on the replica of the call before, and on the other
+	var n [2]int
 	for calls := 1; ; calls++ {
 		x++
+		start := time.Now()
 		got := callHandle(t, alice, "x += 1\nprint('x is', x)", h)
 		if got.isError || !strings.Contains(got.text, fmt.Sprintf("x is %d", x)) {
 			t.Fatalf("call %d (served so far: %v):\n%s", calls, proxy.served(), got.text)
 		}
+		i := <-proxy.routed
+		moved := 0
+		if i != last {
+			moved = 1
+		}
+		took[moved] += time.Since(start)
+		n[moved]++
+		last = i
 		s := proxy.served()
 		if calls >= 6 && s[0] >= 2 && s[1] >= 2 {
-			t.Logf("x counted to %d over %d calls, served %v by the replicas", x, calls, s)
+			t.Logf("x counted to %d over %d calls, served %v by the replicas; a call took %s on average on the replica of the call before (%d calls), %s on the other (%d calls: it takes the session over)",
+				x, calls, s, avg(took[0], n[0]), n[0], avg(took[1], n[1]), n[1])
 			return x
 		}
 		if calls == 60 {
 			t.Fatalf("60 calls and the random proxy did not spread them: %v", s)
 		}
 	}
+}
+
+// avg is d over n, rounded to the millisecond.
+func avg(d time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return (d / time.Duration(n)).Round(time.Millisecond)
 }
 
 // killMidCell starts a cell in h that sets y = x * 10 once a file the
