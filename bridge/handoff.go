@@ -84,6 +84,10 @@ func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
 // another principal's, is unknown, word for word.
 func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
 	s, err := b.handles.open(handle, p)
+	if err == nil && s.sbx.Moved() { // another bridge took it over: take it back
+		b.letGoOf(s)
+		s, err = nil, errUnknownHandle
+	}
 	if !errors.Is(err, errUnknownHandle) || !strings.HasPrefix(handle, handlePrefix) || b.handles.goneFor(handle, p) || !b.adoptable(ctx) {
 		return s, err
 	}
@@ -157,12 +161,21 @@ func (s *session) detach() {
 // handle's next call on this bridge adopts the sandbox again; nothing is
 // removed by the bridge that lost it.
 func (b *Bridge) releaseIfLetGo(s *session) {
-	if !s.sbx.LetGo() || !b.handles.release(s) {
+	if s.sbx.LetGo() {
+		b.letGoOf(s)
+	}
+}
+
+// letGoOf forgets s's handle here and detaches its sandbox, which another
+// bridge holds now; it is never removed by this one.
+func (b *Bridge) letGoOf(s *session) {
+	_ = s.sbx.Detach()
+	if !b.handles.release(s) {
 		return
 	}
 	s.closeUpstreams()
 	b.opts.Metrics.Sandboxes(-1)
-	b.log.Info("let go of a session's sandbox whose runtime stopped answering (another bridge may hold it); the next call with its handle takes it back", "principal", s.principal.String())
+	b.log.Info("let go of a session's sandbox that another bridge took over (or whose runtime stopped answering); the next call with its handle takes it back", "principal", s.principal.String())
 }
 
 // closeUpstreams stops s's own upstream clients.

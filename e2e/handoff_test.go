@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -86,13 +87,16 @@ func handleSandboxes(t *testing.T, pid int) int {
 }
 
 // TestHandleMovedToAnotherBridge: two live bridges on one engine, one
-// handle. Alice makes it on A; her next call goes to B, which adopts the
-// sandbox (the newer channel wins: A's is orphaned). From the losing
-// side: A's next call with the handle gets no answer from the runtime,
-// ends at its time limit saying A let go of the sandbox, and removes
-// nothing, nor runs its code; B's next call still finds x. A call after
-// that on A takes the sandbox back, x intact; nothing of the handle is
-// left once it ends.
+// handle, as two replicas behind a balancer with no affinity. Alice makes
+// it on A; her calls then alternate B, A, B, A. Each bridge that gets the
+// handle after the other took it adopts the sandbox (the newer channel
+// wins), and the runtime tells the bridge it left (a moved frame), so
+// from the losing side the next call takes the sandbox back at once:
+// every call answers within a 5-second limit, keeps x, and the answer
+// says the session was taken over; one sandbox of the handle runs
+// throughout, and nothing of it is left once it ends. (Before the moved
+// frame, the bridge that lost the channel sent its cell where no one read
+// it and waited out the cell's time limit.)
 func TestHandleMovedToAnotherBridge(t *testing.T) {
 	needEnv(t)
 	localEngineOnly(t, "adoption on Kubernetes (Pods and a Lease) is another slice")
@@ -101,21 +105,14 @@ func TestHandleMovedToAnotherBridge(t *testing.T) {
 	h := callHandle(t, onA, "x = 41\nprint('set')", "").handle
 	b, _, _ := teamBridge(t, home(t, nil), nil)
 	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
-	mustContain(t, callHandle(t, onB, "print(x + 1)", h).text, "42")
-
-	lost := callHandleWithin(t, onA, "x = 'A was here'\nprint(x)", h, 2)
-	if !lost.isError || !strings.Contains(lost.text, "let go of the session's sandbox without removing it") {
-		t.Fatalf("A's call on the handle B took:\n%s", lost.text)
-	}
-	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
-		t.Fatalf("%d sandboxes of the handle run after A's call, want the one B holds", n)
-	}
-	if got := callHandle(t, onB, "print(x)", h); got.isError || !strings.Contains(got.text, "41") {
-		t.Fatalf("B after A's call on the moved handle:\n%s", got.text)
-	}
-	back := callHandle(t, onA, "print(x)", h)
-	if back.isError || !strings.Contains(back.text, "41") || !strings.Contains(back.text, "taken over") {
-		t.Fatalf("A's next call, taking the handle back:\n%s", back.text)
+	for i, on := range []*mcp.ClientSession{onB, onA, onB, onA} {
+		got := callHandleWithin(t, on, "x += 1\nprint(x)", h, 5)
+		if want := fmt.Sprint(42 + i); got.isError || !strings.Contains(got.text, want) || !strings.Contains(got.text, "taken over") {
+			t.Fatalf("call %d, on the bridge that did not hold the handle, want x = %s and a note that it was taken over:\n%s", i+1, want, got.text)
+		}
+		if n := handleSandboxes(t, a.cmd.Process.Pid); n != 1 {
+			t.Fatalf("%d sandboxes of the handle run after call %d, want the one", n, i+1)
+		}
 	}
 	old := a.clientAs(t, "alice-old-a", aliceTok)
 	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")

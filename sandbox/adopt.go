@@ -306,6 +306,45 @@ func (cl *cell) letGo(why string) *Result {
 	return cl.finish()
 }
 
+// ErrMoved is Run's answer when another bridge took the session's
+// sandbox over (the runtime said so on this bridge's channel) before the
+// cell was sent: the code did not run, and this bridge let go of the
+// sandbox ([Session.LetGo]) without removing it.
+var ErrMoved = errors.New("sandbox: another bridge took this session over before the code was sent, so it did not run: call again with the session's handle, which takes it back")
+
+// moved reports whether c's runtime said that another host took its
+// channel over (a moved frame): its frames end there.
+func (c *live) moved() bool {
+	select {
+	case <-c.dead:
+		return errors.Is(c.readErr, errMoved)
+	default:
+		return false
+	}
+}
+
+// Moved reports whether another bridge took the session's sandbox over:
+// its runtime said so on this bridge's channel, or this bridge let go of
+// it. The session is of no use here then; the caller forgets it and
+// adopts the sandbox again ([Manager.Adopt]) to run in it.
+func (s *Session) Moved() bool {
+	if s.letGo.Load() {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.current()
+	return c != nil && c.moved()
+}
+
+// letGoMoved lets go of the sandbox of a session whose channel moved
+// to another bridge, before a cell: it is detached, never removed.
+func (s *Session) letGoMoved() error {
+	s.letGo.Store(true)
+	_ = s.Detach()
+	return ErrMoved
+}
+
 // LetGo reports whether this bridge let go of the session's sandbox after
 // its runtime stopped answering a cell: the session is closed here, and
 // the sandbox is left to whichever bridge adopts it next.

@@ -232,6 +232,9 @@ func (cl *cell) reply(id int64, val []byte, err error) {
 
 // containerEnded is the cell's end when the runtime's frames stop.
 func (cl *cell) containerEnded() *Result {
+	if cl.c.moved() && cl.s.cfg.Detachable != nil {
+		return cl.letGo("another bridge took this session over as this call ran, so its answer goes there: the next call with the handle says how the session's last cell ended")
+	}
 	if cl.stopping != "" {
 		return cl.lost(cl.stopping, "the code was stopped and the sandbox ended: "+cl.c.ended(cl.ctx))
 	}

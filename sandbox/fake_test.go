@@ -187,6 +187,11 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 			rt.stops = f.ID
 		case "dies":
 			return false
+		case "moves": // another host takes the channel over as the cell runs
+			_ = rt.send(protocol.Moved{})
+			return false
+		case "ok, then moves": // ... once the cell ended
+			return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
 		case "floods":
 			for range 1000 {
 				if _, err := rt.w.Write([]byte(`{"t":"bogus"}` + "\n")); err != nil {

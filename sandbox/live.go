@@ -205,6 +205,9 @@ func (c *live) read(fr *frameReader) {
 		case protocol.Got:
 			c.gets.answer(f.ID, f)
 			continue
+		case protocol.Moved: // the runtime's last frame here (adopt.go)
+			c.readErr = errMoved
+			return
 		}
 		select {
 		case c.frames <- f:

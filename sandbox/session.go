@@ -255,6 +255,9 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.moved() && s.cfg.Detachable != nil {
+		return nil, s.letGoMoved()
+	}
 	res := s.newCell(ctx, c, req).run()
 	res.Duration = time.Since(start)
 	return res, nil

@@ -8,6 +8,7 @@ package protocol
 const (
 	TResume  = "resume"  // host -> runtime: a new host took over the channel
 	TResumed = "resumed" // runtime -> host: where the runtime was
+	TMoved   = "moved"   // runtime -> old host: another host took the channel over
 )
 
 // Resume is a new host's first line to a detachable runtime, through the
@@ -52,5 +53,10 @@ type ResumedCell struct {
 	Done *Done `json:"done"`
 }
 
+// Moved is a detachable runtime's last frame on a channel that another
+// host resumed: the host that reads it no longer holds the sandbox.
+type Moved struct{}
+
 func (Resume) Type() string  { return TResume }
+func (Moved) Type() string   { return TMoved }
 func (Resumed) Type() string { return TResumed }

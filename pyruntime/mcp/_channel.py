@@ -489,6 +489,7 @@ class Channel:
                 old = self._out_fd
                 self._out_fd, self._dropping = os.dup(conn.fileno()), False
                 if old >= 0:
+                    _tell_moved(old)
                     os.close(old)
             conn.close()  # the socket closes with the reader's file (makefile keeps it open)
             self.start_reader()
@@ -749,6 +750,31 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+_MOVED = b'{"t":"moved"}\n'
+
+
+def _tell_moved(fd: int) -> None:
+    """Tell the host of the channel ``fd`` that another host took it over,
+    with a ``moved`` frame (PROTOCOL.md, "Resuming the channel"), so that
+    it stops sending cells no one will read instead of waiting out their
+    time limit. Best effort, and never blocking: a host that is gone or
+    does not read simply misses it (the write lock is held)."""
+    try:
+        was = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+    except OSError:
+        return
+    try:
+        os.write(fd, _MOVED)
+    except OSError:
+        pass
+    finally:
+        try:
+            os.set_blocking(fd, was)
+        except OSError:
+            pass
 
 
 class _Kept:

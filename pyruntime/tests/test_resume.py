@@ -135,6 +135,18 @@ class ResumeTest(unittest.TestCase):
         second.send({"t": "exec", "id": 2, "code": "y"})
         self.assertEqual(second.until("done")[-1]["value"], "'kept'")
 
+    def test_the_host_that_held_the_channel_is_told_it_moved(self):
+        first = Host()
+        first.until("resumed")
+        second = Host()  # takes over from the first, which still listens
+        self.addCleanup(second.close)
+        second.until("resumed")
+        self.assertEqual(first.until("moved")[-1], {"t": "moved"})
+        first.send({"t": "exec", "id": 5, "code": "ran = True"})  # dropped unread
+        first.close()
+        second.send({"t": "exec", "id": 6, "code": "'ran' in dir()"})
+        self.assertEqual(second.until("done")[-1]["value"], "False")
+
 
 class IdleDeadlineTest(unittest.TestCase):
     def test_an_orphan_ends_by_itself(self):
