@@ -30,8 +30,9 @@ const labelDigestHex = 48
 const localPrincipalLabel = "local"
 
 // handleDerived is a secret of handle for one purpose: the SHA-256 (hex)
-// of the purpose and the handle, so that the label's digest, the resume
-// key and the registry's digest tell nothing of each other.
+// of the purpose and the handle, so that the resume key and the label's
+// digest (the registry's, which tags show in part) tell nothing of each
+// other.
 func handleDerived(purpose, handle string) string {
 	sum := sha256.Sum256([]byte("codebridge session handle\x00" + purpose + "\x00" + handle))
 	return hex.EncodeToString(sum[:])
@@ -47,7 +48,8 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 		who = localPrincipalLabel
 	}
 	cfg.Detachable = &sandbox.Detachable{
-		Digest:    handleDerived("label", handle)[:labelDigestHex],
+		Digest: handleDigest(handle)[:labelDigestHex], // its tag's prefix: `codebridge sessions` lists tags
+
 		Key:       handleDerived("resume", handle),
 		Principal: who,
 		Idle:      b.handles.idle,

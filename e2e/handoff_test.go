@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -229,5 +230,57 @@ func waitInSandbox(t *testing.T, cli, id, path string) {
 			t.Fatalf("%s never appeared in the sandbox", path)
 		}
 		time.Sleep(100 * time.Millisecond) // polling the engine, not synchronising
+	}
+}
+
+// TestSessionsCommand: `codebridge sessions` lists the sandboxes of
+// session handles on the engine by tag and principal, whichever bridge
+// holds them, and never shows a handle; `sessions end TAG` removes one,
+// and the bridge that held it says at the next call that the state is
+// gone (it starts the handle afresh).
+// From the attacker's side: a tag that is not one (a path, terminal
+// escapes, another's prefix) is refused, named as data, and ends nothing.
+func TestSessionsCommand(t *testing.T) {
+	needEnv(t)
+	b, aliceTok, bobTok := teamBridge(t, home(t, nil), nil)
+	alice := b.statelessAs(t, "alice", aliceTok, nil)
+	bob := b.statelessAs(t, "bob", bobTok, nil)
+	h := callHandle(t, alice, "x = 1", "").handle
+	hb := callHandle(t, bob, "y = 2", "").handle
+	h0 := home(t, nil)
+	out, errOut, code := cli(t, h0, "", nil, "sessions", "--json")
+	var list []map[string]string
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+		t.Fatalf("sessions --json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	principals := map[string]string{}
+	for _, s := range list {
+		principals[s["tag"]] = s["principal"]
+	}
+	if principals[tagOf(h)] == "" || principals[tagOf(hb)] == "" || principals[tagOf(h)] == principals[tagOf(hb)] {
+		t.Fatalf("the listing lacks alice's or bob's session, or gives them one principal:\n%s", out)
+	}
+	if strings.Contains(out, strings.TrimPrefix(h, "cbs_")) || strings.Contains(out, strings.TrimPrefix(hb, "cbs_")) {
+		t.Fatalf("the listing shows a handle:\n%s", out)
+	}
+	for _, bad := range []string{"s-../../../etc/pas", "s-\x1b[31m0123456789abc", tagOf(h)[:10], "s-" + strings.Repeat("0", 16)} {
+		_, errOut, code := cli(t, h0, "", nil, "sessions", "end", bad)
+		if code == 0 || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, "codebridge sessions") {
+			t.Fatalf("sessions end %q: exit %d\n%s", bad, code, errOut)
+		}
+	}
+	if out, errOut, code := cli(t, h0, "", nil, "sessions", "end", tagOf(h)); code != 0 || !strings.Contains(out, "ended session "+tagOf(h)) {
+		t.Fatalf("sessions end: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, _ = cli(t, h0, "", nil, "sessions")
+	if strings.Contains(out, tagOf(h)) || !strings.Contains(out, tagOf(hb)) {
+		t.Fatalf("after ending alice's session, the listing:\n%s", out)
+	}
+	if got := callHandle(t, bob, "print(y)", hb); got.isError || !strings.Contains(got.text, "2") {
+		t.Fatalf("bob's session after alice's was ended:\n%s", got.text)
+	}
+	// The bridge that held it finds the sandbox gone, and says so.
+	if got := callHandle(t, alice, "print(x)", h); !got.isError || !strings.Contains(got.text, "variables, imports and files from earlier calls are gone") {
+		t.Fatalf("alice's call after her session was ended:\n%s", got.text)
 	}
 }
