@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -74,17 +75,32 @@ func EndHandleSandbox(ctx context.Context, eng Engine, tag string) error {
 	return ErrNoTag
 }
 
-// removeByID removes the container id through an exec, as an adopting
-// bridge reaches one: the exec's Container removes the container it runs
-// in.
+// endCommand kills every process of the sandbox's user in it but its
+// init, the runtime first among them, and itself: run by exec, so that a
+// bridge holding the sandbox sees its channel end at once (a Pod deleted
+// on Kubernetes goes on running until the kubelet kills it).
+var endCommand = []string{"python3", "-I", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"}
+
+// removeByID ends the runtime of container id through an exec, as an
+// adopting bridge reaches one, and removes the container: the exec's
+// Container removes the container it runs in.
 func removeByID(ctx context.Context, eng Engine, id string) error {
 	ad, ok := eng.(engine.Adopter)
 	if !ok {
 		return fmt.Errorf("the engine %s cannot reach a sandbox it did not start: remove %s with its own tools", eng.Name(), engine.Short(id))
 	}
-	ctr, err := ad.Exec(ctx, id, []string{"true"})
+	ctr, err := ad.Exec(ctx, id, endCommand)
 	if err != nil {
 		return fmt.Errorf("reaching sandbox %s: %w", engine.Short(id), err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, ctr.Stdout()) // until the exec ends, killed with the rest
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
 	}
 	return ctr.Remove(ctx)
 }
