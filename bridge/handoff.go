@@ -86,7 +86,7 @@ func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
 // another principal's, is unknown, word for word.
 func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
 	s, err := b.handles.open(handle, p)
-	if err == nil && s.sbx.Moved() { // another bridge took it over: take it back
+	if err == nil && s.sbx.LetGo() { // another bridge took it over as a cell ran: adopt it anew
 		b.letGoOf(s)
 		s, err = nil, errUnknownHandle
 	}
@@ -122,7 +122,7 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 // that the session survived its bridge, and where its last cell was.
 func resumedNote(r *sandbox.Resumed) string {
 	var b strings.Builder
-	b.WriteString("[this session was taken over from a bridge that stopped: its variables and files are kept")
+	b.WriteString("[this session was taken over from the bridge that served it before (it stopped, or a call went there): its variables and files are kept")
 	switch {
 	case r == nil || r.Cell == 0:
 	case r.Running:

@@ -65,7 +65,7 @@ func TestResumedNoteSaysWhereTheCellWas(t *testing.T) {
 		{&sandbox.Resumed{Cell: 4, Running: true}, "last cell (4) is still running"},
 		{&sandbox.Resumed{Cell: 5, Done: &protocol.Done{ID: 5, Status: "error"}, Lost: 2}, "2 of its calls to tools got no answer"},
 	} {
-		if got := resumedNote(c.r); !strings.Contains(got, "taken over from a bridge that stopped") || !strings.Contains(got, c.want) {
+		if got := resumedNote(c.r); !strings.Contains(got, "taken over from the bridge that served it before") || !strings.Contains(got, c.want) {
 			t.Errorf("%+v: %q, want %q in it", c.r, got, c.want)
 		}
 	}

@@ -50,7 +50,7 @@ func TestHandleOutlivesBridge(t *testing.T) {
 	}
 	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
 	got := callHandle(t, onB, "print(x + 1)", h)
-	if got.isError || !strings.Contains(got.text, "42") || !strings.Contains(got.text, "taken over from a bridge that stopped") {
+	if got.isError || !strings.Contains(got.text, "42") || !strings.Contains(got.text, "taken over from the bridge that served it before") {
 		t.Fatalf("alice's handle on B after A stopped:\n%s", got.text)
 	}
 	if again := callHandle(t, onB, "y = 'set on B'\nprint(x)", h); again.isError || !strings.Contains(again.text, "41") || strings.Contains(again.text, "taken over") {

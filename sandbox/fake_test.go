@@ -207,6 +207,8 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 		}
 	case protocol.Put:
 		return rt.send(protocol.Stored{ID: f.ID}) == nil
+	case protocol.Resume: // a bridge takes the channel back (the key is not checked here)
+		return rt.send(protocol.Resumed{V: protocol.Version, Python: "3.12 (fake)", Last: 1}) == nil
 	}
 	return true
 }
