@@ -123,6 +123,10 @@ type Resumed struct {
 	// Done is how the cell ended, when it did (whether or not the bridge
 	// that ran it heard it).
 	Done *protocol.Done
+	// Yours is the largest cell id the runtime read from the channel it
+	// resumed on: a bridge taking its own channel back learns whether its
+	// last cell came before the switch.
+	Yours int64
 	// Lost is how many requests the previous bridge never answered; the
 	// cell's code got an error for each saying whether it ran is unknown.
 	Lost int
@@ -273,7 +277,7 @@ func awaitResumed(fr *frameReader, logs *engine.LogWriter) resumeAnswer {
 }
 
 func resumedOf(r protocol.Resumed) *Resumed {
-	out := &Resumed{Lost: r.Lost}
+	out := &Resumed{Lost: r.Lost, Yours: r.Yours}
 	if cell := r.Cell; cell != nil {
 		out.Cell, out.Running, out.Stdout, out.Stderr, out.Dropped, out.Done = cell.ID, cell.Running, cell.Stdout, cell.Stderr, cell.Dropped, cell.Done
 	}

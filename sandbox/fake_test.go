@@ -129,6 +129,7 @@ type fakeRuntime struct {
 	w      *io.PipeWriter
 	silent bool
 	stops  int64 // the cell that waits for its interrupt, or 0
+	moved  bool  // "moved once" moved its channel already
 }
 
 func (rt *fakeRuntime) serve() {
@@ -190,6 +191,12 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 		case "moves": // another host takes the channel over as the cell runs
 			_ = rt.send(protocol.Moved{})
 			return false
+		case "moved once": // as if another host took the channel just before the exec came
+			if rt.moved {
+				return rt.done(f.ID, "ok") == nil
+			}
+			rt.moved = true
+			return rt.send(protocol.Moved{}) == nil // the exec is dropped unread
 		case "ok, then moves": // ... once the cell ended
 			return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
 		case "floods":

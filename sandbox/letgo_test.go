@@ -64,6 +64,18 @@ func TestMovedFrameLetsGoOrTakesBack(t *testing.T) {
 			_ = eng.containers[0].Remove(t.Context()) // the sandbox the other bridge holds
 		})
 	})
+	t.Run("before the runtime read the cell", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			eng := &fakeEngine{}
+			s := fakeSession(eng, cfg)
+			defer s.Close()
+			res, _, err := runAt(t, t.Context(), s, "moved once", time.Hour)
+			if err != nil || res.Status != StatusOK || res.TakenBack == nil || s.LetGo() {
+				t.Fatalf("%+v, %v; want the cell sent again on the channel taken back, and run", res, err)
+			}
+			wantCounts(t, eng, 1, 0)
+		})
+	})
 	t.Run("between cells", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			eng := &fakeEngine{}

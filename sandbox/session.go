@@ -266,7 +266,9 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	res := s.newCell(ctx, c, req).run()
-	res.TakenBack = back
+	if back != nil {
+		res.TakenBack = back
+	}
 	res.Duration = time.Since(start)
 	return res, nil
 }

@@ -27,6 +27,11 @@ type Resumed struct {
 	// Last is the largest exec id the runtime got: a new host numbers its
 	// cells after it.
 	Last int64 `json:"last"`
+	// Yours is the largest exec id the runtime read from the channel it
+	// resumed on (0: a new one): a host that takes its own channel back
+	// learns whether the runtime got its last cell before another host
+	// took the channel over (sent later, it was dropped unread).
+	Yours int64 `json:"yours"`
 	// Lost is how many requests the previous host never answered; the
 	// runtime failed them (after this frame), saying whether they ran is
 	// unknown.

@@ -132,6 +132,7 @@ class Channel:
         self._dropping = False        # frames go to /dev/null: no host holds the channel
         self._graveyard = []          # readers replaced after a fork: never closed (their lock may be held)
         self._standby = {}            # reader -> out fd of each channel another host took over
+        self._got_from = {}           # reader -> the largest exec id read from it (detachable)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -338,6 +339,9 @@ class Channel:
             except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep
                 self._unreadable(line, exc)
                 continue
+            if self.kept is not None and isinstance(frame, dict) and frame.get("t") == "exec" \
+                    and isinstance(frame.get("id"), int):
+                self._got_from[source] = max(self._got_from.get(source, 0), frame["id"])
             try:
                 self.dispatch(frame)
             except Exception as exc:  # never let the reader thread die
@@ -506,7 +510,7 @@ class Channel:
             if new_reader:
                 self.start_reader()
             self._forget_checkpoints()
-            self._announce()
+            self._announce(self._got_from.get(reader, 0))
 
     def _standby_line(self, source, line: bytes) -> bool:
         """Reader thread of a channel another host took over: a ``resume``
@@ -526,6 +530,7 @@ class Channel:
     def _close_standby(self, source) -> None:
         """Close a waiting channel (``_swap`` held)."""
         out = self._standby.pop(source, None)
+        self._got_from.pop(source, None)
         if out is not None:
             os.close(out)
         try:
@@ -557,7 +562,7 @@ class Channel:
                     os.close(fd)
                 except (OSError, ValueError):
                     pass
-        self._standby = {}
+        self._standby, self._got_from = {}, {}
 
     def _forget_checkpoints(self) -> None:
         """Drop the rewind's checkpoints (mcp._rewind): each holds the
@@ -571,13 +576,16 @@ class Channel:
             for point in list(keeper.points):
                 keeper._drop(point, "a new bridge took over the session (the checkpoint held the old one's channel)")
 
-    def _announce(self) -> None:
+    def _announce(self, yours: int) -> None:
         """Say where the runtime is, in a ``resumed`` frame, to the host
         that took over: the running cell with its output so far, or the last
         cell with its done frame (kept until the next exec); then fail the
         requests the previous host never answered (it may have acted on
         them: the code learns so). The ``resumed`` frame is the new host's
-        first: frames held for one write are dropped (it counts them)."""
+        first: frames held for one write are dropped (it counts them).
+        ``yours`` is the largest exec id read from the channel taken (0: a
+        new one): a host taking its own channel back learns whether the
+        runtime got its last cell before the other host took over."""
         kept = self.kept
         try:
             self.flush_output()  # text the running cell printed so far counts
@@ -589,7 +597,7 @@ class Channel:
             with self._write_lock:
                 if self._held:  # counted in the resumed frame, written to nobody yet
                     self._held, self._held_size = [], 0
-                self._write_all(encode(kept.resumed(self.exec_id, len(lost))))
+                self._write_all(encode(kept.resumed(self.exec_id, len(lost), yours)))
         finally:
             self.leave_critical(entered)
         for rid in lost:  # after the resumed frame: what the cell does next is the new host's
@@ -891,10 +899,11 @@ class _Kept:
             self.size[stream] += min(room, len(data))
         self.dropped += max(0, len(data) - room)
 
-    def resumed(self, running, lost: int) -> dict:
-        """The ``resumed`` frame: ``running`` is the cell that runs now, or None."""
+    def resumed(self, running, lost: int, yours: int = 0) -> dict:
+        """The ``resumed`` frame: ``running`` is the cell that runs now, or
+        None; ``yours`` the largest exec id read from the channel taken."""
         frame = {"t": "resumed", "v": self.ready.get("v"), "python": self.ready.get("python"),
-                 "last": self.last, "lost": lost, "cell": None}
+                 "last": self.last, "yours": yours, "lost": lost, "cell": None}
         cell = running if running is not None else self.cell
         if cell is None:
             return frame
