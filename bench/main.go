@@ -320,6 +320,7 @@ func (e *env) sections() []section {
 			{name: "serving HTTP", measure: e.measureHTTP},
 			{name: "idle sessions per node", measure: e.measureKubeNode},
 			{name: "the frames' channel: attach and exec", measure: e.measureKubeChannels},
+			{name: "replicas", measure: e.measureReplicas}, // replicas.go
 		}
 	}
 	return []section{
@@ -333,6 +334,7 @@ func (e *env) sections() []section {
 		{name: "search", measure: e.measureSearch, inProcess: true},
 		{name: "first search of a new bridge", measure: e.measureSearchCold}, // searchcold.go
 		{name: "rewind", measure: e.measureRewind},                           // rewind.go
+		{name: "replicas", measure: e.measureReplicas},                       // replicas.go
 	}
 }
 

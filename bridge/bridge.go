@@ -234,6 +234,9 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 		return errorResult("%v", err)
 	}
 	res.Stderr.Text += notes()
+	if res.TakenBack != nil { // from a bridge that took it over since this one's last call
+		defer func() { out = withNote(out, resumedNote(res.TakenBack)) }()
+	}
 	status = res.Status
 	b.opts.Metrics.Run(string(res.Status), res.Duration, !res.StateKept)
 	b.log.Debug("run_python", "status", res.Status, "took", res.Duration)

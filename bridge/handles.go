@@ -17,6 +17,7 @@ import (
 
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,10 +41,6 @@ const handlePrefix = "cbs_"
 
 // handleBytes is the entropy of a handle: 128 bits.
 const handleBytes = 16
-
-// tagPrefix begins a handle's tag: the name a listing and the log give a
-// session, which is no handle and cannot be made into one.
-const tagPrefix = "s-"
 
 // goneKept bounds the handles remembered after they ended, so that a
 // late use of one says why it is gone; older ones read as unknown.
@@ -131,7 +128,7 @@ func handleDigest(handle string) string {
 // is no handle, and no handle can be made from it.
 func HandleTag(handle string) string { return tagOf(handleDigest(handle)) }
 
-func tagOf(digest string) string { return tagPrefix + digest[:16] }
+func tagOf(digest string) string { return sandbox.TagOf(digest) }
 
 // newHandle makes a handle: 128 random bits.
 func newHandle() (string, error) {

@@ -30,16 +30,18 @@ const labelDigestHex = 48
 const localPrincipalLabel = "local"
 
 // handleDerived is a secret of handle for one purpose: the SHA-256 (hex)
-// of the purpose and the handle, so that the label's digest, the resume
-// key and the registry's digest tell nothing of each other.
+// of the purpose and the handle, so that the resume key and the label's
+// digest (the registry's, which tags show in part) tell nothing of each
+// other.
 func handleDerived(purpose, handle string) string {
 	sum := sha256.Sum256([]byte("codebridge session handle\x00" + purpose + "\x00" + handle))
 	return hex.EncodeToString(sum[:])
 }
 
 // labelDigest is the digest of handle that its sandbox's label, and its
-// hold (its Lease), carry.
-func labelDigest(handle string) string { return handleDerived("label", handle)[:labelDigestHex] }
+// hold (its Lease), carry: a prefix of the registry's digest, so that its
+// tag is the one listings give.
+func labelDigest(handle string) string { return handleDigest(handle)[:labelDigestHex] }
 
 // detachableConfig is the sandbox configuration of handle's session, a
 // session of p: detachable, its labels and resume key derived from the
@@ -51,7 +53,7 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 		who = localPrincipalLabel
 	}
 	cfg.Detachable = &sandbox.Detachable{
-		Digest:    labelDigest(handle),
+		Digest:    labelDigest(handle), // its tag's prefix: `codebridge sessions` lists tags
 		Key:       handleDerived("resume", handle),
 		Principal: who,
 		Idle:      b.handles.idle,
@@ -89,6 +91,10 @@ func (b *Bridge) newHandleSessionOf(p principal.Principal) *session {
 // holds (lease.go), the session comes held for the call.
 func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Principal) (*session, error) {
 	s, err := b.handles.open(handle, p)
+	if err == nil && s.sbx.LetGo() { // another bridge took it over as a cell ran: adopt it anew
+		b.letGoOf(s)
+		s, err = nil, errUnknownHandle
+	}
 	if err == nil {
 		if s.lease == nil {
 			return s, nil
@@ -127,10 +133,7 @@ func (b *Bridge) holdLocal(ctx context.Context, handle string, p principal.Princ
 		s.startCall(h)
 		return s, nil
 	}
-	if b.handles.release(s) {
-		s.detach()
-		b.opts.Metrics.Sandboxes(-1)
-	}
+	b.letGoOf(s)
 	b.log.Info("another replica held this session since this one's last call: taking its sandbox over again", "session", HandleTag(handle))
 	l := newHandleLease(s.lease.hr, handle)
 	return b.adoptHeld(ctx, handle, p, l, h)
@@ -189,7 +192,7 @@ func adoptError(handle string, err error, b *Bridge) error {
 // that the session survived its bridge, and where its last cell was.
 func resumedNote(r *sandbox.Resumed) string {
 	var b strings.Builder
-	b.WriteString("[this session was taken over from a bridge that stopped: its variables and files are kept")
+	b.WriteString("[this session was taken over from the bridge that served it before (it stopped, or a call went there): its variables and files are kept")
 	switch {
 	case r == nil || r.Cell == 0:
 	case r.Running:
@@ -230,12 +233,24 @@ func (s *session) detach() {
 // handle's next call on this bridge adopts the sandbox again; nothing is
 // removed by the bridge that lost it.
 func (b *Bridge) releaseIfLetGo(s *session) {
-	if !s.sbx.LetGo() || !b.handles.release(s) {
-		return
+	if s.sbx.LetGo() {
+		b.letGoOf(s)
+	}
+}
+
+// letGoOf forgets s's handle here and detaches its sandbox, which another
+// bridge holds now; it is never removed by this one.
+// It reports whether this bridge still had the handle (it did not end
+// meanwhile).
+func (b *Bridge) letGoOf(s *session) bool {
+	_ = s.sbx.Detach()
+	if !b.handles.release(s) {
+		return false
 	}
 	s.closeUpstreams()
 	b.opts.Metrics.Sandboxes(-1)
-	b.log.Info("let go of a session's sandbox whose runtime stopped answering (another bridge may hold it); the next call with its handle takes it back", "principal", s.principal.String())
+	b.log.Info("let go of a session's sandbox that another bridge took over (or whose runtime stopped answering); the next call with its handle takes it back", "principal", s.principal.String())
+	return true
 }
 
 // closeUpstreams stops s's own upstream clients.

@@ -13,8 +13,9 @@ import (
 
 // TestHandleSandboxLabelsNeverCarryTheHandle: what a handle's sandbox
 // carries in labels (readable by whoever lists the engine's containers)
-// is a digest apart from the resume key and from the registry's digest,
-// and neither is the handle; the principal label names the principal (the
+// is a digest apart from the resume key, and neither is the handle; the
+// digest is the registry's, cut, so the sandbox's tag is the session's
+// (`codebridge sessions` lists sandboxes by tag); the principal label names the principal (the
 // local user too); the runtime's idle deadline is the handle's.
 func TestHandleSandboxLabelsNeverCarryTheHandle(t *testing.T) {
 	b := &Bridge{handles: newHandles(7*time.Minute, nil)}
@@ -29,8 +30,11 @@ func TestHandleSandboxLabelsNeverCarryTheHandle(t *testing.T) {
 			t.Fatalf("%q carries the handle", v)
 		}
 	}
-	if strings.Contains(d.Key, d.Digest) || strings.Contains(handleDigest(handle), d.Digest) || len(d.Digest) > 63 {
-		t.Fatalf("the label digest %q is part of the resume key or the registry's digest, or too long", d.Digest)
+	if strings.Contains(d.Key, d.Digest) || strings.Contains(d.Digest, d.Key) || len(d.Digest) > 63 {
+		t.Fatalf("the label digest %q is part of the resume key, or too long", d.Digest)
+	}
+	if sandbox.TagOf(d.Digest) != HandleTag(handle) {
+		t.Fatalf("the sandbox's tag %q is not the session's %q", sandbox.TagOf(d.Digest), HandleTag(handle))
 	}
 	if d.Principal != principal.Token("alice").Key() || d.Idle != 7*time.Minute {
 		t.Fatalf("principal %q, idle %v", d.Principal, d.Idle)
@@ -61,7 +65,7 @@ func TestResumedNoteSaysWhereTheCellWas(t *testing.T) {
 		{&sandbox.Resumed{Cell: 4, Running: true}, "last cell (4) is still running"},
 		{&sandbox.Resumed{Cell: 5, Done: &protocol.Done{ID: 5, Status: "error"}, Lost: 2}, "2 of its calls to tools got no answer"},
 	} {
-		if got := resumedNote(c.r); !strings.Contains(got, "taken over from a bridge that stopped") || !strings.Contains(got, c.want) {
+		if got := resumedNote(c.r); !strings.Contains(got, "taken over from the bridge that served it before") || !strings.Contains(got, c.want) {
 			t.Errorf("%+v: %q, want %q in it", c.r, got, c.want)
 		}
 	}

@@ -171,10 +171,8 @@ func (b *Bridge) endCall(s *session, res *mcp.CallToolResult) *mcp.CallToolResul
 	case !owned:
 		return res
 	case lost:
-		if b.handles.release(s) { // not when the handle ended meanwhile
-			s.closeUpstreams()
-			b.opts.Metrics.Sandboxes(-1)
-			b.log.Warn("lost a session's hold while its call ran: another replica has it now; this replica let go of it", "principal", s.principal.String())
+		if b.letGoOf(s) { // not when the handle ended meanwhile
+			b.log.Warn("lost a session's hold while its call ran: another replica has it now", "principal", s.principal.String())
 			res = errorResult(errHoldLost)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"regexp"
 	"strings"
@@ -122,6 +123,10 @@ type Resumed struct {
 	// Done is how the cell ended, when it did (whether or not the bridge
 	// that ran it heard it).
 	Done *protocol.Done
+	// Yours is the largest cell id the runtime read from the channel it
+	// resumed on: a bridge taking its own channel back learns whether its
+	// last cell came before the switch.
+	Yours int64
 	// Lost is how many requests the previous bridge never answered; the
 	// cell's code got an error for each saying whether it ran is unknown.
 	Lost int
@@ -181,7 +186,7 @@ func (s *Session) adopt(ctx context.Context) (c *live, r *Resumed, last int64, e
 		return nil, nil, 0, err
 	}
 	c = s.newLive(ctr, "the sandbox was adopted from another bridge: its frames travel through a relay in it")
-	if r, last, err = c.resume(ctx, s.cfg.Detachable.Key); err != nil {
+	if r, last, err = c.resume(ctx, newFrameReader(c.ctr.Stdout()), s.cfg.Detachable.Key); err != nil {
 		c.detach()
 		return nil, nil, 0, fmt.Errorf("sandbox: resuming the channel of sandbox %s: %w; the sandbox is left running for its idle deadline", engine.Short(id), err)
 	}
@@ -237,7 +242,7 @@ func (s *Session) newLive(ctr Container, why string) *live {
 // resume sends the resume frame with key through the relay and reads its
 // stream up to the runtime's resumed answer, logging the log frames before
 // it; then it starts the reader.
-func (c *live) resume(ctx context.Context, key string) (*Resumed, int64, error) {
+func (c *live) resume(ctx context.Context, fr *frameReader, key string) (*Resumed, int64, error) {
 	frame, err := protocol.Encode(protocol.Resume{Key: key})
 	if err != nil {
 		return nil, 0, err
@@ -245,7 +250,6 @@ func (c *live) resume(ctx context.Context, key string) (*Resumed, int64, error) 
 	if err := c.out.write(ctx, frame); err != nil {
 		return nil, 0, fmt.Errorf("writing the resume frame: %w", err)
 	}
-	fr := newFrameReader(c.ctr.Stdout())
 	got := make(chan resumeAnswer, 1)
 	go func() { got <- awaitResumed(fr, c.logs) }()
 	select {
@@ -291,7 +295,7 @@ func awaitResumed(fr *frameReader, logs *engine.LogWriter) resumeAnswer {
 }
 
 func resumedOf(r protocol.Resumed) *Resumed {
-	out := &Resumed{Lost: r.Lost}
+	out := &Resumed{Lost: r.Lost, Yours: r.Yours}
 	if cell := r.Cell; cell != nil {
 		out.Cell, out.Running, out.Stdout, out.Stderr, out.Dropped, out.Done = cell.ID, cell.Running, cell.Stdout, cell.Stderr, cell.Dropped, cell.Done
 	}
@@ -322,6 +326,65 @@ func (cl *cell) letGo(why string) *Result {
 	cl.res.Status, cl.res.StateKept = cl.stopping, false
 	cl.res.Notice = why + "; this bridge let go of the session's sandbox without removing it (another bridge may have taken the session over, or its code does not stop): the next call with its handle takes it back"
 	return cl.finish()
+}
+
+// ErrMoved is Run's answer when another bridge took the session's
+// sandbox over (the runtime said so on this bridge's channel) before the
+// cell was sent and this bridge could not take it back: the code did not
+// run, and this bridge let go of the sandbox ([Session.LetGo]) without
+// removing it.
+var ErrMoved = errors.New("sandbox: another bridge took this session over before the code was sent, so it did not run: call again with the session's handle, which takes it back")
+
+// moved reports whether c's runtime said that another host took its
+// channel over (a moved frame): its frames end there.
+func (c *live) moved() bool {
+	select {
+	case <-c.dead:
+		return errors.Is(c.readErr, errMoved)
+	default:
+		return false
+	}
+}
+
+// letGoMoved lets go of the sandbox of a session whose channel moved
+// to another bridge and could not be taken back (why): it is detached,
+// never removed.
+func (s *Session) letGoMoved(why error) error {
+	s.letGo.Store(true)
+	_ = s.Detach()
+	s.log.Info("could not take the session back from another bridge on this bridge's channel", "err", why)
+	return ErrMoved
+}
+
+// takeBack resumes, on this bridge's own stream, the channel of c, which
+// another bridge took over: the runtime kept the stream waiting, so no
+// new relay is needed (an exec costs 60-90 ms; this costs a round trip).
+// The session holds the turn; the new live replaces c.
+func (s *Session) takeBack(ctx context.Context, c *live) (*live, *Resumed, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	defer cancel()
+	n := c.again(s.log)
+	r, last, err := n.resume(ctx, c.fr, s.cfg.Detachable.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.cur, s.nextID = n, max(s.nextID, last)
+	s.mu.Unlock()
+	s.log.Debug("sandbox taken back from another bridge", "container", engine.Short(c.ctr.ID()), "cell", r.Cell, "running", r.Running)
+	return n, r, nil
+}
+
+// again is a live on c's container and streams after its reader stopped
+// at a moved frame: the same outbox and container, a reader to start
+// anew. It belongs to the same family of forks.
+func (c *live) again(log *slog.Logger) *live {
+	fam := c.familyOf()
+	n := &live{ctr: c.ctr, out: c.out, frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
+		python: c.python, channel: c.channel, why: c.why, fam: fam,
+		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, log.With("container", engine.Short(c.ctr.ID())))}
+	n.famOnce.Do(func() {})
+	return n
 }
 
 // LetGo reports whether this bridge let go of the session's sandbox after

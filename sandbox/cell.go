@@ -33,16 +33,22 @@ type cell struct {
 	grace    <-chan time.Time
 	rewind   int  // the n of the rewind(n) the cell asked for (rewind.go)
 	fork     bool // the cell called fork() (fork.go)
+	heard    bool // a frame came while the cell ran
+	retook   bool // the cell took its channel back from another bridge once
+}
+
+// newID is the id of the session's next cell.
+func (s *Session) newID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	return s.nextID
 }
 
 func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
-	s.mu.Lock()
-	s.nextID++
-	id := s.nextID
-	s.mu.Unlock()
 	cellCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &cell{
-		s: s, c: c, id: id, req: req, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
+		s: s, c: c, id: s.newID(), req: req, ctx: cellCtx, cancel: cancel, done: ctx.Done(),
 		res:    &Result{StateKept: true},
 		stdout: newClipBuffer(s.cfg.OutputLimit), stderr: newClipBuffer(s.cfg.OutputLimit),
 		slots: make(chan struct{}, MaxInFlight),
@@ -53,21 +59,20 @@ func (s *Session) newCell(ctx context.Context, c *live, req Request) *cell {
 // send: a runtime that does not read cannot make a cell wait forever.
 func (cl *cell) run() *Result {
 	defer cl.cancel()
-	defer cl.c.out.cell.CompareAndSwap(cl.id, 0)
+	defer func() { cl.c.out.cell.CompareAndSwap(cl.id, 0) }()
 	timer := time.NewTimer(cl.req.Timeout)
 	defer timer.Stop()
-	cl.c.out.cell.Store(cl.id)
-	exec := protocol.Exec{ID: cl.id, Code: cl.req.Code, Limit: cl.s.cfg.OutputLimit, Stale: cl.s.host.Stale()}
-	if cl.req.TOON {
-		exec.Render = "toon"
-	}
-	cl.c.out.send(exec, 0, false, nil)
+	cl.send()
 	for {
 		select {
 		case f, ok := <-cl.c.frames:
 			if !ok {
-				return cl.containerEnded()
+				if res := cl.channelEnded(); res != nil {
+					return res
+				}
+				continue
 			}
+			cl.heard = true
 			if cl.frame(f) {
 				return cl.end()
 			}
@@ -84,6 +89,16 @@ func (cl *cell) run() *Result {
 			return cl.lost(cl.stopping, why)
 		}
 	}
+}
+
+// send sends the cell's exec frame.
+func (cl *cell) send() {
+	cl.c.out.cell.Store(cl.id)
+	exec := protocol.Exec{ID: cl.id, Code: cl.req.Code, Limit: cl.s.cfg.OutputLimit, Stale: cl.s.host.Stale()}
+	if cl.req.TOON {
+		exec.Render = "toon"
+	}
+	cl.c.out.send(exec, 0, false, nil)
 }
 
 // frame handles one frame from the runtime; true when the cell is done.
@@ -236,6 +251,44 @@ func (cl *cell) containerEnded() *Result {
 		return cl.lost(cl.stopping, "the code was stopped and the sandbox ended: "+cl.c.ended(cl.ctx))
 	}
 	return cl.lost(StatusCrashed, "the sandbox died while the code ran: "+cl.c.ended(cl.ctx))
+}
+
+// channelEnded is the end of the cell's frames: the container ended, or
+// another bridge took the channel over (a moved frame; adopt.go). A cell
+// that heard nothing yet takes the channel back, once, and goes on (nil):
+// it sends its exec again when the runtime never read it (it came after
+// the switch, and was dropped unread), or takes up where it is. A cell
+// that heard frames, or lost its channel twice, lets go of the sandbox.
+func (cl *cell) channelEnded() *Result {
+	if !cl.c.moved() || cl.s.cfg.Detachable == nil {
+		return cl.containerEnded()
+	}
+	const away = "another bridge took this session over as this call ran, so its answer goes there: the next call with the handle says how the session's last cell ended"
+	if cl.heard || cl.retook {
+		return cl.letGo(away)
+	}
+	cl.retook = true
+	n, r, err := cl.s.takeBack(cl.ctx, cl.c)
+	if err != nil {
+		return cl.letGo(away + " (taking it back failed: " + err.Error() + ")")
+	}
+	cl.c, cl.res.TakenBack = n, r
+	switch {
+	case r.Yours < cl.id: // never read: send it again, after the cells the other bridge ran
+		cl.id = cl.s.newID()
+		cl.send()
+	case r.Cell == cl.id: // it ran, or runs, sending to the other bridge: what it sent so far
+		for stream, data := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr} {
+			if data != "" {
+				cl.output(protocol.Out{ID: cl.id, Stream: stream, Data: data})
+			}
+		}
+		if r.Done != nil {
+			cl.doneFrame(*r.Done)
+			return cl.end()
+		}
+	}
+	return nil
 }
 
 // lost replaces the container, which frees every writer stuck on it; the

@@ -129,6 +129,7 @@ type fakeRuntime struct {
 	w      *io.PipeWriter
 	silent bool
 	stops  int64 // the cell that waits for its interrupt, or 0
+	moved  bool  // "moved once" moved its channel already
 }
 
 func (rt *fakeRuntime) serve() {
@@ -187,6 +188,17 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 			rt.stops = f.ID
 		case "dies":
 			return false
+		case "moves": // another host takes the channel over as the cell runs
+			_ = rt.send(protocol.Moved{})
+			return false
+		case "moved once": // as if another host took the channel just before the exec came
+			if rt.moved {
+				return rt.done(f.ID, "ok") == nil
+			}
+			rt.moved = true
+			return rt.send(protocol.Moved{}) == nil // the exec is dropped unread
+		case "ok, then moves": // ... once the cell ended
+			return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
 		case "floods":
 			for range 1000 {
 				if _, err := rt.w.Write([]byte(`{"t":"bogus"}` + "\n")); err != nil {
@@ -202,6 +214,8 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 		}
 	case protocol.Put:
 		return rt.send(protocol.Stored{ID: f.ID}) == nil
+	case protocol.Resume: // a bridge takes the channel back (the key is not checked here)
+		return rt.send(protocol.Resumed{V: protocol.Version, Python: "3.12 (fake)", Last: 1}) == nil
 	}
 	return true
 }

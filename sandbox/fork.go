@@ -231,7 +231,7 @@ func (s *Session) reach(ctx context.Context, fam *family, id, key string) (*live
 // resumeThrough resumes the channel with key through the relay ctr.
 func (s *Session) resumeThrough(ctx context.Context, ctr Container, key string) (*live, error) {
 	c := s.newLive(ctr, "a fork: its frames travel through a relay in its parent's container")
-	if _, _, err := c.resume(ctx, key); err != nil {
+	if _, _, err := c.resume(ctx, newFrameReader(c.ctr.Stdout()), key); err != nil {
 		c.detach()
 		return nil, err
 	}

@@ -111,6 +111,10 @@ func clip(b []byte, n int) []byte {
 // errChannelClosed reports that the runtime's frame stream ended.
 var errChannelClosed = errors.New("sandbox: the runtime's frame channel closed")
 
+// errMoved reports that a detachable runtime said, with a moved frame,
+// that another host took its channel over: nothing more comes on this one.
+var errMoved = errors.New("sandbox: another bridge took the runtime's channel over")
+
 // errDropped is what a write learns when its frame was not written: its
 // cell ended first, or the container is going away.
 var errDropped = errors.New("sandbox: the frame was dropped (its cell ended, or the container is being replaced)")

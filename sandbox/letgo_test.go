@@ -36,3 +36,60 @@ func TestGraceOverLetsGoOfADetachableSandbox(t *testing.T) {
 		_ = eng.containers[0].Remove(t.Context()) // the sandbox the other bridge would hold
 	})
 }
+
+// TestMovedFrameLetsGoOrTakesBack: a detachable runtime whose channel
+// another bridge took over says so (a moved frame). A cell that runs
+// then ends at once with the let-go notice, not at its time limit, and
+// the sandbox is detached, never removed. Between cells, the next Run
+// takes the channel back on the same stream (a resume frame, no new
+// relay) and runs its cell there, saying where the runtime was.
+func TestMovedFrameLetsGoOrTakesBack(t *testing.T) {
+	cfg := Config{Grace: 2 * time.Second, Detachable: &Detachable{Digest: "d1", Key: strings.Repeat("k", 32), Principal: "p"}}
+	t.Run("as a cell runs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			eng := &fakeEngine{}
+			s := fakeSession(eng, cfg)
+			defer s.Close()
+			res, _, err := runAt(t, t.Context(), s, "moves", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StateKept || !strings.Contains(res.Notice, "another bridge took this session over as this call ran") || !strings.Contains(res.Notice, "without removing it") {
+				t.Fatalf("result %+v", res)
+			}
+			if !s.LetGo() || s.state() != stateClosed {
+				t.Fatalf("LetGo %v, state %s; want true, closed", s.LetGo(), s.state())
+			}
+			wantCounts(t, eng, 1, 0)
+			_ = eng.containers[0].Remove(t.Context()) // the sandbox the other bridge holds
+		})
+	})
+	t.Run("before the runtime read the cell", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			eng := &fakeEngine{}
+			s := fakeSession(eng, cfg)
+			defer s.Close()
+			res, _, err := runAt(t, t.Context(), s, "moved once", time.Hour)
+			if err != nil || res.Status != StatusOK || res.TakenBack == nil || s.LetGo() {
+				t.Fatalf("%+v, %v; want the cell sent again on the channel taken back, and run", res, err)
+			}
+			wantCounts(t, eng, 1, 0)
+		})
+	})
+	t.Run("between cells", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			eng := &fakeEngine{}
+			s := fakeSession(eng, cfg)
+			defer s.Close()
+			if _, _, err := runAt(t, t.Context(), s, "ok, then moves", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the moved frame is read
+			res, _, err := runAt(t, t.Context(), s, "ok", time.Hour)
+			if err != nil || res.Status != StatusOK || res.TakenBack == nil || s.LetGo() {
+				t.Fatalf("the cell after the move: %+v, %v; want it run, taken back", res, err)
+			}
+			wantCounts(t, eng, 1, 0)
+		})
+	})
+}

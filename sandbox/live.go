@@ -32,6 +32,7 @@ type live struct {
 	quit    chan struct{} // closed when discard removes the container
 	dead    chan struct{} // closed when the runtime's frames end
 	readErr error         // valid once frames is closed
+	fr      *frameReader  // what read reads; after a moved frame, the stream to take back
 	python  string
 	gone    sync.Once // discard runs once
 
@@ -186,6 +187,7 @@ func (c *live) greet(ctx context.Context, l *directListener, inside string, log 
 // read forwards the runtime's frames from fr to c.frames until the stream
 // ends; then it logs how much of the runtime's log frames it dropped.
 func (c *live) read(fr *frameReader) {
+	c.fr = fr
 	defer close(c.dead)
 	defer close(c.frames)
 	defer c.logs.Close()
@@ -205,6 +207,9 @@ func (c *live) read(fr *frameReader) {
 		case protocol.Got:
 			c.gets.answer(f.ID, f)
 			continue
+		case protocol.Moved: // the runtime's last frame here (adopt.go)
+			c.readErr = errMoved
+			return
 		}
 		select {
 		case c.frames <- f:

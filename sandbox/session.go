@@ -182,6 +182,10 @@ type Result struct {
 	// Forked is the fork the cell's fork() made, or why none was
 	// (sandbox/fork.go); nil when it asked none.
 	Forked *protocol.Forked
+	// TakenBack is where the runtime was when this cell's Run took the
+	// session back from another bridge that had taken it over (nil: it
+	// did not need to).
+	TakenBack *Resumed
 	// Notice explains a restart or a crash, for the agent.
 	Notice   string
 	Duration time.Duration
@@ -255,7 +259,16 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var back *Resumed
+	if c.moved() && s.cfg.Detachable != nil {
+		if c, back, err = s.takeBack(ctx, c); err != nil {
+			return nil, s.letGoMoved(err)
+		}
+	}
 	res := s.newCell(ctx, c, req).run()
+	if back != nil {
+		res.TakenBack = back
+	}
 	res.Duration = time.Since(start)
 	return res, nil
 }

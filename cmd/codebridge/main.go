@@ -162,6 +162,7 @@ taking serve's flags. Upstream servers are read from ~/MCPs/*.json.`,
 		c.importCommand(),
 		c.skillsCommand(),
 		c.workspaceCommand(),
+		c.sessionsCommand(),
 		c.auditCommand(),
 		&cobra.Command{
 			Use:   "version",

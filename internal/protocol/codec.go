@@ -121,7 +121,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TPut: decodeAs[Put], TStored: decodeAs[Stored],
 	TGet: decodeAs[Get], TGot: decodeAs[Got],
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
-	TResume: decodeAs[Resume], TResumed: decodeAs[Resumed],
+	TResume: decodeAs[Resume], TResumed: decodeAs[Resumed], TMoved: decodeAs[Moved],
 	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
 	TForked: decodeAs[Forked], TEnd: decodeAs[End],
 }

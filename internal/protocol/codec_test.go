@@ -39,6 +39,7 @@ func TestDecode(t *testing.T) {
 		{`{"t":"resumed","v":2,"python":"3.11.2","last":4,"lost":1,"cell":{"id":4,"running":true,"stdout":"a","stderr":"","dropped":0,"done":null}}`,
 			Resumed{V: 2, Python: "3.11.2", Last: 4, Lost: 1, Cell: &ResumedCell{ID: 4, Running: true, Stdout: "a"}}},
 		{`{"t":"resumed","v":2,"python":"3.11.2","last":0,"lost":0,"cell":null}`, Resumed{V: 2, Python: "3.11.2"}},
+		{`{"t":"moved"}`, Moved{}},
 	} {
 		got, err := Decode([]byte(tc.line))
 		if err != nil || !reflect.DeepEqual(got, tc.want) {

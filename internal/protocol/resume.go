@@ -8,6 +8,7 @@ package protocol
 const (
 	TResume  = "resume"  // host -> runtime: a new host took over the channel
 	TResumed = "resumed" // runtime -> host: where the runtime was
+	TMoved   = "moved"   // runtime -> old host: another host took the channel over
 )
 
 // Resume is a new host's first line to a detachable runtime, through the
@@ -26,6 +27,11 @@ type Resumed struct {
 	// Last is the largest exec id the runtime got: a new host numbers its
 	// cells after it.
 	Last int64 `json:"last"`
+	// Yours is the largest exec id the runtime read from the channel it
+	// resumed on (0: a new one): a host that takes its own channel back
+	// learns whether the runtime got its last cell before another host
+	// took the channel over (sent later, it was dropped unread).
+	Yours int64 `json:"yours"`
 	// Lost is how many requests the previous host never answered; the
 	// runtime failed them (after this frame), saying whether they ran is
 	// unknown.
@@ -52,5 +58,10 @@ type ResumedCell struct {
 	Done *Done `json:"done"`
 }
 
+// Moved is a detachable runtime's last frame on a channel that another
+// host resumed: the host that reads it no longer holds the sandbox.
+type Moved struct{}
+
 func (Resume) Type() string  { return TResume }
+func (Moved) Type() string   { return TMoved }
 func (Resumed) Type() string { return TResumed }

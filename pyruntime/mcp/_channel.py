@@ -131,6 +131,8 @@ class Channel:
         self._listener = None         # the resume socket, when detachable
         self._dropping = False        # frames go to /dev/null: no host holds the channel
         self._graveyard = []          # readers replaced after a fork: never closed (their lock may be held)
+        self._standby = {}            # reader -> out fd of each channel another host took over
+        self._got_from = {}           # reader -> the largest exec id read from it (detachable)
 
     def install(self) -> Channel:
         """Make this the process's channel and take over SIGINT."""
@@ -321,8 +323,10 @@ class Channel:
                 line = source.readline()
             except (OSError, ValueError):  # ValueError: closed by a host that took over
                 line = b""
-            if source is not self._in:
-                return  # a host took over the channel: this stream is no longer the host's
+            if source is not self._in:  # a host took over the channel: this stream waits
+                if self._standby_line(source, line):
+                    continue
+                return
             if not line:
                 if self.kept is None:
                     self.shutdown()
@@ -335,6 +339,9 @@ class Channel:
             except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep
                 self._unreadable(line, exc)
                 continue
+            if self.kept is not None and isinstance(frame, dict) and frame.get("t") == "exec" \
+                    and isinstance(frame.get("id"), int):
+                self._got_from[source] = max(self._got_from.get(source, 0), frame["id"])
             try:
                 self.dispatch(frame)
             except Exception as exc:  # never let the reader thread die
@@ -467,33 +474,95 @@ class Channel:
         """A relay connected: its first line must be ``{"t":"resume","key":K}``
         with the key of this sandbox; then its connection is the channel in
         both directions, and the runtime says where it was."""
-        import hashlib
-        import hmac
         try:
             conn.settimeout(10)
             reader = conn.makefile("rb", buffering=1 << 16)
-            first = json.loads(reader.readline(4096) or b"null")
-            key = first.get("key") if isinstance(first, dict) and first.get("t") == "resume" else None
-            if not isinstance(key, str) or not hmac.compare_digest(
-                    hashlib.sha256(key.encode()).hexdigest(), self.kept.key_hash):
-                conn.close()
-                return
+            proved = self._proves_key(reader.readline(4096))
             conn.settimeout(None)
-        except (OSError, ValueError, RecursionError):
+        except OSError:
+            proved = False
+        if not proved:
             conn.close()
             return
+        out = os.dup(conn.fileno())
+        conn.close()  # the socket closes with the reader's file (makefile keeps it open)
+        self._switch(reader, out, new_reader=True)
+
+    def _switch(self, reader, out: int, new_reader: bool) -> None:
+        """Make ``reader`` and ``out`` the channel (a relay's connection),
+        and say where the runtime is. The channel it replaces is told so
+        (a ``moved`` frame) and waits, read by its own reader thread, for
+        its host to take it back (:meth:`_standby_line`); one whose host is
+        gone is closed."""
         with self._swap:
             self.kept.heard = time.monotonic()
+            old_in = self._in
             self._in = reader
             with self._write_lock:
-                old = self._out_fd
-                self._out_fd, self._dropping = os.dup(conn.fileno()), False
-                if old >= 0:
+                old, gone = self._out_fd, self._dropping
+                self._out_fd, self._dropping = out, False
+                self._standby.pop(reader, None)
+                if old >= 0 and not gone:
+                    _tell_moved(old)
+                    self._standby[old_in] = old
+                elif old >= 0:
                     os.close(old)
-            conn.close()  # the socket closes with the reader's file (makefile keeps it open)
-            self.start_reader()
+            if new_reader:
+                self.start_reader()
             self._forget_checkpoints()
-            self._announce()
+            self._announce(self._got_from.get(reader, 0))
+
+    def _standby_line(self, source, line: bytes) -> bool:
+        """Reader thread of a channel another host took over: a ``resume``
+        line with the key takes the channel back to it, at once, with no
+        new relay; any other line is dropped unread (a cell its host sent
+        before it learnt of the move never runs). False once its stream
+        ended, which closes it."""
+        with self._swap:
+            out = self._standby.get(source)
+            if not line or out is None:
+                self._close_standby(source)
+                return False
+        if self._proves_key(line):
+            self._switch(source, out, new_reader=False)
+        return True
+
+    def _close_standby(self, source) -> None:
+        """Close a waiting channel (``_swap`` held)."""
+        out = self._standby.pop(source, None)
+        self._got_from.pop(source, None)
+        if out is not None:
+            os.close(out)
+        try:
+            source.close()
+        except OSError:
+            pass
+
+    def _proves_key(self, line: bytes) -> bool:
+        """Whether ``line`` is a ``resume`` frame with this sandbox's key
+        (compared by hash, in constant time)."""
+        import hashlib
+        import hmac
+        try:
+            first = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        key = first.get("key") if isinstance(first, dict) and first.get("t") == "resume" else None
+        return isinstance(key, str) and hmac.compare_digest(
+            hashlib.sha256(key.encode()).hexdigest(), self.kept.key_hash)
+
+    def _drop_standby(self) -> None:
+        """In a forked copy (a checkpoint woken, a fork, a subprocess): the
+        waiting channels are the runtime's it was copied from; close their
+        descriptors, never their readers (a lock may be held)."""
+        for source, out in list(self._standby.items()):
+            self._graveyard.append(source)
+            for fd in (out, source.fileno()):
+                try:
+                    os.close(fd)
+                except (OSError, ValueError):
+                    pass
+        self._standby, self._got_from = {}, {}
 
     def _forget_checkpoints(self) -> None:
         """Drop the rewind's checkpoints (mcp._rewind): each holds the
@@ -507,13 +576,16 @@ class Channel:
             for point in list(keeper.points):
                 keeper._drop(point, "a new bridge took over the session (the checkpoint held the old one's channel)")
 
-    def _announce(self) -> None:
+    def _announce(self, yours: int) -> None:
         """Say where the runtime is, in a ``resumed`` frame, to the host
         that took over: the running cell with its output so far, or the last
         cell with its done frame (kept until the next exec); then fail the
         requests the previous host never answered (it may have acted on
         them: the code learns so). The ``resumed`` frame is the new host's
-        first: frames held for one write are dropped (it counts them)."""
+        first: frames held for one write are dropped (it counts them).
+        ``yours`` is the largest exec id read from the channel taken (0: a
+        new one): a host taking its own channel back learns whether the
+        runtime got its last cell before the other host took over."""
         kept = self.kept
         try:
             self.flush_output()  # text the running cell printed so far counts
@@ -525,7 +597,7 @@ class Channel:
             with self._write_lock:
                 if self._held:  # counted in the resumed frame, written to nobody yet
                     self._held, self._held_size = [], 0
-                self._write_all(encode(kept.resumed(self.exec_id, len(lost))))
+                self._write_all(encode(kept.resumed(self.exec_id, len(lost), yours)))
         finally:
             self.leave_critical(entered)
         for rid in lost:  # after the resumed frame: what the cell does next is the new host's
@@ -712,6 +784,7 @@ class Channel:
         """In a checkpoint that a rewind woke: become the runtime's channel
         again. The reader starts afresh with the bytes the last runtime had
         read ahead; what was queued or pending at the fork is gone."""
+        self._drop_standby()
         self._graveyard.append(self._in)  # its lock belongs to a reader thread that is not here
         fd = self._in.fileno()
         raw = _Prefixed(leftover, fd) if leftover else open(fd, "rb", buffering=0, closefd=False)
@@ -742,6 +815,7 @@ class Channel:
             return
         global _channel
         _channel = None
+        self._drop_standby()
         for fd in (self._out_fd, self._in.fileno(), self._held_fd):
             try:
                 os.close(fd)
@@ -749,6 +823,31 @@ class Channel:
                 pass
         self._out_fd = -1
         self.exec_id = None
+
+
+_MOVED = b'{"t":"moved"}\n'
+
+
+def _tell_moved(fd: int) -> None:
+    """Tell the host of the channel ``fd`` that another host took it over,
+    with a ``moved`` frame (PROTOCOL.md, "Resuming the channel"), so that
+    it stops sending cells no one will read instead of waiting out their
+    time limit. Best effort, and never blocking: a host that is gone or
+    does not read simply misses it (the write lock is held)."""
+    try:
+        was = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+    except OSError:
+        return
+    try:
+        os.write(fd, _MOVED)
+    except OSError:
+        pass
+    finally:
+        try:
+            os.set_blocking(fd, was)
+        except OSError:
+            pass
 
 
 class _Kept:
@@ -800,10 +899,11 @@ class _Kept:
             self.size[stream] += min(room, len(data))
         self.dropped += max(0, len(data) - room)
 
-    def resumed(self, running, lost: int) -> dict:
-        """The ``resumed`` frame: ``running`` is the cell that runs now, or None."""
+    def resumed(self, running, lost: int, yours: int = 0) -> dict:
+        """The ``resumed`` frame: ``running`` is the cell that runs now, or
+        None; ``yours`` the largest exec id read from the channel taken."""
         frame = {"t": "resumed", "v": self.ready.get("v"), "python": self.ready.get("python"),
-                 "last": self.last, "lost": lost, "cell": None}
+                 "last": self.last, "yours": yours, "lost": lost, "cell": None}
         cell = running if running is not None else self.cell
         if cell is None:
             return frame

@@ -135,6 +135,33 @@ class ResumeTest(unittest.TestCase):
         second.send({"t": "exec", "id": 2, "code": "y"})
         self.assertEqual(second.until("done")[-1]["value"], "'kept'")
 
+    def test_the_host_that_held_the_channel_is_told_it_moved_and_takes_it_back(self):
+        first = Host()
+        first.until("resumed")
+        second = Host()  # takes over from the first, which still listens
+        self.addCleanup(second.close)
+        second.until("resumed")
+        self.assertEqual(first.until("moved")[-1], {"t": "moved"})
+        first.send({"t": "exec", "id": 5, "code": "ran = True"})        # dropped unread
+        first.send({"t": "resume", "key": "not the key"})              # ignored
+        first.send({"t": "resume", "key": KEY})                        # on the same connection
+        back = first.until("resumed")[-1]
+        self.assertEqual((back["last"], back["yours"]), (0, 0))  # exec 5 was never read
+        self.assertEqual(second.until("moved")[-1], {"t": "moved"})
+        first.send({"t": "exec", "id": 6, "code": "'ran' in dir()"})
+        self.assertEqual(first.until("done")[-1]["value"], "False")
+        second.send({"t": "resume", "key": KEY})  # and back again
+        back = second.until("resumed")[-1]
+        self.assertEqual((back["last"], back["yours"]), (6, 0))
+        first.send({"t": "resume", "key": KEY})   # the first's cell 6 was read from its channel
+        self.assertEqual(first.until("resumed")[-1]["yours"], 6)
+        second.until("moved")
+        second.send({"t": "resume", "key": KEY})
+        second.until("resumed")
+        first.close()  # a waiting channel whose host goes away is closed
+        second.send({"t": "exec", "id": 7, "code": "'kept'"})
+        self.assertEqual(second.until("done")[-1]["value"], "'kept'")
+
 
 class IdleDeadlineTest(unittest.TestCase):
     def test_an_orphan_ends_by_itself(self):
