@@ -121,15 +121,17 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 }
 
 // holdLocal takes the hold of s, this bridge's session of handle, for a
-// call; when another replica held the handle since this one's last call,
-// s's channel is stale: s is let go here (its sandbox is never removed)
-// and the sandbox adopted again.
+// call. When another replica held the handle since this one's last call,
+// s's channel is stale: where the runtime said so on it (a moved frame),
+// the cell takes it back on that channel ([sandbox.Session.Run]); else s
+// is let go here (its sandbox is never removed) and the sandbox adopted
+// again.
 func (b *Bridge) holdLocal(ctx context.Context, handle string, p principal.Principal, s *session) (*session, error) {
 	h, err := waitHold(ctx, s.lease)
 	if err != nil {
 		return nil, err
 	}
-	if !h.Moved() {
+	if !h.Moved() || s.sbx.ChannelMoved() {
 		s.startCall(h)
 		return s, nil
 	}

@@ -387,6 +387,17 @@ func (c *live) again(log *slog.Logger) *live {
 	return n
 }
 
+// ChannelMoved reports whether the runtime said on this bridge's channel
+// that another bridge took it over (a moved frame): the runtime keeps
+// that channel waiting, and the session's next cell takes it back on it,
+// with no new relay ([Session.Run]).
+func (s *Session) ChannelMoved() bool {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	return c != nil && c.moved()
+}
+
 // LetGo reports whether this bridge let go of the session's sandbox after
 // its runtime stopped answering a cell: the session is closed here, and
 // the sandbox is left to whichever bridge adopts it next.
