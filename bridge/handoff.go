@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
 	"github.com/codebridge/codebridge/sandbox"
@@ -131,7 +132,7 @@ func (b *Bridge) holdLocal(ctx context.Context, handle string, p principal.Princ
 	if err != nil {
 		return nil, err
 	}
-	if !h.Moved() || s.sbx.ChannelMoved() {
+	if !h.Moved() || b.movedFrame(ctx, s) {
 		s.startCall(h)
 		return s, nil
 	}
@@ -139,6 +140,21 @@ func (b *Bridge) holdLocal(ctx context.Context, handle string, p principal.Princ
 	b.log.Info("another replica held this session since this one's last call: taking its sandbox over again", "session", HandleTag(handle))
 	l := newHandleLease(s.lease.hr, handle)
 	return b.adoptHeld(ctx, handle, p, l, h)
+}
+
+// movedFrameWait bounds the wait for the moved frame of a channel that
+// another replica took over: the frame was written before that replica's
+// call was answered, so it is on its way; one that never comes (a write
+// the runtime could not make without blocking) costs this wait and an
+// adoption.
+const movedFrameWait = 2 * time.Second
+
+// movedFrame reports whether the runtime said on s's channel that
+// another replica took it over, waiting for the frame a little.
+func (b *Bridge) movedFrame(ctx context.Context, s *session) bool {
+	ctx, cancel := context.WithTimeout(ctx, movedFrameWait)
+	defer cancel()
+	return s.sbx.AwaitMoved(ctx)
 }
 
 // adoptHeld is adoptHandle for a handle whose hold h this call took: the

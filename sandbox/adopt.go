@@ -398,6 +398,26 @@ func (s *Session) ChannelMoved() bool {
 	return c != nil && c.moved()
 }
 
+// AwaitMoved waits until the runtime says on this bridge's channel that
+// another bridge took it over ([Session.ChannelMoved]), or ctx ends, and
+// reports whether it did. A bridge that knows from elsewhere that another
+// took the session since (a Lease) waits for the frame on its way, so as
+// to take the channel back instead of adopting the sandbox anew.
+func (s *Session) AwaitMoved(ctx context.Context) bool {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.dead:
+		return c.moved()
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // LetGo reports whether this bridge let go of the session's sandbox after
 // its runtime stopped answering a cell: the session is closed here, and
 // the sandbox is left to whichever bridge adopts it next.
