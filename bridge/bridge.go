@@ -212,7 +212,7 @@ func (sess *session) run(ctx context.Context, c *call, code string, timeout time
 	b := sess.b
 	sess.cells.Add(1)
 	defer sess.cells.Add(-1)
-	c.sandboxHost, c.sbx, c.notes = sess.host, sess.sbx, sess.notes
+	c.sandboxHost, c.sbx, c.notes, c.handed = sess.host, sess.sbx, sess.notes, sess.takeHanded()
 	ctx, run, finish := sess.host.startRun(ctx, code) // audit, span, and redaction of what the model reads
 	c.cell = run
 	// The audited outcome: the cell's status once it ended; a run whose

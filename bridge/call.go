@@ -28,6 +28,7 @@ type call struct {
 	output       func(stream, text string) // sees the cell's output as it comes (progress); nil: nobody does
 	shared       shares                    // the files the cell shared, for the call's result
 	cell         *gate.Run                 // the gate's record of this call, which its requests name; nil without a gate
+	handed       *protocol.CellCalls       // the ledger of the cell before, when it ran on the bridge whose session this one took over
 	// request is the context of the client's run_python request, when
 	// the call is not a detached run: the go-sdk sends a log message
 	// within the request whose context it is given (on streamable HTTP,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/codebridge/codebridge/sandbox/engine"
 )
@@ -185,7 +186,7 @@ func (b *Bridge) adoptHandle(ctx context.Context, handle string, p principal.Pri
 		s.closeUpstreams()
 		return nil, adoptError(handle, err, b)
 	}
-	s.sbx, s.handoff = sbx, resumedNote(r)
+	s.sbx, s.handoff, s.handed = sbx, resumedNote(r), r.Calls
 	if err := b.handles.add(handle, p, s); err != nil {
 		s.detach()
 		return nil, err
@@ -224,7 +225,21 @@ func resumedNote(r *sandbox.Resumed) string {
 		fmt.Fprintf(&b, "; %d of its calls to tools got no answer (whether they ran is unknown)", r.Lost)
 	}
 	b.WriteString("]\n")
+	if r != nil && r.Calls != nil && r.Calls.Total > 0 {
+		b.WriteString(ledgerList(fmt.Sprintf("tool calls cell %d made, in order, as the sandbox kept them", r.Cell), *r.Calls) + "\n")
+	}
 	return b.String()
+}
+
+// takeHanded returns, and forgets, the ledger of the cell that ran last
+// on the bridge s was adopted from (nil: none): the first cell here
+// reads it as its previous one's.
+func (s *session) takeHanded() *protocol.CellCalls {
+	s.handoffMu.Lock()
+	defer s.handoffMu.Unlock()
+	h := s.handed
+	s.handed = nil
+	return h
 }
 
 // takeHandoff returns, and forgets, the note of s's adoption, or "".

@@ -64,6 +64,12 @@ func TestResumedNoteSaysWhereTheCellWas(t *testing.T) {
 		{&sandbox.Resumed{Cell: 3, Done: &protocol.Done{ID: 3, Status: "ok"}}, "last cell (3) finished (ok)"},
 		{&sandbox.Resumed{Cell: 4, Running: true}, "last cell (4) is still running"},
 		{&sandbox.Resumed{Cell: 5, Done: &protocol.Done{ID: 5, Status: "error"}, Lost: 2}, "2 of its calls to tools got no answer"},
+		// The ledger the sandbox kept is data: names cut and made printable.
+		{&sandbox.Resumed{Cell: 6, Running: true, Lost: 1, Calls: &protocol.CellCalls{Total: 3, Calls: []protocol.LedgerCall{
+			{Seq: 1, Kind: "tool", Server: "fs", Tool: "write_file", State: "ok"},
+			{Seq: 2, Kind: "tool", Server: "fs", Tool: "write_file", State: "ok"},
+			{Seq: 3, Kind: "tool", Server: "mem\x1b[31m", Tool: "rm", State: "cancelled"},
+		}}}, "[tool calls cell 6 made, in order, as the sandbox kept them: 3]\n  1-2 ok: fs.write_file\n  3 cancelled in flight, outcome unknown: mem\\u001b[31m.rm"},
 	} {
 		if got := resumedNote(c.r); !strings.Contains(got, "taken over from the bridge that served it before") || !strings.Contains(got, c.want) {
 			t.Errorf("%+v: %q, want %q in it", c.r, got, c.want)

@@ -10,6 +10,7 @@ import (
 	"github.com/codebridge/codebridge/internal/gate"
 	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/sandbox"
+	"github.com/codebridge/codebridge/sandbox/engine"
 )
 
 // The ledger of a cell's calls (gate.Run.Calls), as the model reads it:
@@ -39,14 +40,21 @@ func ledgerNote(status sandbox.Status, calls gate.Calls) string {
 	if calls.Total == 0 || status == sandbox.StatusOK && !cutOff(calls) {
 		return ""
 	}
+	return ledgerList("tool calls this cell made, in order", cellCalls(calls))
+}
+
+// ledgerList is a ledger as the model reads it, under head: a run of
+// calls alike on one line. The ledger may come from the sandbox (a
+// resumed frame's): every name in it is data, cut and made printable.
+func ledgerList(head string, calls protocol.CellCalls) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[tool calls this cell made, in order: %d", calls.Total)
-	if n := calls.Total - len(calls.Last); n > 0 {
+	fmt.Fprintf(&b, "[%s: %d", head, calls.Total)
+	if n := calls.Total - len(calls.Calls); n > 0 {
 		fmt.Fprintf(&b, "; the first %d not shown: %s", n, earlierCounts(calls.Earlier))
 	}
 	b.WriteString("]")
-	lines := make([]string, len(calls.Last))
-	for i, c := range calls.Last {
+	lines := make([]string, len(calls.Calls))
+	for i, c := range calls.Calls {
 		lines[i] = ledgerLine(c)
 	}
 	for i := 0; i < len(lines); {
@@ -55,9 +63,9 @@ func ledgerNote(status sandbox.Status, calls gate.Calls) string {
 		for j < len(lines) && lines[j] == line {
 			j++
 		}
-		seqs := strconv.Itoa(calls.Last[i].Seq)
+		seqs := strconv.Itoa(calls.Calls[i].Seq)
 		if j-1 > i {
-			seqs += "-" + strconv.Itoa(calls.Last[j-1].Seq)
+			seqs += "-" + strconv.Itoa(calls.Calls[j-1].Seq)
 		}
 		b.WriteString("\n  " + seqs + " " + line)
 		i = j
@@ -69,21 +77,21 @@ func ledgerNote(status sandbox.Status, calls gate.Calls) string {
 // target. A call running when the answer is made was cancelled by the
 // cell's end (which cancels every request of the cell) and has not
 // recorded it yet.
-func ledgerLine(c gate.Call) string {
+func ledgerLine(c protocol.LedgerCall) string {
 	var state string
-	switch c.State {
+	switch gate.CallState(c.State) {
 	case gate.CallOK:
 		state = "ok"
 	case gate.CallToolError:
 		state = "tool error"
 	case gate.CallFailed:
-		state = "failed (" + string(errorKind(c.Err)) + ")"
+		state = "failed (" + gate.Printable(engine.ClipText(c.ErrorKind, 40)) + ")"
 	case gate.CallDenied:
-		state = "not sent (" + string(errorKind(c.Err)) + ")"
+		state = "not sent (" + gate.Printable(engine.ClipText(c.ErrorKind, 40)) + ")"
 	default:
 		state = "cancelled in flight, outcome unknown"
 	}
-	return state + ": " + ledgerTarget(c.Target)
+	return state + ": " + ledgerTarget(protocol.Target{Kind: c.Kind, Server: c.Server, Name: c.Tool})
 }
 
 // ledgerTarget names a call's target: server.tool for a tool, the kind
@@ -115,17 +123,17 @@ func cutOff(calls gate.Calls) bool {
 
 // earlierCounts says the states of the calls left out of the list
 // ("80 ok, 2 failed"), in a fixed order.
-func earlierCounts(n map[gate.CallState]int) string {
+func earlierCounts(n map[string]int) string {
 	var parts []string
 	for _, s := range []struct {
 		state gate.CallState
 		words string
 	}{{gate.CallOK, "ok"}, {gate.CallToolError, "tool error"}, {gate.CallFailed, "failed"}, {gate.CallDenied, "not sent"}} {
-		if n[s.state] > 0 {
-			parts = append(parts, strconv.Itoa(n[s.state])+" "+s.words)
+		if n[string(s.state)] > 0 {
+			parts = append(parts, strconv.Itoa(n[string(s.state)])+" "+s.words)
 		}
 	}
-	if k := n[gate.CallCancelled] + n[gate.CallRunning]; k > 0 {
+	if k := n[string(gate.CallCancelled)] + n[string(gate.CallRunning)]; k > 0 {
 		parts = append(parts, strconv.Itoa(k)+" cancelled in flight")
 	}
 	return strings.Join(parts, ", ")
@@ -135,13 +143,18 @@ func earlierCounts(n map[gate.CallState]int) string {
 // of the asking cell's run and of the run before it, from the gate
 // session of this sandbox session alone.
 func ledgerCalls(_ context.Context, h *call, _ protocol.CallsParams) (json.RawMessage, error) {
-	ans := protocol.CallsAnswer{Current: cellCalls(h.cell.Calls())}
-	if prev, ok := h.cell.Previous(); ok {
+	ans := protocol.CallsAnswer{Current: cellCalls(h.cell.Calls()), Previous: h.handed}
+	if prev, ok := h.cell.Previous(); ok && h.handed == nil {
 		p := cellCalls(prev)
 		ans.Previous = &p
 	}
 	return json.Marshal(ans)
 }
+
+// TookBack learns, before the cell's requests, that its Run took the
+// session back from another bridge: the cell before ran there, and its
+// ledger is the one the sandbox kept ([sandbox.TakeBackSeer]).
+func (c *call) TookBack(r *sandbox.Resumed) { c.handed = r.Calls }
 
 // cellCalls is a cell's ledger as the runtime gets it.
 func cellCalls(c gate.Calls) protocol.CellCalls {

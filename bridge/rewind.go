@@ -109,10 +109,11 @@ func undoneCalls(undone []gate.Calls, unknown int) string {
 			label = plural(back, "cell") + " back"
 		}
 		fmt.Fprintf(&b, "\n  %s, %s", label, plural(calls.Total, "call"))
-		if n := calls.Total - len(calls.Last); n > 0 {
-			fmt.Fprintf(&b, " (the first %d not shown: %s)", n, earlierCounts(calls.Earlier))
+		listed := cellCalls(calls)
+		if n := listed.Total - len(listed.Calls); n > 0 {
+			fmt.Fprintf(&b, " (the first %d not shown: %s)", n, earlierCounts(listed.Earlier))
 		}
-		for _, c := range calls.Last {
+		for _, c := range listed.Calls {
 			fmt.Fprintf(&b, "\n    %d %s", c.Seq, ledgerLine(c))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/protocol"
 	"github.com/codebridge/codebridge/internal/upstream"
 	"github.com/codebridge/codebridge/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +39,11 @@ type session struct {
 	// what its next answer begins with (handoff.go).
 	handoffMu sync.Mutex
 	handoff   string
+	// handed, for a handle's session adopted from another bridge, is the
+	// ledger of the cell that ran there last, as the sandbox kept it:
+	// runtime.calls() gives it as the previous cell's until this bridge
+	// ran one (nil: none).
+	handed *protocol.CellCalls
 	// lease, for a handle's session on an engine with holds, is its part
 	// in them (lease.go); nil for the others.
 	lease *handleLease

@@ -46,7 +46,7 @@ func startReplicas(t *testing.T, n int) (replicas []*httpBridge, proxy *replicaP
 	var rb rbacv1.RoleBinding
 	readYAML(t, "rbac.yaml", &role, &rb)
 	env := []string{"KUBECONFIG=" + accountKubeconfig(t, role.Rules)}
-	h := home(t, nil)
+	h := home(t, map[string]map[string]server{"s.json": {"stub": stub()}})
 	for range n {
 		var r *httpBridge
 		r, aliceTok, bobTok = teamBridge(t, h, env)
@@ -187,10 +187,12 @@ func waitInPod(t *testing.T, pod, path string) {
 // routes each request at random; alice's 2026-07-28 client uses one
 // handle. x += 1 across calls that land on both replicas keeps counting.
 // The replica running a cell (it blocks on a file the test creates) is
-// killed with SIGKILL; the cell is let finish while no replica listens;
-// the next call, on the survivor, waits for the dead replica's Lease to
-// expire, takes the session over, says it survived and that the killed
-// cell finished, and sees what the cell set. From the attacker's side:
+// killed with SIGKILL after a tool call; the cell is let finish while no
+// replica listens; the next call, on the survivor, waits for the dead
+// replica's Lease to expire, takes the session over, says it survived and
+// that the killed cell finished, sees what the cell set, and reads the
+// killed cell's ledger (its tool call), which the sandbox kept: in the
+// answer, and from runtime.calls() as the previous cell's. From the attacker's side:
 // bob with alice's handle and a guessed handle get the same answer, word
 // for word; the handle after its end says it was ended. No Pod and no
 // Lease of the handle is left.
@@ -209,13 +211,19 @@ func TestKubernetesReplicasShareHandles(t *testing.T) {
 
 	survivor, died := killMidCell(t, replicas, proxy, alice, h, pod.Name)
 	start := time.Now()
-	got := callHandle(t, alice, "print(x, y)", h)
+	got := callHandle(t, alice, "print(x, y)\n"+printCalls, h)
 	if got.isError || !strings.Contains(got.text, fmt.Sprintf("%d %d", want, want*10)) ||
 		!strings.Contains(got.text, "taken over") || !strings.Contains(got.text, "finished (ok)") {
 		t.Fatalf("the call after replica %d was killed mid-cell:\n%s", died, got.text)
 	}
 	t.Logf("the first call after the death of the replica that ran the cell answered after %s (the Lease's expiry, then adoption)", time.Since(start).Round(time.Millisecond))
-	t.Logf("runtime.calls() on the survivor: %s", callHandle(t, alice, printCalls, h).text)
+	// The ledger of the killed replica's cell, kept in the sandbox, is
+	// readable on the survivor: in that answer, and as runtime.calls()'s
+	// previous cell until the survivor ran one (the next call is that one).
+	if !strings.Contains(got.text, "as the sandbox kept them: 1]\n  1 ok: stub.add") ||
+		!strings.Contains(got.text, `"previous": {"total": 1, "calls": [{"seq": 1, "kind": "tool", "server": "stub", "tool": "add", "state": "ok"`) {
+		t.Fatalf("the call after the death does not give the killed cell's ledger:\n%s", got.text)
+	}
 
 	bob := proxy.statelessAs(t, "bob", bobTok)
 	stolen := callHandle(t, bob, "x = 'bob was here'\nprint(x)", h)
@@ -287,7 +295,7 @@ func killMidCell(t *testing.T, replicas []*httpBridge, proxy *replicaProxy, alic
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		code := "import os, time\nopen('/tmp/started', 'w').close()\n" +
+		code := "import os, time\nawait mcp_stub.add(a=1, b=2)\nopen('/tmp/started', 'w').close()\n" +
 			"while not os.path.exists('/tmp/release'):\n    time.sleep(0.05)\ny = x * 10\nprint('cell done')"
 		res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": h}})
 		if err == nil && !res.IsError {

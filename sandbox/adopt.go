@@ -123,6 +123,10 @@ type Resumed struct {
 	// Done is how the cell ended, when it did (whether or not the bridge
 	// that ran it heard it).
 	Done *protocol.Done
+	// Calls is the ledger of that cell's tool calls, resource reads and
+	// prompts as the runtime kept it (nil: none), the ones the previous
+	// bridge never answered cancelled.
+	Calls *protocol.CellCalls
 	// Yours is the largest cell id the runtime read from the channel it
 	// resumed on: a bridge taking its own channel back learns whether its
 	// last cell came before the switch.
@@ -295,7 +299,7 @@ func awaitResumed(fr *frameReader, logs *engine.LogWriter) resumeAnswer {
 }
 
 func resumedOf(r protocol.Resumed) *Resumed {
-	out := &Resumed{Lost: r.Lost, Yours: r.Yours}
+	out := &Resumed{Lost: r.Lost, Yours: r.Yours, Calls: r.Calls}
 	if cell := r.Cell; cell != nil {
 		out.Cell, out.Running, out.Stdout, out.Stderr, out.Dropped, out.Done = cell.ID, cell.Running, cell.Stdout, cell.Stderr, cell.Dropped, cell.Done
 	}
@@ -387,19 +391,9 @@ func (c *live) again(log *slog.Logger) *live {
 	return n
 }
 
-// ChannelMoved reports whether the runtime said on this bridge's channel
-// that another bridge took it over (a moved frame): the runtime keeps
-// that channel waiting, and the session's next cell takes it back on it,
-// with no new relay ([Session.Run]).
-func (s *Session) ChannelMoved() bool {
-	s.mu.Lock()
-	c := s.cur
-	s.mu.Unlock()
-	return c != nil && c.moved()
-}
-
 // AwaitMoved waits until the runtime says on this bridge's channel that
-// another bridge took it over ([Session.ChannelMoved]), or ctx ends, and
+// another bridge took it over (a moved frame: the runtime keeps that
+// channel waiting, and the next cell takes it back on it), or ctx ends, and
 // reports whether it did. A bridge that knows from elsewhere that another
 // took the session since (a Lease) waits for the frame on its way, so as
 // to take the channel back instead of adopting the sandbox anew.

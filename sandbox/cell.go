@@ -273,6 +273,7 @@ func (cl *cell) channelEnded() *Result {
 		return cl.letGo(away + " (taking it back failed: " + err.Error() + ")")
 	}
 	cl.c, cl.res.TakenBack = n, r
+	tookBack(cl.req.Caller, r)
 	switch {
 	case r.Yours < cl.id: // never read: send it again, after the cells the other bridge ran
 		cl.id = cl.s.newID()

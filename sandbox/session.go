@@ -46,6 +46,20 @@ type Caller interface {
 	Output(stream, text string)
 }
 
+// TakeBackSeer is a [Caller] that learns, before its cell's requests,
+// that the cell's Run took the session back from another bridge and
+// where the runtime was (the ledger of the cell that ran there among it).
+type TakeBackSeer interface {
+	TookBack(r *Resumed)
+}
+
+// tookBack tells the cell's caller that its Run took the session back.
+func tookBack(c Caller, r *Resumed) {
+	if s, ok := c.(TakeBackSeer); ok {
+		s.TookBack(r)
+	}
+}
+
 // RemoveTimeout bounds removing one container. Removing is quick on most
 // engines; rootless Podman on vfs storage, removing twenty at once at
 // shutdown, needs tens of seconds.
@@ -264,6 +278,9 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 		if c, back, err = s.takeBack(ctx, c); err != nil {
 			return nil, s.letGoMoved(err)
 		}
+	}
+	if back != nil {
+		tookBack(req.Caller, back)
 	}
 	res := s.newCell(ctx, c, req).run()
 	if back != nil {

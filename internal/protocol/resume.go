@@ -39,6 +39,11 @@ type Resumed struct {
 	// Cell is the cell that runs, or the last one that ran (until the next
 	// exec); nil when none ran.
 	Cell *ResumedCell `json:"cell"`
+	// Calls is the ledger of that cell's gated requests (tool calls,
+	// resource reads, prompts) as the runtime saw them: the requests the
+	// previous host never answered are cancelled (whether they ran is
+	// unknown). Nil when the cell made none.
+	Calls *CellCalls `json:"calls"`
 }
 
 // ResumedCell is a cell as a resumed runtime reports it.

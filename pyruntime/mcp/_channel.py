@@ -597,7 +597,7 @@ class Channel:
             with self._write_lock:
                 if self._held:  # counted in the resumed frame, written to nobody yet
                     self._held, self._held_size = [], 0
-                self._write_all(encode(kept.resumed(self.exec_id, len(lost), yours)))
+                self._write_all(encode(kept.resumed(self.exec_id, lost, yours)))
         finally:
             self.leave_critical(entered)
         for rid in lost:  # after the resumed frame: what the cell does next is the new host's
@@ -667,6 +667,8 @@ class Channel:
                 line = 0
         if line:
             frame["line"] = line
+        if self.kept is not None and method in GATED:
+            self.kept.ledger.sent(rid, cell, method, params)
         try:
             return rid, cell, encode(frame)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -741,6 +743,8 @@ class Channel:
         entry = self._take(rid) if isinstance(rid, int) else None
         if entry is None:
             return
+        if self.kept is not None:
+            self.kept.ledger.answered(rid, frame)
         future = entry[0]
         if future.done():
             return
@@ -858,7 +862,7 @@ class _Kept:
     channel's write lock."""
 
     __slots__ = ("idle", "key_hash", "ready", "last", "heard", "ended", "cell", "out", "size",
-                 "dropped", "done")
+                 "dropped", "done", "ledger")
 
     def __init__(self, idle: float, key_hash: str, ready: dict):
         self.idle = float(idle)
@@ -871,6 +875,7 @@ class _Kept:
         self.size = {"stdout": 0, "stderr": 0}
         self.dropped = 0
         self.done = None
+        self.ledger = _Ledger()
 
     def record(self, frame: dict) -> None:
         """Keep ``frame`` when it is a cell's output or end. A frame of a
@@ -899,12 +904,15 @@ class _Kept:
             self.size[stream] += min(room, len(data))
         self.dropped += max(0, len(data) - room)
 
-    def resumed(self, running, lost: int, yours: int = 0) -> dict:
+    def resumed(self, running, lost: list, yours: int = 0) -> dict:
         """The ``resumed`` frame: ``running`` is the cell that runs now, or
-        None; ``yours`` the largest exec id read from the channel taken."""
+        None; ``lost`` the ids of the requests the previous host never
+        answered; ``yours`` the largest exec id read from the channel
+        taken."""
         frame = {"t": "resumed", "v": self.ready.get("v"), "python": self.ready.get("python"),
-                 "last": self.last, "yours": yours, "lost": lost, "cell": None}
+                 "last": self.last, "yours": yours, "lost": len(lost), "cell": None, "calls": None}
         cell = running if running is not None else self.cell
+        frame["calls"] = self.ledger.of(cell, lost)
         if cell is None:
             return frame
         mine = cell == self.cell
@@ -917,6 +925,70 @@ class _Kept:
                      if mine and running is None and self.done else None),
         }
         return frame
+
+
+class _Ledger:
+    """The gated requests of a detachable runtime's last cell (tool calls,
+    resource reads, prompts) and how each ended, as the bridge's ledger
+    has them (``runtime.calls()``): kept in the sandbox so that a bridge
+    that takes the session over after the one that served the cell died
+    can say what the cell did outside (the ``resumed`` frame's ``calls``).
+    The last ``LAST`` are listed; the states of the ones before are
+    counted."""
+
+    LAST = 20
+    KINDS = {"call_tool": ("tool", "tool"), "read_resource": ("resource", "uri"), "get_prompt": ("prompt", "name")}
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.cell = None
+        self.total = 0
+        self.calls = []
+        self.earlier = {}
+        self.inflight = {}
+
+    def sent(self, rid: int, cell: int, method: str, params: dict) -> None:
+        kind, field = self.KINDS[method]
+        entry = {"seq": 0, "kind": kind, "server": str(params.get("server", ""))[:200],
+                 "tool": str(params.get(field, ""))[:200], "state": "running", "duration_ms": 0}
+        with self._lock:
+            if cell != self.cell:
+                self.cell, self.total, self.calls, self.earlier, self.inflight = cell, 0, [], {}, {}
+            self.total += 1
+            entry["seq"] = self.total
+            self.calls.append(entry)
+            self.inflight[rid] = (entry, time.monotonic())
+            if len(self.calls) > self.LAST:
+                gone = self.calls.pop(0)
+                self.earlier[gone["state"]] = self.earlier.get(gone["state"], 0) + 1
+
+    def answered(self, rid: int, frame: dict) -> None:
+        with self._lock:
+            entry, began = self.inflight.pop(rid, (None, 0))
+            if entry is None:
+                return
+            entry["duration_ms"] = round((time.monotonic() - began) * 1000, 3)
+            if frame.get("ok"):
+                value = frame.get("value")
+                entry["state"] = "tool_error" if isinstance(value, dict) and value.get("isError") else "ok"
+                return
+            error = frame.get("error")
+            kind = error.get("kind") if isinstance(error, dict) else None
+            entry["state"] = "denied" if kind in ("denied", "declined", "unknown_tool", "invalid_arguments") else "error"
+            entry["error_kind"] = str(kind or "internal")[:40]
+
+    def of(self, cell, lost) -> dict | None:
+        """The ledger of ``cell`` (None when it made no gated request);
+        the requests in ``lost``, which the previous host never answered,
+        are ``cancelled``: whether they ran is unknown."""
+        with self._lock:
+            if cell is None or cell != self.cell:
+                return None
+            for rid in lost:
+                entry = self.inflight.get(rid, (None, 0))[0]
+                if entry is not None:
+                    entry["state"] = "cancelled"
+            return {"total": self.total, "calls": [dict(c) for c in self.calls], "earlier": dict(self.earlier)}
 
 
 class _Prefixed(io.RawIOBase):

@@ -117,6 +117,9 @@ class ResumeTest(unittest.TestCase):
         r = host.until("resumed")[-1]
         self.assertEqual(r["lost"], 1)
         self.assertEqual((r["cell"]["id"], r["cell"]["running"], r["cell"]["done"]), (cell.id, True, None))
+        call = r["calls"]["calls"][0]  # the cell's ledger, kept in the sandbox: the call is cancelled
+        self.assertEqual((r["calls"]["total"], call["seq"], call["kind"], call["server"], call["tool"], call["state"]),
+                         (1, 1, "tool", "everything", "echo", "cancelled"))
         self.assertTrue(r["cell"]["stdout"].startswith("before"), r)
         rest = host.until("done")
         self.assertEqual(rest[-1]["status"], "ok")
