@@ -177,11 +177,14 @@ func removeHandleSandboxes(t *testing.T, pid int) {
 // (SIGKILL) while a cell of a handle runs on it; the client's call ends
 // with an error; the cell goes on in the sandbox and finishes; bridge C,
 // given the handle, answers with a note that the session was taken over
-// and its last cell finished, and finds what the cell set.
+// and its last cell finished, finds what the cell set, and gives the
+// ledger of that cell (its tool call) in the answer and from
+// runtime.calls().
 func TestHandleCellFinishesWhileNoBridgeListens(t *testing.T) {
 	needEnv(t)
 	cli := engineCLI(t)
-	b, aliceTok, _ := teamBridge(t, home(t, nil), nil)
+	withStub := map[string]map[string]server{"s.json": {"stub": stub()}}
+	b, aliceTok, _ := teamBridge(t, home(t, withStub), nil)
 	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
 	h := callHandle(t, onB, "x = 41\nprint('set')", "").handle
 	ctrs := containersOf(t, b.cmd.Process.Pid)
@@ -193,7 +196,7 @@ func TestHandleCellFinishesWhileNoBridgeListens(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		code := "import os, time\nopen('/tmp/started', 'w').close()\n" +
+		code := "import os, time\nawait mcp_stub.add(a=1, b=2)\nopen('/tmp/started', 'w').close()\n" +
 			"while not os.path.exists('/tmp/release'):\n    time.sleep(0.05)\ny = 'done'\nprint(y)"
 		res, err := onB.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session": h}})
 		if err == nil && !res.IsError {
@@ -208,13 +211,19 @@ func TestHandleCellFinishesWhileNoBridgeListens(t *testing.T) {
 		t.Fatalf("releasing the cell: %v: %s", err, out)
 	}
 
-	c, _, _ := teamBridge(t, home(t, nil), nil)
-	got := callHandle(t, c.statelessAs(t, "alice-c", aliceTok, nil), "print(x, y)", h)
+	c, _, _ := teamBridge(t, home(t, withStub), nil)
+	got := callHandle(t, c.statelessAs(t, "alice-c", aliceTok, nil), "print(x, y)\n"+printCalls, h)
 	if got.isError || !strings.Contains(got.text, "41 done") || !strings.Contains(got.text, "taken over") {
 		t.Fatalf("alice's handle on C after B was killed mid-cell:\n%s", got.text)
 	}
 	if !strings.Contains(got.text, "finished (ok)") && !strings.Contains(got.text, "is still running") {
 		t.Fatalf("C's answer does not say where the cell B ran was:\n%s", got.text)
+	}
+	// The ledger of B's cell, kept in the sandbox: in C's answer, and as
+	// runtime.calls()'s previous cell.
+	if !strings.Contains(got.text, "as the sandbox kept them: 1]\n  1 ok: stub.add") ||
+		!strings.Contains(got.text, `"previous": {"total": 1, "calls": [{"seq": 1, "kind": "tool", "server": "stub", "tool": "add", "state": "ok"`) {
+		t.Fatalf("C's answer does not give the ledger of B's cell:\n%s", got.text)
 	}
 	old := c.clientAs(t, "alice-old-c", aliceTok)
 	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
@@ -230,6 +239,18 @@ func waitInSandbox(t *testing.T, cli, id, path string) {
 			t.Fatalf("%s never appeared in the sandbox", path)
 		}
 		time.Sleep(100 * time.Millisecond) // polling the engine, not synchronising
+	}
+}
+
+// endsNothing checks that `codebridge sessions end` refuses each of bad,
+// naming it as data (no raw escape reaches the terminal).
+func endsNothing(t *testing.T, homeDir string, bad ...string) {
+	t.Helper()
+	for _, tag := range bad {
+		_, errOut, code := cli(t, homeDir, "", nil, "sessions", "end", tag)
+		if code == 0 || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, "codebridge sessions") {
+			t.Fatalf("sessions end %q: exit %d\n%s", tag, code, errOut)
+		}
 	}
 }
 
@@ -263,12 +284,7 @@ func TestSessionsCommand(t *testing.T) {
 	if strings.Contains(out, strings.TrimPrefix(h, "cbs_")) || strings.Contains(out, strings.TrimPrefix(hb, "cbs_")) {
 		t.Fatalf("the listing shows a handle:\n%s", out)
 	}
-	for _, bad := range []string{"s-../../../etc/pas", "s-\x1b[31m0123456789abc", tagOf(h)[:10], "s-" + strings.Repeat("0", 16)} {
-		_, errOut, code := cli(t, h0, "", nil, "sessions", "end", bad)
-		if code == 0 || strings.Contains(errOut, "\x1b") || !strings.Contains(errOut, "codebridge sessions") {
-			t.Fatalf("sessions end %q: exit %d\n%s", bad, code, errOut)
-		}
-	}
+	endsNothing(t, h0, "s-../../../etc/pas", "s-\x1b[31m0123456789abc", tagOf(h)[:10], "s-"+strings.Repeat("0", 16))
 	if out, errOut, code := cli(t, h0, "", nil, "sessions", "end", tagOf(h)); code != 0 || !strings.Contains(out, "ended session "+tagOf(h)) {
 		t.Fatalf("sessions end: exit %d\n%s\n%s", code, out, errOut)
 	}
