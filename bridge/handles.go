@@ -481,6 +481,10 @@ type sessionsView struct {
 	handles *handles
 	p       principal.Principal
 	self    *session
+	// elsewhere ends a session of p by tag that this bridge does not hold
+	// (another bridge of the engine does, or none): its sandbox, on the
+	// engine. Nil: none can be.
+	elsewhere func(ctx context.Context, tag string, p principal.Principal) error
 }
 
 // sessionListing is one session as the sandbox reads it.
@@ -514,7 +518,7 @@ func listSessions(_ context.Context, c *call, _ protocol.SessionsParams) (json.R
 // endSession answers the runtime's end_session: it ends one of the
 // principal's sessions, named by its tag or handle; another principal's
 // is unknown, as a handle is.
-func endSession(_ context.Context, c *call, p protocol.EndSessionParams) (json.RawMessage, error) {
+func endSession(ctx context.Context, c *call, p protocol.EndSessionParams) (json.RawMessage, error) {
 	v := c.sessions
 	if v == nil || p.Session == "" {
 		return nil, errUnknownHandle
@@ -523,11 +527,21 @@ func endSession(_ context.Context, c *call, p protocol.EndSessionParams) (json.R
 		return nil, errEndOwnSession
 	}
 	remove, ok := v.handles.endTag(p.Session, v.p, goneEnded)
-	if !ok {
+	switch {
+	case ok:
+		remove()
+	case v.elsewhere == nil || v.elsewhere(ctx, tagOfName(p.Session), v.p) != nil:
 		return nil, fmt.Errorf("no session of yours is %q: runtime.sessions() lists them by tag", p.Session)
 	}
-	remove()
 	return json.Marshal(map[string]bool{"ended": true})
+}
+
+// tagOfName is the tag a name gives: the tag itself, or a handle's.
+func tagOfName(name string) string {
+	if strings.HasPrefix(name, handlePrefix) {
+		return HandleTag(name)
+	}
+	return name
 }
 
 // owns reports whether tag (or a handle) names the view's own session.

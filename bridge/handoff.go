@@ -45,15 +45,21 @@ func handleDerived(purpose, handle string) string {
 // tag is the one listings give.
 func labelDigest(handle string) string { return handleDigest(handle)[:labelDigestHex] }
 
+// principalKey is p's key as a handle's sandbox carries it: the local
+// user's is [localPrincipalLabel].
+func principalKey(p principal.Principal) string {
+	if k := p.Key(); k != "" {
+		return k
+	}
+	return localPrincipalLabel
+}
+
 // detachableConfig is the sandbox configuration of handle's session, a
 // session of p: detachable, its labels and resume key derived from the
 // handle (never the handle itself), its idle deadline the handle's.
 func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.Config {
 	cfg := b.configOf(p)
-	who := p.Key()
-	if who == "" {
-		who = localPrincipalLabel
-	}
+	who := principalKey(p)
 	cfg.Detachable = &sandbox.Detachable{
 		Digest:    labelDigest(handle), // its tag's prefix: `codebridge sessions` lists tags
 		Key:       handleDerived("resume", handle),
@@ -61,6 +67,22 @@ func (b *Bridge) detachableConfig(handle string, p principal.Principal) sandbox.
 		Idle:      b.handles.idle,
 	}
 	return cfg
+}
+
+// endElsewhere ends p's session tagged tag that this bridge does not
+// hold: another bridge of the same engine does, or none; its sandbox is
+// ended on the engine (sandbox.EndHandleSandboxOf: another principal's
+// is not found, in the same words). The bridge that held it finds its
+// sandbox gone at the next call there.
+func (b *Bridge) endElsewhere(ctx context.Context, tag string, p principal.Principal) error {
+	if !b.adoptable(ctx) {
+		return sandbox.ErrNoTag
+	}
+	eng, err := b.sandboxes.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	return sandbox.EndHandleSandboxOf(ctx, eng, tag, principalKey(p))
 }
 
 // adoptable reports whether the sandbox engine can take over a sandbox

@@ -73,7 +73,7 @@ func (b *Bridge) sessionShell(upstreams *upstream.Pool, own bool, p principal.Pr
 	h.busy = b.reg.inflight() // with one session calling a server, its client is the one to ask
 	h.metrics = b.opts.Metrics
 	s := &session{b: b, principal: p, host: h, upstreams: upstreams, own: own, notes: &cellNotes{}}
-	h.sessions = &sessionsView{handles: b.handles, p: p, self: s}
+	h.sessions = &sessionsView{handles: b.handles, p: p, self: s, elsewhere: b.endElsewhere}
 	return s
 }
 

@@ -95,7 +95,8 @@ func handleSandboxes(t *testing.T, pid int) int {
 // from the losing side the next call takes the sandbox back at once:
 // every call answers within a 5-second limit, keeps x, and the answer
 // says the session was taken over; one sandbox of the handle runs
-// throughout, and nothing of it is left once it ends. (Before the moved
+// throughout. Bob cannot end it by its tag on B; alice can, though A
+// holds it (on the engine), and nothing of it is left. (Before the moved
 // frame, the bridge that lost the channel sent its cell where no one read
 // it and waited out the cell's time limit.)
 func TestHandleMovedToAnotherBridge(t *testing.T) {
@@ -104,7 +105,7 @@ func TestHandleMovedToAnotherBridge(t *testing.T) {
 	a, aliceTok, _ := teamBridge(t, home(t, nil), nil)
 	onA := a.statelessAs(t, "alice-a", aliceTok, nil)
 	h := callHandle(t, onA, "x = 41\nprint('set')", "").handle
-	b, _, _ := teamBridge(t, home(t, nil), nil)
+	b, _, bobTok := teamBridge(t, home(t, nil), nil)
 	onB := b.statelessAs(t, "alice-b", aliceTok, nil)
 	for i, on := range []*mcp.ClientSession{onB, onA, onB, onA} {
 		got := callHandleWithin(t, on, "x += 1\nprint(x)", h, 5)
@@ -115,8 +116,14 @@ func TestHandleMovedToAnotherBridge(t *testing.T) {
 			t.Fatalf("%d sandboxes of the handle run after call %d, want the one", n, i+1)
 		}
 	}
-	old := a.clientAs(t, "alice-old-a", aliceTok)
-	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(h)+"))"), "{'ended': True}")
+	// A holds it now; B ends it by tag, on the engine. Bob on B cannot.
+	bob := b.clientAs(t, "bob-b", bobTok)
+	denied, err := bob.run("await runtime.end_session(" + strconvQuote(tagOf(h)) + ")")
+	if err != nil || !strings.Contains(denied.text, "no session of yours is") || handleSandboxes(t, a.cmd.Process.Pid) != 1 {
+		t.Fatalf("bob ending alice's session by its tag on B: %v\n%s", err, denied.text)
+	}
+	old := b.clientAs(t, "alice-old-b", aliceTok)
+	mustContain(t, old.ok("print(await runtime.end_session("+strconvQuote(tagOf(h))+"))"), "{'ended': True}")
 	if n := handleSandboxes(t, a.cmd.Process.Pid); n != 0 {
 		t.Fatalf("%d sandboxes of the ended handle are left", n)
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -80,6 +81,23 @@ func EndHandleSandbox(ctx context.Context, eng Engine, tag string) error {
 // bridge holding the sandbox sees its channel end at once (a Pod deleted
 // on Kubernetes goes on running until the kubelet kills it).
 var endCommand = []string{"python3", "-I", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"}
+
+// EndHandleSandboxOf is [EndHandleSandbox] for the sessions of one
+// principal (its key, as [Detachable.Principal] gives it): another
+// principal's sandbox with the tag is not found, in the same words.
+func EndHandleSandboxOf(ctx context.Context, eng Engine, tag, principal string) error {
+	list, err := HandleSandboxes(ctx, eng)
+	if err != nil {
+		return err
+	}
+	for _, h := range list {
+		if h.Tag == tag && h.State == "running" &&
+			subtle.ConstantTimeCompare([]byte(h.Principal), []byte(PrincipalLabel(principal))) == 1 {
+			return removeByID(ctx, eng, h.ID)
+		}
+	}
+	return ErrNoTag
+}
 
 // removeByID ends the runtime of container id through an exec, as an
 // adopting bridge reaches one, and removes the container: the exec's
