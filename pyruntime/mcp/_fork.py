@@ -3,7 +3,11 @@ a second runtime in the same container whose interpreter is a copy of
 this one's (docs/rewind.md, "Fork").
 
 The runtime forks itself as it forks a checkpoint (mcp._rewind), but the
-child does not wait: it becomes a runtime at once. Its channel is its own:
+child does not wait: it becomes a runtime at once. (A runtime that no
+init follows yet, a Kubernetes Pod's before its first rewind, first hands
+its channel to a fresh copy of itself and becomes that copy's init, as at
+a first rewind: Keeper.init_first, on the host's ``handover`` frame; the
+copy then forks.) Its channel is its own:
 before the fork the runtime binds an abstract Unix socket named by the
 SHA-256 of a fresh random key (the name a detachable runtime uses,
 mcp._channel.resume_address), and the child accepts on it the host's
@@ -30,7 +34,6 @@ limit) answers why and leaves the session as it was.
 
 import hashlib
 import os
-import posix
 import secrets
 import shutil
 import socket
@@ -106,7 +109,7 @@ def why_not(keeper):
     """Why this runtime cannot fork now, or ''."""
     if keeper.handoff is None or keeper.follow is not None:
         return ("fork needs the sandbox's init to follow a second runtime, and this sandbox has none "
-                "(a Kubernetes Pod before its first rewind, or a runtime started without the loader's init)")
+                "(a runtime started without the loader's init)")
     pids = pids_use()
     need = keeper.limit + PIDS_HEADROOM
     if pids is not None and pids[1] - pids[0] < need:
@@ -126,7 +129,8 @@ def fork_out(keeper):
     returns as the new session's runtime."""
     keeper.fork_asked = False
     channel = keeper.channel
-    why = why_not(keeper)
+    why = keeper.init_first() if keeper.handoff is not None and keeper.follow is not None else ""
+    why = why or why_not(keeper)
     if why:
         channel.send({"t": "forked", "ok": False, "error": why})
         return
@@ -172,22 +176,13 @@ def _channel_address(key_hash):
 def _fork(keeper):
     """posix.fork with the runtime's locks held (as a checkpoint's fork):
     the child's pid, 0 in the child, -1 when the kernel refused."""
-    locks = keeper._locks()
-    for lock in locks:
-        lock.acquire()
-    _rewind.forking = True
     try:
-        pid = posix.fork()
+        return keeper.fork_held()
     except OSError as exc:
-        pid = -1
         keeper.fork_error = (f"the kernel refused the fork ({exc.strerror}): the sandbox is at its process "
                              "or memory limit (forks, checkpoints and the code's processes share it); "
                              "end a fork you no longer need, or start the bridge with more --pids or --memory")
-    finally:
-        _rewind.forking = False
-        for lock in reversed(locks):
-            lock.release()
-    return pid
+        return -1
 
 
 def _become_fork(keeper, listener, key_hash, home):
