@@ -98,11 +98,29 @@ def copy_workspace(src, dst, budget=_rewind.WORKSPACE_BUDGET):
     return {"copied": True, "bytes": size}
 
 
-def pids_use():
+def pids_use(limit=None):
     """``(used, limit)`` processes and threads of the container's pids
-    cgroup, or None."""
-    return _rewind.cgroup_use((("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
-                               ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")))
+    cgroup, or None. When the cgroup shows no limit and the host named
+    one (``limit``: a Kubernetes Pod's limit is on the Pod's cgroup, above
+    the container's, where the sandbox cannot read it), the tasks this
+    sandbox can see count against that."""
+    use = _rewind.cgroup_use((("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
+                              ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")))
+    if use is None and limit:
+        return tasks(), limit
+    return use
+
+
+def tasks(proc="/proc"):
+    """Processes and threads under ``proc`` (this pid namespace's)."""
+    n = 0
+    for name in os.listdir(proc):
+        if name.isdigit():
+            try:
+                n += len(os.listdir(os.path.join(proc, name, "task")))
+            except OSError:
+                pass  # ended meanwhile
+    return n
 
 
 def why_not(keeper):
@@ -110,12 +128,13 @@ def why_not(keeper):
     if keeper.handoff is None or keeper.follow is not None:
         return ("fork needs the sandbox's init to follow a second runtime, and this sandbox has none "
                 "(a runtime started without the loader's init)")
-    pids = pids_use()
+    pids = pids_use(keeper.pids)
     need = keeper.limit + PIDS_HEADROOM
     if pids is not None and pids[1] - pids[0] < need:
         return (f"the sandbox has {pids[0]} of its {pids[1]} processes and threads in use, and a fork needs about "
                 f"{need} more (its threads, its checkpoints, the relay that carries its channel): end a fork you no "
-                "longer need (runtime.end_session), or start the bridge with a higher --pids")
+                "longer need (runtime.end_session), or start the bridge with a higher --pids (on Kubernetes, "
+                "raise the kubelet's podPidsLimit)")
     use = _rewind.memory_use()
     if use is not None and use[0] > _rewind.PRESSURE * use[1]:
         return (f"the sandbox uses {use[0] >> 20} of its {use[1] >> 20} MiB of memory: a fork would share what is "

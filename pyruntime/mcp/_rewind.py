@@ -255,19 +255,21 @@ def _unlink(path):
 class Keeper:
     """The checkpoints of this runtime and the rewinds to them.
 
-    ``channel``, ``output`` and ``executor`` are the runtime's; ``handoff``
+    ``channel``, ``output`` and ``executor`` are the runtime's; ``pids``
+    the process limit the host's hello names (or None); ``handoff``
     is the write end of the init's pipe (None: no init follows a rewind, so
     there are no checkpoints); ``follow`` is its read end when no init runs
     yet (a runtime that is not pid 1, as in a Kubernetes Pod): this process
     then becomes the init at its first rewind, running the loader again
     (see loader.py)."""
 
-    def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS):
+    def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS, pids=None):
         global _keeper
         _keeper = self
         self.channel, self.output, self.executor = channel, output, executor
         self.handoff = handoff
         self.limit = limit      # checkpoints kept at most; 0: none are taken (the host's choice)
+        self.pids = pids        # the host's process limit (its hello's pids), or None: see mcp._fork.pids_use
         self.enabled = handoff is not None and limit > 0
         self.follow = follow
         self.argv = tuple(sys.orig_argv)  # the loader's command line, for the init it becomes

@@ -10,7 +10,9 @@ import random
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
+from mcp import _fork, _rewind
 from tests.harness import Runtime, runtime_with_init
 from tests.test_resume import Host
 
@@ -147,6 +149,30 @@ class ForkTest(unittest.TestCase):
         self.ok("pass")
         self.rt.send({"t": "end"})
         self.assertEqual(self.rt.proc.wait(30), 0)
+
+
+class PidsTest(unittest.TestCase):
+    """The pids a fork checks: the cgroup's, or, where it shows no limit
+    (a Kubernetes Pod's is on the Pod's cgroup, above the container's),
+    the tasks this sandbox sees against the limit the host names."""
+
+    def test_tasks_counts_the_threads_of_every_process(self):
+        proc = tempfile.mkdtemp(prefix="fork-proc-")
+        self.addCleanup(shutil.rmtree, proc, True)
+        for pid, threads in (("1", 1), ("42", 3), ("self", 5)):
+            for tid in range(threads):
+                os.makedirs(os.path.join(proc, pid, "task", str(tid)))
+        os.makedirs(os.path.join(proc, "7"))  # ended meanwhile: no task folder
+        self.assertEqual(_fork.tasks(proc), 4)
+
+    def test_without_a_cgroup_limit_the_hosts_limit_counts(self):
+        with mock.patch.object(_rewind, "cgroup_use", return_value=None):
+            used, limit = _fork.pids_use(128)
+            self.assertEqual(limit, 128)
+            self.assertGreaterEqual(used, 1)
+            self.assertIsNone(_fork.pids_use(None))
+        with mock.patch.object(_rewind, "cgroup_use", return_value=(5, 64)):
+            self.assertEqual(_fork.pids_use(128), (5, 64))  # the cgroup's own limit comes first
 
 
 if __name__ == "__main__":
