@@ -130,8 +130,10 @@ func (cl *cell) forkIfAsked(res *Result) *Result {
 	}
 	r, lost := awaitAnswer[protocol.Forked](cl, "fork", ForkTimeout)
 	if lost == nil && !r.OK && r.Handover {
+		start := time.Now()
 		cl.c.out.send(protocol.Handover{}, 0, false, nil)
 		r, lost = awaitAnswer[protocol.Forked](cl, "fork", ForkTimeout)
+		cl.s.log.Debug("the runtime became its copy's init before its first fork", "took", time.Since(start))
 		if lost == nil && r.Handover {
 			r = protocol.Forked{Error: "the runtime asked for a second handover"}
 		}
