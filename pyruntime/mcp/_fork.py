@@ -125,7 +125,7 @@ def tasks(proc="/proc"):
 
 def why_not(keeper):
     """Why this runtime cannot fork now, or ''."""
-    if keeper.handoff is None or keeper.follow is not None:
+    if keeper.handoff is None:
         return ("fork needs the sandbox's init to follow a second runtime, and this sandbox has none "
                 "(a runtime started without the loader's init)")
     pids = pids_use(keeper.pids)
@@ -148,8 +148,9 @@ def fork_out(keeper):
     returns as the new session's runtime."""
     keeper.fork_asked = False
     channel = keeper.channel
-    why = keeper.init_first() if keeper.handoff is not None and keeper.follow is not None else ""
-    why = why or why_not(keeper)
+    why = why_not(keeper)
+    if not why and keeper.follow is not None:  # no init yet: in the copy that takes over, this is ''
+        why = keeper.init_first()
     if why:
         channel.send({"t": "forked", "ok": False, "error": why})
         return

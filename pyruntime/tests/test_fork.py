@@ -96,6 +96,19 @@ class ForkTest(unittest.TestCase):
         self.assertTrue(f2["ok"], f2)
         Host(f2["key"]).close()
 
+    def test_a_first_fork_with_checkpoints_off(self):
+        """--checkpoints 0: no checkpoint is taken, and the first fork still
+        makes the init through its own copy."""
+        rt = runtime_with_init(self.ws, hello={"checkpoints": 0})
+        self.addCleanup(rt.close)
+        self.ok("z = 3", rt)
+        f = self.fork(rt)
+        self.assertTrue(f["ok"], f)
+        host = Host(f["key"])
+        self.addCleanup(host.close)
+        host.until("resumed")
+        self.assertEqual(self.ok("print(z)", rt).stdout, "3\n")
+
     def test_a_handover_nobody_asked_for_changes_nothing(self):
         self.ok("y = 5")
         self.rt.send({"t": "handover"})
