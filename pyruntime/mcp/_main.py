@@ -185,7 +185,8 @@ def main(handoff=None, follow=None):
     """Run the runtime until the host closes the frame channel. ``handoff``
     is the write end of the init's hand-off pipe (see loader.py), which
     rewinds need; None: no checkpoints. ``follow`` is its read end when no
-    init runs yet: this process becomes the init at its first rewind."""
+    init runs yet: this process becomes the init at its first rewind or
+    fork."""
     diag = os.dup(2)
     try:
         in_fd, out_fd = os.dup(0), os.dup(1)          # non-inheritable

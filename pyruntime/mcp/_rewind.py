@@ -260,8 +260,8 @@ class Keeper:
     is the write end of the init's pipe (None: no init follows a rewind, so
     there are no checkpoints); ``follow`` is its read end when no init runs
     yet (a runtime that is not pid 1, as in a Kubernetes Pod): this process
-    then becomes the init at its first rewind, running the loader again
-    (see loader.py)."""
+    then becomes the init at its first rewind or fork, running the loader
+    again (see loader.py)."""
 
     def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS, pids=None):
         global _keeper
