@@ -135,12 +135,12 @@ func (e *env) kubeForks(ctx context.Context, rewound bool) (first float64, later
 		return 0, nil, 0, err
 	}
 	defer b.close()
-	if _, err := b.run(ctx, rewindHeap); err != nil {
+	if _, err = b.run(ctx, rewindHeap); err != nil {
 		return 0, nil, 0, err
 	}
 	if rewound {
 		for _, code := range []string{"pass", "rewind(1)"} {
-			if _, err := b.run(ctx, code); err != nil {
+			if _, err = b.run(ctx, code); err != nil {
 				return 0, nil, 0, err
 			}
 		}
