@@ -21,8 +21,9 @@ func forkHandle(t *testing.T, answer string) string {
 // fork starts with the parent's variables and a copy of its files in its
 // own folder (its working directory), and what it changes (a variable, a
 // file by a relative path) leaves the parent as it was, while an
-// absolute /workspace path is the parent's file. A fork can be forked,
-// and the grandchild has the fork's state. When the bridge ends, no
+// absolute /workspace path is the parent's file. A rewind in the parent
+// after the fork works. A fork can be forked, and the grandchild has the
+// fork's state. When the bridge ends, no
 // container is left.
 func TestForkDiverges(t *testing.T) {
 	needEnv(t)
@@ -50,6 +51,13 @@ func forkDiverges(t *testing.T, env ...string) {
 	}
 	if got := b.ok("print(x, open('a.txt').read())"); strings.TrimSpace(got) != "1 parent" {
 		t.Fatalf("the fork touched its parent: the parent printed %q", got)
+	}
+	// A rewind after the fork (on Kubernetes, after the first fork made
+	// the init) restores the parent's state before the undone cell.
+	b.ok("x = 5")
+	mustContain(t, b.ok("rewind(1)"), "[rewound 1 cell and this one")
+	if got := b.ok("print(x)"); strings.TrimSpace(got) != "1" {
+		t.Fatalf("a rewind after the fork: the parent printed %q, want 1", got)
 	}
 	h2 := forkHandle(t, b.ok("fork()", "session", h))
 	if got := b.ok("print(x, open('a.txt').read())", "session", h2); strings.TrimSpace(got) != "2 fork" {
