@@ -171,7 +171,10 @@ def fork_out(keeper):
                if t is not threading.main_thread() and not t.name.startswith("codebridge-")]
     pid = _fork(keeper)
     if pid == 0:
-        _become_fork(keeper, listener, key_hash, home)
+        try:
+            _become_fork(keeper, listener, key_hash, home)
+        except BaseException:  # no thread at the pids limit...: end, so that no host waits for this fork
+            os._exit(1)
         return
     listener.close()
     if pid < 0:

@@ -630,6 +630,8 @@ class Keeper:
                 sys.modules["random"].setstate(rstate)
             self.dying = []  # the init's children now: it reaps them
             self.channel.resume(data[1], self.output, self.executor)
+        except BaseException:  # no thread at the pids limit...: the runtime ends, and the host sees it end
+            os._exit(1)
         finally:
             os.close(r)  # the process it was forked from waits for this before it becomes the init
         return ""

@@ -109,6 +109,43 @@ class ForkTest(unittest.TestCase):
         host.until("resumed")
         self.assertEqual(self.ok("print(z)", rt).stdout, "3\n")
 
+    def test_a_fork_that_cannot_start_its_threads_ends(self):
+        """A fork whose threads cannot start (the kernel's pids limit, on
+        Kubernetes below the bridge's --pids) ends, and the relay that
+        reached it reads the end of its stream, instead of a runtime that
+        serves nobody and a host that waits; the parent goes on."""
+        self.become_init()
+        self.ok("import os, mcp._channel as ch\nparent = os.getpid()\nreal = ch.Channel.start_reader\n"
+                "def start_reader(self):\n"
+                "    if os.getpid() != parent:\n"
+                "        raise RuntimeError(\"can't start new thread\")\n"
+                "    return real(self)\n"
+                "ch.Channel.start_reader = start_reader")
+        f = self.fork()
+        self.assertTrue(f["ok"], f)
+        host = Host(f["key"])
+        self.addCleanup(host.close)
+        with self.assertRaisesRegex(AssertionError, "the stream ended before a resumed frame"):
+            host.until("resumed")
+        self.assertEqual(self.ok("print(4)").stdout, "4\n")
+
+    def test_a_copy_that_cannot_take_the_channel_ends_the_runtime(self):
+        """The copy a first fork hands the channel to cannot start its
+        threads: it ends, and with it the sandbox's runtime (the host sees
+        the end and replaces the sandbox), rather than a process that
+        holds the channel and serves nothing."""
+        self.ok("import os, mcp._channel as ch\nfirst = os.getpid()\nreal = ch.Channel.start_reader\n"
+                "def start_reader(self):\n"
+                "    if os.getpid() != first:\n"
+                "        raise RuntimeError(\"can't start new thread\")\n"
+                "    return real(self)\n"
+                "ch.Channel.start_reader = start_reader")
+        cell = self.ok("fork()")
+        self.assertTrue(cell.done.get("fork"), cell.done)
+        self.assertTrue(self.rt.forkeds.get(timeout=30)["handover"])
+        self.rt.send({"t": "handover"})
+        self.assertEqual(self.rt.proc.wait(30), 1)  # the init exits as its runtime did
+
     def test_a_handover_nobody_asked_for_changes_nothing(self):
         self.ok("y = 5")
         self.rt.send({"t": "handover"})
