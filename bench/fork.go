@@ -94,3 +94,62 @@ func forkRows(first float64, later sample) []row {
 		{name: "Fork, published: Blaxel resume of a standby VM", value: "about 25 ms", info: true, ok: true},
 	}
 }
+
+// measureKubeFork (-engine kubernetes) times fork() where the runtime is
+// not pid 1 (docs/rewind.md, "Kubernetes"): in a new sandbox holding the
+// heap of the rewind rows, the first fork hands the channel to a fresh
+// copy (the exec'd process becomes its init) before it forks, and execs
+// the relay; later forks are as under Docker and Podman. A second
+// sandbox, whose first rewind made the init already, times a first fork
+// without the handover: the difference is the handover's cost.
+func (e *env) measureKubeFork(ctx context.Context) ([]row, error) {
+	first, later, handover, err := e.kubeForks(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	afterRewind, _, _, err := e.kubeForks(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	rows := forkRows(first, later)
+	rows[0].name = "Fork, Kubernetes: a sandbox's first `fork()` to the fork's first result, that heap, client-timed (the handover that makes the init, and the relay's exec)"
+	rows[1].name = "Fork, Kubernetes: " + rows[1].name[len("Fork: "):]
+	return append(rows[:2:2],
+		row{name: "Fork, Kubernetes: of the first, the handover frame to the copy's forked frame (bridge's debug log)", value: fmtSeconds(handover), info: true, ok: true},
+		row{
+			name:  "Fork, Kubernetes: a first `fork()` after a rewind made the init (no handover; the relay's exec), to the fork's first result",
+			value: fmtSeconds(afterRewind), info: true, ok: true,
+		}), nil
+}
+
+// handoverLog is the bridge's debug line for a first fork's handover
+// (sandbox/fork.go).
+var handoverLog = regexp.MustCompile(`msg="the runtime became its copy's init before its first fork" took=(\S+)`)
+
+// kubeForks starts a bridge, builds the heap and times its forks; with
+// rewound, a rewind first makes the exec'd runtime the init. handover is
+// what the bridge logged the handover took (0: none was logged).
+func (e *env) kubeForks(ctx context.Context, rewound bool) (first float64, later sample, handover float64, err error) {
+	b, err := e.startBridgeWith(ctx, []string{"CODEBRIDGE_MEMORY=1g", "CODEBRIDGE_LOG_LEVEL=debug"})
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer b.close()
+	if _, err = b.run(ctx, rewindHeap); err != nil {
+		return 0, nil, 0, err
+	}
+	if rewound {
+		for _, code := range []string{"pass", "rewind(1)"} {
+			if _, err = b.run(ctx, code); err != nil {
+				return 0, nil, 0, err
+			}
+		}
+	}
+	first, later, err = timeForks(ctx, b)
+	if m := handoverLog.FindStringSubmatch(b.stderr.String()); m != nil {
+		if d, perr := time.ParseDuration(m[1]); perr == nil {
+			handover = d.Seconds()
+		}
+	}
+	return first, later, handover, err
+}

@@ -94,8 +94,9 @@
 //     request (what the scheduler counts) and over each idle Pod's working
 //     set; and a line's round trip over pods/attach and over pods/exec
 //     side by side, to one echo Pod (the frames' channel was the first
-//     and is the second). Every Pod it made is removed, and one left is
-//     an error.
+//     and is the second); and fork() where the runtime is not pid 1,
+//     its first fork (the handover that makes the init) and later ones
+//     (fork.go). Every Pod it made is removed, and one left is an error.
 //
 // Each figure is a median over repeated runs with its min–max spread;
 // per-call latencies are summarised per run (median, p99) and the median
@@ -321,6 +322,7 @@ func (e *env) sections() []section {
 			{name: "idle sessions per node", measure: e.measureKubeNode},
 			{name: "the frames' channel: attach and exec", measure: e.measureKubeChannels},
 			{name: "replicas", measure: e.measureReplicas}, // replicas.go
+			{name: "fork", measure: e.measureKubeFork},     // fork.go
 		}
 	}
 	return []section{

@@ -21,8 +21,9 @@ func forkHandle(t *testing.T, answer string) string {
 // fork starts with the parent's variables and a copy of its files in its
 // own folder (its working directory), and what it changes (a variable, a
 // file by a relative path) leaves the parent as it was, while an
-// absolute /workspace path is the parent's file. A fork can be forked,
-// and the grandchild has the fork's state. When the bridge ends, no
+// absolute /workspace path is the parent's file. A rewind in the parent
+// after the fork works. A fork can be forked, and the grandchild has the
+// fork's state. When the bridge ends, no
 // container is left.
 func TestForkDiverges(t *testing.T) {
 	needEnv(t)
@@ -50,6 +51,13 @@ func forkDiverges(t *testing.T, env ...string) {
 	}
 	if got := b.ok("print(x, open('a.txt').read())"); strings.TrimSpace(got) != "1 parent" {
 		t.Fatalf("the fork touched its parent: the parent printed %q", got)
+	}
+	// A rewind after the fork (on Kubernetes, after the first fork made
+	// the init) restores the parent's state before the undone cell.
+	b.ok("x = 5")
+	mustContain(t, b.ok("rewind(1)"), "[rewound 1 cell and this one")
+	if got := b.ok("print(x)"); strings.TrimSpace(got) != "1" {
+		t.Fatalf("a rewind after the fork: the parent printed %q, want 1", got)
 	}
 	h2 := forkHandle(t, b.ok("fork()", "session", h))
 	if got := b.ok("print(x, open('a.txt').read())", "session", h2); strings.TrimSpace(got) != "2 fork" {
@@ -136,28 +144,31 @@ func TestForkHTTP(t *testing.T) {
 	// Ending the parent, then the fork's own fork, ends their runtimes,
 	// not the container the fork uses: its init follows every runtime.
 	hg := forkHandle(t, callHandle(t, alice, "fork()", hf).text)
+	before := strings.TrimSpace(callHandle(t, alice, "import os\nprint(os.getppid())", hf).text)
 	for _, gone := range []string{h, hg} {
 		mustContain(t, callHandle(t, alice, "print(await runtime.end_session("+strconvQuote(tagOf(gone))+"))", hf).text, "{'ended': True}")
 		if got := callHandle(t, alice, "print(x)", hf); got.isError || strings.TrimSpace(got.text) != "2" {
 			t.Fatalf("alice's fork after another session of its container ended: %q", got.text)
 		}
 		if gone == h { // her (detachable) parent's runtime exits: the fork is the init's now
-			if got := callHandle(t, alice, parentGone, hf); strings.TrimSpace(got.text) != "1" {
-				t.Fatalf("the ended parent's runtime still runs (the fork's parent pid is %q, not the init's)", got.text)
+			if got := callHandle(t, alice, "parent = "+before+"\n"+parentGone, hf); strings.TrimSpace(got.text) != "moved" {
+				t.Fatalf("the ended parent's runtime (pid %s) still runs: the fork's parent is %q, not the init", before, got.text)
 			}
 		}
 	}
 	waitContainers(t, b.cmd.Process.Pid, 1)
 }
 
-// parentGone prints the fork's parent pid once it is the init's (1), or
-// after 20 s (within the call's 30 s): the runtime it was forked from has
-// ended when it is 1.
+// parentGone prints "moved" once the fork's parent is no longer the
+// runtime it was forked from (the pid the cell sets as parent) but the init (pid 1 under
+// Docker and Podman; on Kubernetes the process the bridge exec'd, which
+// became the init), or its parent pid after 20 s (within the call's
+// 30 s).
 const parentGone = `import os, time
 deadline = time.monotonic() + 20
-while os.getppid() != 1 and time.monotonic() < deadline:
+while os.getppid() == parent and time.monotonic() < deadline:
     time.sleep(0.05)
-print(os.getppid())`
+print("moved" if os.getppid() != parent else parent)`
 
 // tagOf is the tag a listing gives the session of handle h.
 func tagOf(h string) string {

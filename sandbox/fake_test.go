@@ -130,6 +130,9 @@ type fakeRuntime struct {
 	silent bool
 	stops  int64 // the cell that waits for its interrupt, or 0
 	moved  bool  // "moved once" moved its channel already
+	// handovers is the code of the last cell that forked asking for a
+	// handover: how the runtime answers the host's handover frame.
+	handovers string
 }
 
 func (rt *fakeRuntime) serve() {
@@ -181,32 +184,7 @@ func (rt *fakeRuntime) boot() error {
 func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 	switch f := f.(type) {
 	case protocol.Exec:
-		switch f.Code {
-		case "ok":
-			return rt.done(f.ID, "ok") == nil
-		case "stops":
-			rt.stops = f.ID
-		case "dies":
-			return false
-		case "moves": // another host takes the channel over as the cell runs
-			_ = rt.send(protocol.Moved{})
-			return false
-		case "moved once": // as if another host took the channel just before the exec came
-			if rt.moved {
-				return rt.done(f.ID, "ok") == nil
-			}
-			rt.moved = true
-			return rt.send(protocol.Moved{}) == nil // the exec is dropped unread
-		case "ok, then moves": // ... once the cell ended
-			return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
-		case "floods":
-			for range 1000 {
-				if _, err := rt.w.Write([]byte(`{"t":"bogus"}` + "\n")); err != nil {
-					return false
-				}
-			}
-			return rt.done(f.ID, "ok") == nil
-		}
+		return rt.exec(f)
 	case protocol.Interrupt:
 		if f.ID == rt.stops {
 			rt.stops = 0
@@ -216,6 +194,46 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 		return rt.send(protocol.Stored{ID: f.ID}) == nil
 	case protocol.Resume: // a bridge takes the channel back (the key is not checked here)
 		return rt.send(protocol.Resumed{V: protocol.Version, Python: "3.12 (fake)", Last: 1}) == nil
+	case protocol.Handover:
+		if rt.handovers == "asks for handovers" {
+			return rt.send(protocol.Forked{Handover: true}) == nil
+		}
+		return rt.send(protocol.Forked{OK: true, Key: "k", Dir: "/workspace/.forks/a"}) == nil
+	}
+	return true
+}
+
+// exec runs one cell as its code names it; false when the runtime ends.
+func (rt *fakeRuntime) exec(f protocol.Exec) bool {
+	switch f.Code {
+	case "ok":
+		return rt.done(f.ID, "ok") == nil
+	case "stops":
+		rt.stops = f.ID
+	case "dies":
+		return false
+	case "moves": // another host takes the channel over as the cell runs
+		_ = rt.send(protocol.Moved{})
+		return false
+	case "moved once": // as if another host took the channel just before the exec came
+		if rt.moved {
+			return rt.done(f.ID, "ok") == nil
+		}
+		rt.moved = true
+		return rt.send(protocol.Moved{}) == nil // the exec is dropped unread
+	case "ok, then moves": // ... once the cell ended
+		return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
+	case "forks after a handover", "asks for handovers": // a runtime no init follows yet (PROTOCOL.md, "Fork")
+		rt.handovers = f.Code
+		return rt.send(protocol.Done{ID: f.ID, Status: "ok", Fork: true}) == nil &&
+			rt.send(protocol.Forked{Handover: true}) == nil
+	case "floods":
+		for range 1000 {
+			if _, err := rt.w.Write([]byte(`{"t":"bogus"}` + "\n")); err != nil {
+				return false
+			}
+		}
+		return rt.done(f.ID, "ok") == nil
 	}
 	return true
 }

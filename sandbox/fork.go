@@ -120,13 +120,24 @@ func (c *live) lastOfFamily() bool {
 
 // forkIfAsked waits for the forked frame of a cell that called fork(),
 // holding the session's turn: nothing else is sent to the runtime
-// meanwhile. A cell that was stopped, or lost its container, forks
-// nothing.
+// meanwhile. A runtime that no init follows yet asks for a handover
+// first (protocol.Handover): the host sends it and waits for the forked
+// frame of the copy that took the channel. A cell that was stopped, or
+// lost its container, forks nothing.
 func (cl *cell) forkIfAsked(res *Result) *Result {
 	if !cl.fork || cl.stopping != "" || !res.StateKept {
 		return res
 	}
 	r, lost := awaitAnswer[protocol.Forked](cl, "fork", ForkTimeout)
+	if lost == nil && !r.OK && r.Handover {
+		start := time.Now()
+		cl.c.out.send(protocol.Handover{}, 0, false, nil)
+		r, lost = awaitAnswer[protocol.Forked](cl, "fork", ForkTimeout)
+		cl.s.log.Debug("the runtime became its copy's init before its first fork", "took", time.Since(start))
+		if lost == nil && r.Handover {
+			r = protocol.Forked{Error: "the runtime asked for a second handover"}
+		}
+	}
 	if lost != nil {
 		return lost
 	}

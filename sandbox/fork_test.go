@@ -100,3 +100,31 @@ func TestSpareRelay(t *testing.T) {
 		t.Fatal("ending a relay removed the container")
 	}
 }
+
+// TestForkHandover: a runtime that no init follows yet answers a fork
+// with a request for a handover; the host sends the handover frame and
+// takes the forked frame that follows as the fork's answer. A runtime
+// that asks again gets no second handover: the fork is refused, saying
+// so, and the session goes on.
+func TestForkHandover(t *testing.T) {
+	eng := &fakeEngine{}
+	s := fakeSession(eng, Config{})
+	defer s.Close()
+	res, _, err := runAt(t, t.Context(), s, "forks after a handover", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Forked; f == nil || !f.OK || f.Key != "k" || f.Handover {
+		t.Fatalf("forked %+v, want the answer after the handover", res.Forked)
+	}
+	res, _, err = runAt(t, t.Context(), s, "asks for handovers", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Forked; f == nil || f.OK || !strings.Contains(f.Error, "second handover") {
+		t.Fatalf("forked %+v, want a refusal of the second handover", res.Forked)
+	}
+	if res, _, err := runAt(t, t.Context(), s, "ok", time.Minute); err != nil || res.Status != StatusOK {
+		t.Fatalf("the next cell: %+v, %v", res, err)
+	}
+}

@@ -99,7 +99,8 @@ func (s *Session) start(ctx context.Context) (*live, error) {
 	c := &live{ctr: ctr, out: newOutbox(ctr.Stdin()), frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		channel: channelAttach, why: why,
 		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, s.log.With("container", engine.Short(ctr.ID())))}
-	hello := protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles(), Checkpoints: s.cfg.Checkpoints}
+	hello := protocol.Hello{V: protocol.Version, Servers: s.host.Servers(), Files: s.host.StartFiles(), Checkpoints: s.cfg.Checkpoints,
+		Pids: s.cfg.Limits.WithDefaults().Pids}
 	if d := s.cfg.Detachable; d != nil {
 		hello.Idle = d.idle().Seconds()
 		hello.Resume = d.keyHash()

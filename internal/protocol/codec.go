@@ -123,7 +123,7 @@ var decoders = map[string]func([]byte) (Frame, error){
 	TChannel: decodeAs[Channel], TConnect: decodeAs[Connect],
 	TResume: decodeAs[Resume], TResumed: decodeAs[Resumed], TMoved: decodeAs[Moved],
 	TRewind: decodeAs[Rewind], TRewound: decodeAs[Rewound],
-	TForked: decodeAs[Forked], TEnd: decodeAs[End],
+	TForked: decodeAs[Forked], TEnd: decodeAs[End], THandover: decodeAs[Handover],
 }
 
 func decodeAs[F Frame](line []byte) (Frame, error) {

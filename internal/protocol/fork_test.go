@@ -14,3 +14,17 @@ func TestForkFramesDecode(t *testing.T) {
 		t.Fatalf("forked: %#v, %v", f, err)
 	}
 }
+
+// TestForkHandoverFrames: a runtime with no init yet asks for a handover
+// before its forked answer, and the host's handover frame encodes as the
+// runtime reads it.
+func TestForkHandoverFrames(t *testing.T) {
+	f, err := Decode([]byte(`{"t":"forked","ok":false,"handover":true}`))
+	if got, ok := f.(Forked); err != nil || !ok || got.OK || !got.Handover {
+		t.Fatalf("forked with handover: %#v, %v", f, err)
+	}
+	line, err := Encode(Handover{})
+	if err != nil || string(line) != `{"t":"handover"}`+"\n" {
+		t.Fatalf("handover frame: %q, %v", line, err)
+	}
+}

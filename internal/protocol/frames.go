@@ -55,6 +55,12 @@ type Hello struct {
 	// checkpoints are off. Absent (nil): the runtime's default, 8, so an
 	// older host's sandbox rewinds as before.
 	Checkpoints *int `json:"checkpoints,omitempty"`
+	// Pids is the process limit the host asked of the engine (its
+	// --pids). A runtime whose own cgroup shows no pids limit (a
+	// Kubernetes Pod's: the kubelet's podPidsLimit is on the Pod's cgroup,
+	// above the container's) checks a fork against it (PROTOCOL.md,
+	// "Fork"); 0: none is known.
+	Pids int64 `json:"pids,omitempty"`
 }
 
 // File is a file the host puts into the sandbox. Path is absolute and

@@ -391,6 +391,10 @@ class Channel:
                 self.send({"t": "rewound", "ok": False, "error": "this runtime keeps no checkpoints"})
             else:
                 _rewind._keeper.hand_over(frame)
+        elif kind == "handover":  # a first fork with no init yet (mcp._rewind): may not return
+            from mcp import _rewind
+            if _rewind._keeper is not None:
+                _rewind._keeper.hand_init()
         elif kind == "end":  # the host ends this runtime, not the container its forks use (mcp._fork)
             self.shutdown()
         elif kind == "get":  # the host reads a workspace file (resources/read)

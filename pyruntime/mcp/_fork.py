@@ -3,7 +3,11 @@ a second runtime in the same container whose interpreter is a copy of
 this one's (docs/rewind.md, "Fork").
 
 The runtime forks itself as it forks a checkpoint (mcp._rewind), but the
-child does not wait: it becomes a runtime at once. Its channel is its own:
+child does not wait: it becomes a runtime at once. (A runtime that no
+init follows yet, a Kubernetes Pod's before its first rewind, first hands
+its channel to a fresh copy of itself and becomes that copy's init, as at
+a first rewind: Keeper.init_first, on the host's ``handover`` frame; the
+copy then forks.) Its channel is its own:
 before the fork the runtime binds an abstract Unix socket named by the
 SHA-256 of a fresh random key (the name a detachable runtime uses,
 mcp._channel.resume_address), and the child accepts on it the host's
@@ -30,7 +34,6 @@ limit) answers why and leaves the session as it was.
 
 import hashlib
 import os
-import posix
 import secrets
 import shutil
 import socket
@@ -95,24 +98,43 @@ def copy_workspace(src, dst, budget=_rewind.WORKSPACE_BUDGET):
     return {"copied": True, "bytes": size}
 
 
-def pids_use():
+def pids_use(limit=None):
     """``(used, limit)`` processes and threads of the container's pids
-    cgroup, or None."""
-    return _rewind.cgroup_use((("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
-                               ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")))
+    cgroup, or None. When the cgroup shows no limit and the host named
+    one (``limit``: a Kubernetes Pod's limit is on the Pod's cgroup, above
+    the container's, where the sandbox cannot read it), the tasks this
+    sandbox can see count against that."""
+    use = _rewind.cgroup_use((("/sys/fs/cgroup/pids.current", "/sys/fs/cgroup/pids.max"),
+                              ("/sys/fs/cgroup/pids/pids.current", "/sys/fs/cgroup/pids/pids.max")))
+    if use is None and limit:
+        return tasks(), limit
+    return use
+
+
+def tasks(proc="/proc"):
+    """Processes and threads under ``proc`` (this pid namespace's)."""
+    n = 0
+    for name in os.listdir(proc):
+        if name.isdigit():
+            try:
+                n += len(os.listdir(os.path.join(proc, name, "task")))
+            except OSError:
+                pass  # ended meanwhile
+    return n
 
 
 def why_not(keeper):
     """Why this runtime cannot fork now, or ''."""
-    if keeper.handoff is None or keeper.follow is not None:
+    if keeper.handoff is None:
         return ("fork needs the sandbox's init to follow a second runtime, and this sandbox has none "
-                "(a Kubernetes Pod before its first rewind, or a runtime started without the loader's init)")
-    pids = pids_use()
+                "(a runtime started without the loader's init)")
+    pids = pids_use(keeper.pids)
     need = keeper.limit + PIDS_HEADROOM
     if pids is not None and pids[1] - pids[0] < need:
         return (f"the sandbox has {pids[0]} of its {pids[1]} processes and threads in use, and a fork needs about "
                 f"{need} more (its threads, its checkpoints, the relay that carries its channel): end a fork you no "
-                "longer need (runtime.end_session), or start the bridge with a higher --pids")
+                "longer need (runtime.end_session), or start the bridge with a higher --pids (on Kubernetes, "
+                "raise the kubelet's podPidsLimit)")
     use = _rewind.memory_use()
     if use is not None and use[0] > _rewind.PRESSURE * use[1]:
         return (f"the sandbox uses {use[0] >> 20} of its {use[1] >> 20} MiB of memory: a fork would share what is "
@@ -127,6 +149,8 @@ def fork_out(keeper):
     keeper.fork_asked = False
     channel = keeper.channel
     why = why_not(keeper)
+    if not why and keeper.follow is not None:  # no init yet: in the copy that takes over, this is ''
+        why = keeper.init_first()
     if why:
         channel.send({"t": "forked", "ok": False, "error": why})
         return
@@ -147,7 +171,10 @@ def fork_out(keeper):
                if t is not threading.main_thread() and not t.name.startswith("codebridge-")]
     pid = _fork(keeper)
     if pid == 0:
-        _become_fork(keeper, listener, key_hash, home)
+        try:
+            _become_fork(keeper, listener, key_hash, home)
+        except BaseException:  # no thread at the pids limit...: end, so that no host waits for this fork
+            os._exit(1)
         return
     listener.close()
     if pid < 0:
@@ -172,22 +199,13 @@ def _channel_address(key_hash):
 def _fork(keeper):
     """posix.fork with the runtime's locks held (as a checkpoint's fork):
     the child's pid, 0 in the child, -1 when the kernel refused."""
-    locks = keeper._locks()
-    for lock in locks:
-        lock.acquire()
-    _rewind.forking = True
     try:
-        pid = posix.fork()
+        return keeper.fork_held()
     except OSError as exc:
-        pid = -1
         keeper.fork_error = (f"the kernel refused the fork ({exc.strerror}): the sandbox is at its process "
                              "or memory limit (forks, checkpoints and the code's processes share it); "
                              "end a fork you no longer need, or start the bridge with more --pids or --memory")
-    finally:
-        _rewind.forking = False
-        for lock in reversed(locks):
-            lock.release()
-    return pid
+        return -1
 
 
 def _become_fork(keeper, listener, key_hash, home):

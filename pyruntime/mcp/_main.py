@@ -165,6 +165,13 @@ def _checkpoints(hello, channel):
     return n
 
 
+def _pids(hello):
+    """The process limit the hello names (``pids``: the host's --pids),
+    or None when it names none or something that is not a count."""
+    n = hello.get("pids")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
 def _toon_text(data, fallback):
     """``data`` as TOON text, or ``fallback`` (its repr) if encoding fails."""
     try:
@@ -178,7 +185,8 @@ def main(handoff=None, follow=None):
     """Run the runtime until the host closes the frame channel. ``handoff``
     is the write end of the init's hand-off pipe (see loader.py), which
     rewinds need; None: no checkpoints. ``follow`` is its read end when no
-    init runs yet: this process becomes the init at its first rewind."""
+    init runs yet: this process becomes the init at its first rewind or
+    fork."""
     diag = os.dup(2)
     try:
         in_fd, out_fd = os.dup(0), os.dup(1)          # non-inheritable
@@ -206,7 +214,8 @@ def main(handoff=None, follow=None):
         procs = Cells()
         channel.on_interrupt = procs.interrupted
         track_forks()
-        keeper = Keeper(channel, output, executor, handoff, namespace, follow, _checkpoints(hello, channel))
+        keeper = Keeper(channel, output, executor, handoff, namespace, follow, _checkpoints(hello, channel),
+                        _pids(hello))
         channel.on_exit = lambda: (keeper.close(), _zip_cleanup())
     except BaseException:
         _fatal(diag, "startup failed:\n" + traceback.format_exc())

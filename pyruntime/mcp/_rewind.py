@@ -255,19 +255,21 @@ def _unlink(path):
 class Keeper:
     """The checkpoints of this runtime and the rewinds to them.
 
-    ``channel``, ``output`` and ``executor`` are the runtime's; ``handoff``
+    ``channel``, ``output`` and ``executor`` are the runtime's; ``pids``
+    the process limit the host's hello names (or None); ``handoff``
     is the write end of the init's pipe (None: no init follows a rewind, so
     there are no checkpoints); ``follow`` is its read end when no init runs
     yet (a runtime that is not pid 1, as in a Kubernetes Pod): this process
-    then becomes the init at its first rewind, running the loader again
-    (see loader.py)."""
+    then becomes the init at its first rewind or fork, running the loader
+    again (see loader.py)."""
 
-    def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS):
+    def __init__(self, channel, output, executor, handoff, namespace, follow=None, limit=MAX_CHECKPOINTS, pids=None):
         global _keeper
         _keeper = self
         self.channel, self.output, self.executor = channel, output, executor
         self.handoff = handoff
         self.limit = limit      # checkpoints kept at most; 0: none are taken (the host's choice)
+        self.pids = pids        # the host's process limit (its hello's pids), or None: see mcp._fork.pids_use
         self.enabled = handoff is not None and limit > 0
         self.follow = follow
         self.argv = tuple(sys.orig_argv)  # the loader's command line, for the init it becomes
@@ -288,6 +290,9 @@ class Keeper:
         self.fork_error = ""
         self.store = tempfile.mkdtemp(prefix=".codebridge-checkpoints-", dir="/tmp") if self.enabled else None
         self.seq = 0
+        self.heir = None        # (pid, wake fd) of the copy a first fork hands the channel to (init_first)
+        self.heir_error = ""    # why the reader thread could not hand the channel to it
+        self.handed = threading.Event()  # set by the reader thread when that handover failed
         if self.enabled:
             _oom_adj(OOM_RUNTIME)
 
@@ -446,22 +451,13 @@ class Keeper:
         """Fork the checkpoint; in the parent, return it (None when the fork
         failed). The child waits, and returns from here only as the new
         runtime after a rewind to it."""
-        global forking
         r, w = os.pipe()
-        locks = self._locks()
-        rstate = sys.modules["random"].getstate() if "random" in sys.modules else None
-        for lock in locks:
-            lock.acquire()
-        forking = True
+        rstate = _random_state()
         try:
-            pid = posix.fork()
+            pid = self.fork_held()
         except OSError as exc:
             pid = -1
             self.notes.append(f"[codebridge: no checkpoint after this cell: {exc.strerror}]\n")
-        finally:
-            forking = False
-            for lock in reversed(locks):
-                lock.release()
         if pid == 0:
             os.close(w)
             self._wait(r, rstate)
@@ -474,6 +470,23 @@ class Keeper:
         from mcp import _procs
         _procs.spared.add(pid)
         return Checkpoint(pid, st[1] if st else -1, w, self.cells, snap, threads)
+
+    def fork_held(self):
+        """posix.fork with the locks other threads take held across it, so
+        that the copy never holds one that nobody will release, and the
+        runtime's atfork hooks standing aside (``forking``): the child's
+        pid, 0 in the child. OSError when the kernel refused."""
+        global forking
+        locks = self._locks()
+        for lock in locks:
+            lock.acquire()
+        forking = True
+        try:
+            return posix.fork()
+        finally:
+            forking = False
+            for lock in reversed(locks):
+                lock.release()
 
     def _locks(self):
         """Locks other threads take: held across the fork, so the copy never
@@ -563,6 +576,90 @@ class Keeper:
         return {"names": sorted(names)[:MAX_NAMES], "modules": sorted(modules)[:MAX_NAMES],
                 "more": max(0, len(names) - MAX_NAMES) + max(0, len(modules) - MAX_NAMES)}
 
+    # ---- a first fork with no init yet (mcp._fork) ------------------
+
+    def init_first(self):
+        """Main thread, at the end of a cell that called fork() in a
+        runtime that no init follows yet (``follow`` set: a Kubernetes
+        Pod's before its first rewind): fork a fresh copy of this runtime,
+        which waits as a checkpoint does, and ask the host for a
+        ``handover`` frame; the reader thread then hands the channel to
+        the copy and this process becomes its init (``hand_init``), as at
+        a first rewind. Returns '' in the copy, the runtime from then on,
+        with its interpreter as it was (the random module's state
+        included); in this process, why it could not be done (the session
+        goes on as it was)."""
+        r, w = os.pipe()
+        rstate = _random_state()
+        try:
+            pid = self.fork_held()
+        except OSError as exc:
+            os.close(r)
+            os.close(w)
+            return (f"the kernel refused the fork that makes this sandbox's init ({exc.strerror}): the sandbox is "
+                    "at its process or memory limit; end a fork you no longer need, or start the bridge with "
+                    "more --pids or --memory")
+        if pid == 0:
+            os.close(w)
+            return self._await_handover(r, rstate)
+        os.close(r)
+        with self.lock:
+            self.heir, self.heir_error = (pid, w), ""
+        self.handed.clear()
+        self.channel.send({"t": "forked", "ok": False, "handover": True})
+        self.handed.wait(HANDOVER_WAIT)
+        with self.lock:  # held by the reader thread until it replaced this process, or failed
+            heir, self.heir = self.heir, None
+            why = self.heir_error or "the host sent no handover frame: nothing changed"
+        if heir is not None:
+            _end_copy(*heir)
+        return why
+
+    def _await_handover(self, r, rstate):
+        """The copy init_first forked: wait for the channel (then return ''
+        as the runtime, the init following it) or for the end of the
+        wake pipe (then exit)."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        data = _read_message(r)
+        if data is None:
+            os._exit(0)
+        try:
+            os.close(self.follow)  # the process it was forked from is the init now
+            self.follow = None
+            if rstate is not None:
+                sys.modules["random"].setstate(rstate)
+            self.dying = []  # the init's children now: it reaps them
+            self.channel.resume(data[1], self.output, self.executor)
+        except BaseException:  # no thread at the pids limit...: the runtime ends, and the host sees it end
+            os._exit(1)
+        finally:
+            os.close(r)  # the process it was forked from waits for this before it becomes the init
+        return ""
+
+    def hand_init(self):
+        """Reader thread, on the host's ``handover`` frame: hand the channel
+        (with the bytes read ahead) to the copy init_first forked, wait
+        for it to take it, and become its init; or say why not and go on
+        as before."""
+        with self.lock:
+            heir, self.heir = self.heir, None
+            if heir is None:
+                self.channel.log("warning", "a handover frame that no fork() asked for: ignored")
+                return
+            pid, wfd = heir
+            leftover = self.channel.read_ahead()
+            try:
+                _write_message(wfd, json.dumps({"handover": True}).encode(), leftover)
+            except OSError as exc:
+                self.channel.unread(leftover)
+                _end_copy(pid, wfd)
+                self.heir_error = f"the runtime's copy could not be woken ({exc.strerror}): nothing changed"
+                self.handed.set()
+                return
+            _wait_closed(wfd, HANDOVER_WAIT)
+            _become_init(self.argv, pid, self.follow)
+            os._exit(0)
+
     # ---- the rewind, in the reader thread of the current runtime -----
 
     def hand_over(self, frame):
@@ -603,6 +700,22 @@ class Keeper:
             if self.follow is not None:
                 _become_init(self.argv, point.pid, self.follow)
             os._exit(0)
+
+
+def _random_state():
+    """The random module's state, when it is loaded: a fork reseeds it in
+    the child, and a copy of the interpreter puts it back."""
+    return sys.modules["random"].getstate() if "random" in sys.modules else None
+
+
+def _end_copy(pid, wfd):
+    """End a waiting copy of the runtime that will not be woken: close its
+    wake pipe (it exits at its end) and reap it."""
+    try:
+        os.close(wfd)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
 
 
 def _become_init(argv, pid, follow):

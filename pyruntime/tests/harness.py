@@ -403,7 +403,7 @@ class RuntimeTestCase(unittest.TestCase):
 
 def runtime_with_init(workspace, hello=None):
     """A Runtime as in a Kubernetes Pod: the loader makes no init until a
-    first rewind makes the runtime a subreaper init (CODEBRIDGE_INIT);
+    first rewind or fork makes the runtime a subreaper init (CODEBRIDGE_INIT);
     its /workspace is the folder ``workspace``. The caller closes it."""
     with mock.patch.dict(os.environ, CODEBRIDGE_INIT="subreaper", CODEBRIDGE_TEST_WORKSPACE=workspace):
         return Runtime(hello=hello)

@@ -32,18 +32,31 @@ import (
 // handle's sandbox, which no replica owns.
 func detachable(labels map[string]string) bool { return labels[engine.LabelHandle] != "" }
 
+// ownedBy reports whether a Pod with these labels carries every one of
+// the owner labels: a sandbox this bridge started.
+func ownedBy(labels, owner map[string]string) bool {
+	for k, v := range owner {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Exec runs cmd (the resume relay) in the running sandbox Pod id, which
 // another replica may have started, through pods/exec, and returns a
 // Container whose streams are cmd's ([engine.Adopter]). Its Remove deletes
-// the Pod; its Detach ends only this stream. A Pod that is not a
-// detachable codebridge sandbox is refused.
+// the Pod; its Detach ends only this stream. A Pod that is neither a
+// detachable codebridge sandbox nor one this bridge started (a stdio
+// session's, whose fork the relay reaches) is refused.
 func (e *kubeEngine) Exec(ctx context.Context, id string, cmd []string) (engine.Container, error) {
 	p, err := e.pods.Get(ctx, id, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: reading sandbox Pod %s on %s: %w", id, e.name, err)
 	}
-	if p.Labels[engine.LabelKey] != "1" || !detachable(p.Labels) || p.Status.Phase != corev1.PodRunning {
-		return nil, fmt.Errorf("sandbox: Pod %s on %s is not a running detachable codebridge sandbox: it cannot be adopted", id, e.name)
+	reachable := detachable(p.Labels) || ownedBy(p.Labels, e.owner.labels())
+	if p.Labels[engine.LabelKey] != "1" || !reachable || p.Status.Phase != corev1.PodRunning {
+		return nil, fmt.Errorf("sandbox: Pod %s on %s is neither a running detachable codebridge sandbox nor one this bridge started: it cannot be adopted", id, e.name)
 	}
 	c := &kubeContainer{engine: e, name: p.Name, memory: memoryLimit(p), oomKills: -1,
 		stderr: engine.NewLogWriter("sandbox relay: ", engine.ContainerLogBudget, e.log.With("pod", p.Name))}

@@ -113,8 +113,8 @@ const kubeCheckLineMax = 4096
 // init, as a runtime under the loader's init knows by its parent (it may
 // then stop what an interrupted cell left running, and a fork bomb); it
 // asks the loader, in CODEBRIDGE_INIT, for the init a rewind needs: the
-// exec'd process becomes one (a child subreaper) at its first rewind, so
-// that it lives as long as the runtime a rewind hands the session to, and
+// exec'd process becomes one (a child subreaper) at its first rewind or
+// fork, so that it lives as long as the runtime it hands the session to, and
 // ends what is left when that one ends (pyruntime/loader.py runs again with
 // --follow then, and this check does not); and it
 // wakes the Pod's init (SIGCHLD), which then sees that a runtime runs. measurePids asks
