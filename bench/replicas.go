@@ -138,7 +138,7 @@ func (r *replica) endHandles(ctx context.Context, handles ...string) error {
 		sum := sha256.Sum256([]byte(h))
 		fmt.Fprintf(&code, "await runtime.end_session(%q)\n", "s-"+hex.EncodeToString(sum[:])[:16])
 	}
-	if _, err := cs.ListTools(ctx, nil); err != nil {
+	if _, err = cs.ListTools(ctx, nil); err != nil {
 		return err
 	}
 	admin := &replica{b: r.b, cs: cs}

@@ -134,7 +134,7 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 	}
 	// Nothing is written for a handle no sandbox of p carries (another
 	// principal's, a guessed one): it is unknown before any wait.
-	if err := b.sandboxes.FindDetached(ctx, b.detachableConfig(handle, p)); err != nil {
+	if err = b.sandboxes.FindDetached(ctx, b.detachableConfig(handle, p)); err != nil {
 		return nil, adoptError(handle, err, b)
 	}
 	h, err := waitHold(ctx, l)

@@ -292,8 +292,8 @@ func TestSessionsCommand(t *testing.T) {
 		t.Fatalf("the listing shows a handle:\n%s", out)
 	}
 	endsNothing(t, h0, "s-../../../etc/pas", "s-\x1b[31m0123456789abc", tagOf(h)[:10], "s-"+strings.Repeat("0", 16))
-	if out, errOut, code := cli(t, h0, "", nil, "sessions", "end", tagOf(h)); code != 0 || !strings.Contains(out, "ended session "+tagOf(h)) {
-		t.Fatalf("sessions end: exit %d\n%s\n%s", code, out, errOut)
+	if ended, errOut, code := cli(t, h0, "", nil, "sessions", "end", tagOf(h)); code != 0 || !strings.Contains(ended, "ended session "+tagOf(h)) {
+		t.Fatalf("sessions end: exit %d\n%s\n%s", code, ended, errOut)
 	}
 	out, _, _ = cli(t, h0, "", nil, "sessions")
 	if strings.Contains(out, tagOf(h)) || !strings.Contains(out, tagOf(hb)) {

@@ -326,7 +326,7 @@ func noPodNoLease(t *testing.T, pod, digest string) {
 	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		_, err = cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			break
 		}

@@ -35,7 +35,7 @@ func TestRetakeAfterOwnReleaseIsOneWrite(t *testing.T) {
 	if err != nil || moved {
 		t.Fatalf("first take: moved %v, %v", moved, err)
 	}
-	if err := h.Release(ctx); err != nil {
+	if err = h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cs.ClearActions()
@@ -43,7 +43,7 @@ func TestRetakeAfterOwnReleaseIsOneWrite(t *testing.T) {
 	if err != nil || moved {
 		t.Fatalf("retake: moved %v, %v", moved, err)
 	}
-	defer h2.Release(ctx)
+	defer func() { _ = h2.Release(ctx) }()
 	if got := leaseRequests(cs); got["update"] != 1 || len(got) != 1 {
 		t.Errorf("a retake with nothing changed made %v, want one update", got)
 	}
@@ -70,7 +70,7 @@ func TestRetakeAfterAnotherHolderIsMoved(t *testing.T) {
 	if err != nil || !moved {
 		t.Fatalf("a's retake after b held it: moved %v, %v (want moved)", moved, err)
 	}
-	defer h2.Release(ctx)
+	defer func() { _ = h2.Release(ctx) }()
 }
 
 // TestRetakeAfterDropIsMoved: when the Lease was deleted since this
@@ -85,14 +85,14 @@ func TestRetakeAfterDropIsMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = h.Release(ctx)
-	if err := b.Drop(ctx, "d1"); err != nil {
+	if err = b.Drop(ctx, "d1"); err != nil {
 		t.Fatal(err)
 	}
 	h2, moved, err := a.Retake(ctx, "d1", h)
 	if err != nil || !moved {
 		t.Fatalf("a's retake after the Lease was dropped: moved %v, %v (want moved)", moved, err)
 	}
-	defer h2.Release(ctx)
+	defer func() { _ = h2.Release(ctx) }()
 }
 
 // TestHeldIsErrHeld: while another replica holds the Lease, a take fails
@@ -105,7 +105,7 @@ func TestHeldIsErrHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Release(ctx)
+	defer func() { _ = h.Release(ctx) }()
 	if _, _, err := b.Retake(ctx, "d1", nil); !errors.Is(err, engine.ErrHeld) {
 		t.Fatalf("b took a Lease a holds: %v", err)
 	}

@@ -247,8 +247,8 @@ func (l *Leases) Retake(ctx context.Context, digest string, prev *Held) (*Held, 
 		// Written or deleted since this replica's release (another
 		// replica took it, or the handle ended there): judged again, and
 		// this replica's channel is stale whatever the Lease shows now.
-		h, _, err := l.take(ctx, digest)
-		return h, err == nil, err
+		h, _, terr := l.take(ctx, digest)
+		return h, terr == nil, terr
 	}
 	return nil, false, l.writeError(last.Name, err)
 }
