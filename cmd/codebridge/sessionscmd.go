@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/codebridge/codebridge/internal/termtext"
 	"github.com/codebridge/codebridge/sandbox"
@@ -49,18 +48,12 @@ there: that call fails saying so, and the handle starts afresh.`,
 	}
 	flags := slices.Concat([]string{"engine", "namespace"}, flagsOf[logFlags]())
 	return c.settingsCommand(cmd, &s, flags, commandLogLevel, func(args []string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		m := sandbox.NewManager(s.Sandbox.engineOptions(newLogger(c.stderr, s.Log), false))
-		defer m.Close()
-		eng, err := m.Engine(ctx)
-		if err != nil {
-			return failure{err: err}
-		}
-		if len(args) > 0 && args[0] == "end" {
-			return c.endSessions(ctx, eng, args[1:])
-		}
-		return c.listSessions(ctx, eng, asJSON)
+		return c.withEngine(s.Sandbox, s.Log, func(ctx context.Context, eng sandbox.Engine) error {
+			if len(args) > 0 && args[0] == "end" {
+				return c.endSessions(ctx, eng, args[1:])
+			}
+			return c.listSessions(ctx, eng, asJSON)
+		})
 	})
 }
 

@@ -53,20 +53,28 @@ A host-directory workspace (--workspace ~/dir) is a directory: remove it as one.
 		if len(args) == 1 && args[0] == "here" {
 			return c.workspaceHere(s.Upstream.Roots, asJSON)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// Listing and removing make no claim.
-		m := sandbox.NewManager(s.Sandbox.engineOptions(newLogger(c.stderr, s.Log), false))
-		defer m.Close()
-		eng, err := m.Engine(ctx)
-		if err != nil {
-			return failure{err: err}
-		}
-		if len(args) > 0 && args[0] == "rm" {
-			return c.removeWorkspaces(ctx, eng, args[1:])
-		}
-		return c.listWorkspaces(ctx, eng, asJSON)
+		return c.withEngine(s.Sandbox, s.Log, func(ctx context.Context, eng sandbox.Engine) error {
+			if len(args) > 0 && args[0] == "rm" {
+				return c.removeWorkspaces(ctx, eng, args[1:])
+			}
+			return c.listWorkspaces(ctx, eng, asJSON)
+		})
 	})
+}
+
+// withEngine runs fn with the engine the sandbox settings name, for a
+// command that lists or removes what codebridge keeps there (it makes no
+// claim, and starts no sandbox).
+func (c *cli) withEngine(s sandboxFlags, log logFlags, fn func(ctx context.Context, eng sandbox.Engine) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := sandbox.NewManager(s.engineOptions(newLogger(c.stderr, log), false))
+	defer m.Close()
+	eng, err := m.Engine(ctx)
+	if err != nil {
+		return failure{err: err}
+	}
+	return fn(ctx, eng)
 }
 
 func (c *cli) workspaceHere(roots []string, asJSON bool) error {
