@@ -209,7 +209,7 @@ func getClaim(t *testing.T, name string) *corev1.PersistentVolumeClaim {
 }
 
 // TestKubernetesWorkspaceMissingPermissionNamed: with a persistent
-// workspace, an account with the Role's Pod and event permissions but
+// workspace, an account with the Role's Pod, event and Lease permissions but
 // none on persistentvolumeclaims is told which verbs it lacks, in doctor
 // and at the first cell; with --workspace ephemeral the same account
 // works.
@@ -220,6 +220,7 @@ func TestKubernetesWorkspaceMissingPermissionNamed(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		policyListRule,
+		leaseRule,
 	})
 	want := "lacks these permissions in namespace " + os.Getenv("CODEBRIDGE_NAMESPACE") +
 		": create on persistentvolumeclaims, get on persistentvolumeclaims;"
