@@ -332,13 +332,6 @@ func (cl *cell) letGo(why string) *Result {
 	return cl.finish()
 }
 
-// ErrMoved is Run's answer when another bridge took the session's
-// sandbox over (the runtime said so on this bridge's channel) before the
-// cell was sent and this bridge could not take it back: the code did not
-// run, and this bridge let go of the sandbox ([Session.LetGo]) without
-// removing it.
-var ErrMoved = errors.New("sandbox: another bridge took this session over before the code was sent, so it did not run: call again with the session's handle, which takes it back")
-
 // moved reports whether c's runtime said that another host took its
 // channel over (a moved frame): its frames end there.
 func (c *live) moved() bool {
@@ -348,16 +341,6 @@ func (c *live) moved() bool {
 	default:
 		return false
 	}
-}
-
-// letGoMoved lets go of the sandbox of a session whose channel moved
-// to another bridge and could not be taken back (why): it is detached,
-// never removed.
-func (s *Session) letGoMoved(why error) error {
-	s.letGo.Store(true)
-	_ = s.Detach()
-	s.log.Info("could not take the session back from another bridge on this bridge's channel", "err", why)
-	return ErrMoved
 }
 
 // takeBack resumes, on this bridge's own stream, the channel of c, which

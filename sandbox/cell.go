@@ -254,8 +254,9 @@ func (cl *cell) containerEnded() *Result {
 }
 
 // channelEnded is the end of the cell's frames: the container ended, or
-// another bridge took the channel over (a moved frame; adopt.go). A cell
-// that heard nothing yet takes the channel back, once, and goes on (nil):
+// another bridge took the channel over (a moved frame; adopt.go), before
+// the cell or as it ran. A cell that heard nothing yet (its exec went to
+// the waiting stream) takes the channel back, once, and goes on (nil):
 // it sends its exec again when the runtime never read it (it came after
 // the switch, and was dropped unread), or takes up where it is. A cell
 // that heard frames, or lost its channel twice, lets go of the sandbox.

@@ -130,6 +130,11 @@ type fakeRuntime struct {
 	silent bool
 	stops  int64 // the cell that waits for its interrupt, or 0
 	moved  bool  // "moved once" moved its channel already
+	// waiting is true once the channel moved to another host: every
+	// frame is dropped unread but a resume, as the runtime does; read is
+	// the largest exec id read.
+	waiting bool
+	read    int64
 	// handovers is the code of the last cell that forked asking for a
 	// handover: how the runtime answers the host's handover frame.
 	handovers string
@@ -182,6 +187,9 @@ func (rt *fakeRuntime) boot() error {
 
 // handle answers one host frame; false when the runtime ends.
 func (rt *fakeRuntime) handle(f protocol.Frame) bool {
+	if _, resume := f.(protocol.Resume); rt.waiting && !resume {
+		return true
+	}
 	switch f := f.(type) {
 	case protocol.Exec:
 		return rt.exec(f)
@@ -193,7 +201,8 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 	case protocol.Put:
 		return rt.send(protocol.Stored{ID: f.ID}) == nil
 	case protocol.Resume: // a bridge takes the channel back (the key is not checked here)
-		return rt.send(protocol.Resumed{V: protocol.Version, Python: "3.12 (fake)", Last: 1}) == nil
+		rt.waiting = false
+		return rt.send(protocol.Resumed{V: protocol.Version, Python: "3.12 (fake)", Last: rt.read, Yours: rt.read}) == nil
 	case protocol.Handover:
 		if rt.handovers == "asks for handovers" {
 			return rt.send(protocol.Forked{Handover: true}) == nil
@@ -205,6 +214,9 @@ func (rt *fakeRuntime) handle(f protocol.Frame) bool {
 
 // exec runs one cell as its code names it; false when the runtime ends.
 func (rt *fakeRuntime) exec(f protocol.Exec) bool {
+	if f.Code != "moved once" || rt.moved {
+		rt.read = f.ID
+	}
 	switch f.Code {
 	case "ok":
 		return rt.done(f.ID, "ok") == nil
@@ -219,9 +231,10 @@ func (rt *fakeRuntime) exec(f protocol.Exec) bool {
 		if rt.moved {
 			return rt.done(f.ID, "ok") == nil
 		}
-		rt.moved = true
+		rt.moved, rt.waiting = true, true
 		return rt.send(protocol.Moved{}) == nil // the exec is dropped unread
 	case "ok, then moves": // ... once the cell ended
+		rt.waiting = true
 		return rt.done(f.ID, "ok") == nil && rt.send(protocol.Moved{}) == nil
 	case "forks after a handover", "asks for handovers": // a runtime no init follows yet (PROTOCOL.md, "Fork")
 		rt.handovers = f.Code

@@ -273,19 +273,7 @@ func (s *Session) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var back *Resumed
-	if c.moved() && s.cfg.Detachable != nil {
-		if c, back, err = s.takeBack(ctx, c); err != nil {
-			return nil, s.letGoMoved(err)
-		}
-	}
-	if back != nil {
-		tookBack(req.Caller, back)
-	}
-	res := s.newCell(ctx, c, req).run()
-	if back != nil {
-		res.TakenBack = back
-	}
+	res := s.newCell(ctx, c, req).run() // a channel another bridge took: the cell takes it back (channelEnded)
 	res.Duration = time.Since(start)
 	return res, nil
 }
