@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"sync"
@@ -54,9 +52,7 @@ func TestKubernetesLeaseOneHolderPerHandle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	digest := hex.EncodeToString(b[:])
+	digest := newDigest(t)
 	t.Cleanup(func() {
 		logDelete(t, "the Lease", admin.CoordinationV1().Leases(ns).Delete(context.Background(), kube.LeaseName(digest), metav1.DeleteOptions{}))
 	})

@@ -26,8 +26,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Replicas of one team bridge on the lab cluster, sharing nothing but
@@ -342,55 +340,4 @@ func noPodNoLease(t *testing.T, pod, digest string) {
 	if len(leases.Items) != 0 {
 		t.Fatalf("%d Lease(s) of the ended handle left (%s)", len(leases.Items), kube.LeaseName(digest))
 	}
-}
-
-// TestKubernetesReplicasHoldOverhead measures what holding a handle
-// costs a call on the lab cluster: a retake of a Lease this replica
-// released (one write) and its release (one write), as the bridge's Role.
-func TestKubernetesReplicasHoldOverhead(t *testing.T) {
-	kubeOnly(t)
-	var role rbacv1.Role
-	var rb rbacv1.RoleBinding
-	readYAML(t, "rbac.yaml", &role, &rb)
-	cfg, err := clientcmd.BuildConfigFromFlags("", accountKubeconfig(t, role.Rules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100 // as the engine sets them (kube.Connect): client-go's default of 5 a second would measure its own limiter
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := os.Getenv("CODEBRIDGE_NAMESPACE")
-	l, err := kube.NewLeases(cfg, kube.LeaseOptions{Namespace: ns, Identity: kube.LeaseIdentity("bench")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := newDigest(t)
-	ctx := context.Background()
-	t.Cleanup(func() { _ = l.Drop(context.Background(), digest) })
-	var prev *kube.Held
-	const n = 30
-	var took, read time.Duration
-	for i := range n + 1 {
-		start := time.Now()
-		h, moved, err := l.Retake(ctx, digest, prev)
-		if err != nil || (i > 0 && moved) {
-			t.Fatalf("retake %d: moved %v, %v", i, moved, err)
-		}
-		if err := h.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if i > 0 { // the first creates the Lease
-			took += time.Since(start)
-		}
-		prev = h
-		start = time.Now()
-		if _, err := cs.CoordinationV1().Leases(ns).Get(ctx, kube.LeaseName(digest), metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		read += time.Since(start)
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-	t.Logf("holding a handle for a call (retake + release, two writes) took %.1f ms on average over %d calls; a read of the Lease, %.1f ms", ms(took), n, ms(read)*n/(n+1))
 }
