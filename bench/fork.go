@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 	"time"
@@ -69,8 +67,7 @@ func timeForks(ctx context.Context, b *bridge) (first float64, later sample, err
 		} else {
 			later = append(later, took)
 		}
-		sum := sha256.Sum256([]byte(m[1]))
-		if _, err := b.run(ctx, fmt.Sprintf("await runtime.end_session(%q)", "s-"+hex.EncodeToString(sum[:])[:16])); err != nil {
+		if _, err := b.run(ctx, fmt.Sprintf("await runtime.end_session(%q)", m[1])); err != nil { // by its handle
 			return 0, nil, err
 		}
 	}

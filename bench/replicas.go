@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -135,8 +133,7 @@ func (r *replica) endHandles(ctx context.Context, handles ...string) error {
 	defer cs.Close()
 	var code strings.Builder
 	for _, h := range handles {
-		sum := sha256.Sum256([]byte(h))
-		fmt.Fprintf(&code, "await runtime.end_session(%q)\n", "s-"+hex.EncodeToString(sum[:])[:16])
+		fmt.Fprintf(&code, "await runtime.end_session(%q)\n", h)
 	}
 	if _, err = cs.ListTools(ctx, nil); err != nil {
 		return err
@@ -268,7 +265,7 @@ func (e *env) replicaRate(ctx context.Context, mode string) (float64, error) {
 	defer rs[1].stop()
 	handles := make([]string, replicaWorkers)
 	for i := range handles {
-		if handles[i], err = rs[e.home0(mode, i)].open(ctx); err != nil {
+		if handles[i], err = rs[homeOf(mode, i)].open(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -278,7 +275,7 @@ func (e *env) replicaRate(ctx context.Context, mode string) (float64, error) {
 	for i, h := range handles {
 		wg.Go(func() {
 			for n := 1; n <= replicaRateCalls && errs[i] == nil; n++ {
-				on := e.home0(mode, i)
+				on := homeOf(mode, i)
 				if mode == "random" {
 					on = rand.IntN(2)
 				}
@@ -301,9 +298,9 @@ func (e *env) replicaRate(ctx context.Context, mode string) (float64, error) {
 	return float64(replicaWorkers*replicaRateCalls) / took, rs[0].endHandles(ctx, handles...)
 }
 
-// home0 is the bridge session i starts on: the first with one bridge,
+// homeOf is the bridge session i starts on: the first with one bridge,
 // else alternately.
-func (e *env) home0(mode string, i int) int {
+func homeOf(mode string, i int) int {
 	if mode == "one" {
 		return 0
 	}
