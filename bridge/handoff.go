@@ -208,7 +208,7 @@ func (b *Bridge) adoptHandle(ctx context.Context, handle string, p principal.Pri
 		s.closeUpstreams()
 		return nil, adoptError(handle, err, b)
 	}
-	s.sbx, s.handoff, s.handed = sbx, resumedNote(r), r.Calls
+	s.sbx, s.handoff, s.handed = sbx, resumedNote(r), handedCalls(r)
 	if err := b.handles.add(handle, p, s); err != nil {
 		s.detach()
 		return nil, err
@@ -247,8 +247,8 @@ func resumedNote(r *sandbox.Resumed) string {
 		fmt.Fprintf(&b, "; %d of its calls to tools got no answer (whether they ran is unknown)", r.Lost)
 	}
 	b.WriteString("]\n")
-	if r != nil && r.Calls != nil && r.Calls.Total > 0 {
-		b.WriteString(ledgerList(fmt.Sprintf("tool calls cell %d made, in order, as the sandbox kept them", r.Cell), *r.Calls) + "\n")
+	if calls := handedCalls(r); calls != nil && calls.Total > 0 {
+		b.WriteString(ledgerList(fmt.Sprintf("tool calls cell %d made, in order, as the sandbox kept them", r.Cell), *calls) + "\n")
 	}
 	return b.String()
 }

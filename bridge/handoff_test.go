@@ -52,6 +52,16 @@ func TestHandleSandboxLabelsNeverCarryTheHandle(t *testing.T) {
 	}
 }
 
+// manyCalls is n ledger entries, alternately ok and a tool error, so that
+// none run together in a list.
+func manyCalls(n int) []protocol.LedgerCall {
+	out := make([]protocol.LedgerCall, n)
+	for i := range out {
+		out[i] = protocol.LedgerCall{Seq: i + 1, Kind: "tool", Server: "s", Tool: "t", State: []string{"ok", "tool_error"}[i%2]}
+	}
+	return out
+}
+
 // TestResumedNoteSaysWhereTheCellWas: the first answer after a bridge
 // took a session over says the session survived and whether its last
 // cell finished, is still running, or lost requests.
@@ -70,8 +80,12 @@ func TestResumedNoteSaysWhereTheCellWas(t *testing.T) {
 			{Seq: 2, Kind: "tool", Server: "fs", Tool: "write_file", State: "ok"},
 			{Seq: 3, Kind: "tool", Server: "mem\x1b[31m", Tool: "rm", State: "cancelled"},
 		}}}, "[tool calls cell 6 made, in order, as the sandbox kept them: 3]\n  1-2 ok: fs.write_file\n  3 cancelled in flight, outcome unknown: mem\\u001b[31m.rm"},
+		// ... and bounded: a sandbox that claims a thousand calls gets the last twenty listed.
+		{&sandbox.Resumed{Cell: 7, Calls: &protocol.CellCalls{Total: 1000, Calls: manyCalls(1000)}},
+			"as the sandbox kept them: 1000; the first 980 not shown: ]\n  981 ok: s.t\n  982 tool error: s.t"},
 	} {
-		if got := resumedNote(c.r); !strings.Contains(got, "taken over from the bridge that served it before") || !strings.Contains(got, c.want) {
+		got := resumedNote(c.r)
+		if !strings.Contains(got, "taken over from the bridge that served it before") || !strings.Contains(got, c.want) || strings.Count(got, "\n") > 22 {
 			t.Errorf("%+v: %q, want %q in it", c.r, got, c.want)
 		}
 	}

@@ -154,7 +154,22 @@ func ledgerCalls(_ context.Context, h *call, _ protocol.CallsParams) (json.RawMe
 // TookBack learns, before the cell's requests, that its Run took the
 // session back from another bridge: the cell before ran there, and its
 // ledger is the one the sandbox kept ([sandbox.TakeBackSeer]).
-func (c *call) TookBack(r *sandbox.Resumed) { c.handed = r.Calls }
+func (c *call) TookBack(r *sandbox.Resumed) { c.handed = handedCalls(r) }
+
+// handedCalls is the ledger a resumed runtime kept of its last cell, as
+// the bridge passes it on: the sandbox wrote it, so at most the last
+// [gate.MaxCellCalls] calls are listed, as in a ledger of this bridge
+// (nil: none).
+func handedCalls(r *sandbox.Resumed) *protocol.CellCalls {
+	if r == nil || r.Calls == nil {
+		return nil
+	}
+	c := *r.Calls
+	if n := len(c.Calls); n > gate.MaxCellCalls {
+		c.Calls = c.Calls[n-gate.MaxCellCalls:]
+	}
+	return &c
+}
 
 // cellCalls is a cell's ledger as the runtime gets it.
 func cellCalls(c gate.Calls) protocol.CellCalls {
