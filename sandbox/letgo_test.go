@@ -93,3 +93,23 @@ func TestMovedFrameLetsGoOrTakesBack(t *testing.T) {
 		})
 	})
 }
+
+// TestMovedFrameOfAStdioSandboxIsABrokenChannel: from the sandbox's side,
+// code that forges a moved frame in a session that is not detachable
+// (nothing can take it over) gains nothing: the cell ends as a crash,
+// the sandbox is replaced, and the session is not let go.
+func TestMovedFrameOfAStdioSandboxIsABrokenChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		eng := &fakeEngine{}
+		s := fakeSession(eng, Config{Grace: 2 * time.Second})
+		defer s.Close()
+		res, _, err := runAt(t, t.Context(), s, "moves", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != StatusCrashed || res.StateKept || s.LetGo() {
+			t.Fatalf("result %+v, LetGo %v; want a crash, the sandbox replaced", res, s.LetGo())
+		}
+		wantCounts(t, eng, 1, 1)
+	})
+}
