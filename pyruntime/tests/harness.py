@@ -355,6 +355,20 @@ class Runtime:
                 raise AssertionError(f"{path} was never created")
             time.sleep(0.01)
 
+    def wait_exec(self, pid, needle, timeout=30):
+        """Wait until process ``pid`` runs a command line holding ``needle``
+        (bytes): a runtime that handed its channel over executes the init
+        in its place after the new runtime took the channel, so the new
+        runtime can answer before that exec is done."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"process {pid} never ran a command line with {needle!r}")
+            time.sleep(0.01)
+
     def interrupt(self, cell):
         self.send({"t": "interrupt", "id": cell.id})
 

@@ -79,8 +79,7 @@ class ForkTest(unittest.TestCase):
         seeded = random.Random(7).random()
         out = self.ok("print(x, os.getcwd(), json.dumps(1), random.random(), os.getppid())").stdout
         self.assertEqual(out, f"[1] {sub} 1 {seeded} {before}\n")  # its parent: the started process
-        with open(f"/proc/{before}/cmdline", "rb") as fh:
-            self.assertIn(b"--follow", fh.read())  # the started process is the init now
+        self.rt.wait_exec(before, b"--follow")  # the started process becomes the init
         host = Host(f["key"])
         self.addCleanup(host.close)
         host.until("resumed")
