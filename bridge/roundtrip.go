@@ -341,6 +341,14 @@ func (b *Bridge) runDetached(ctx context.Context, req *mcp.CallToolRequest, sess
 	return b.waitDetached(ctx, req, sess, r)
 }
 
+// errUnknownRun answers a continuation whose run this bridge does not
+// have. Behind a balancer, the likeliest cause is a continuation sent to
+// another replica than the one whose call asked: the run waits there.
+const errUnknownRun = "this run_python call continues one this codebridge does not have: it ended, was abandoned, belongs to another session, " +
+	"or runs on another codebridge replica (the answers to a call's questions must reach the replica that asked them: " +
+	"route a client's requests to one replica, or a handle's by its Mcp-Param-Session header); run the code again " +
+	"(a cell that waits on another replica for answers ends at its time limit)"
+
 // resumeDetached is a call that brings the answers to a detached run's
 // questions: it gives them to the cell and waits on.
 func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -361,7 +369,7 @@ func (b *Bridge) resumeDetached(ctx context.Context, req *mcp.CallToolRequest) (
 		sess, r = s, b.trips.get(req.Params.RequestState, req.Session)
 	}
 	if r == nil {
-		return errorResult("this run_python call continues one codebridge no longer has (it ended, was abandoned, or belongs to another session): run the code again"), nil
+		return errorResult("%s", errUnknownRun), nil
 	}
 	if r.answer(req.Params.InputResponses) {
 		return r.inputRequired(nil), nil

@@ -72,7 +72,8 @@ func TestDetachedRunQuestions(t *testing.T) {
 }
 
 // TestResumeUnknownState: a call with a request state codebridge does not
-// have (or another session's) gets an error saying to run the code again.
+// have (or another session's) gets an error saying to run the code again,
+// and, for a continuation that reached the wrong replica, how to route.
 func TestResumeUnknownState(t *testing.T) {
 	b := &Bridge{single: &session{}, reg: noClients()}
 	b.trips = &b.reg.trips
@@ -82,7 +83,10 @@ func TestResumeUnknownState(t *testing.T) {
 	for _, state := range []string{"cb-nope", other.id} {
 		req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Name: ToolName, RequestState: state}}
 		res, err := b.runPython(context.Background(), req)
-		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "run the code again") {
+		if err != nil || !res.IsError {
+			t.Fatalf("state %q: %+v, %v", state, res, err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "run the code again") || !strings.Contains(text, "Mcp-Param-Session") {
 			t.Fatalf("state %q: %+v, %v", state, res, err)
 		}
 	}
