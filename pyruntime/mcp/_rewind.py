@@ -648,9 +648,11 @@ class Keeper:
                 return
             pid, wfd = heir
             leftover = self.channel.read_ahead()
+            _subreaper(True)
             try:
                 _write_message(wfd, json.dumps({"handover": True}).encode(), leftover)
             except OSError as exc:
+                _subreaper(False)
                 self.channel.unread(leftover)
                 _end_copy(pid, wfd)
                 self.heir_error = f"the runtime's copy could not be woken ({exc.strerror}): nothing changed"
@@ -677,9 +679,13 @@ class Keeper:
             older = [p.pid for p in self.points if p.at < point.at]
             leftover = self.channel.read_ahead()
             header = json.dumps({"n": n, "keep": older}).encode()
+            if self.follow is not None:
+                _subreaper(True)
             try:
                 _write_message(point.wfd, header, leftover)
             except OSError as exc:
+                if self.follow is not None:
+                    _subreaper(False)
                 self.channel.unread(leftover)
                 self._drop(point, f"it could not be woken ({exc.strerror})")
                 self.channel.send({"t": "rewound", "ok": False, "cells": n,
@@ -718,17 +724,26 @@ def _end_copy(pid, wfd):
         pass
 
 
-def _become_init(argv, pid, follow):
-    """Replace this process (the one the engine waits for) by the loader's
-    init following runtime ``pid`` and reading the hand-off pipe
-    ``follow``, as a child subreaper: its memory goes back to the kernel,
-    its pid and its children stay. Its standard streams point at /dev/null (the runtime's
-    fd 1 and 2 are pipes the new runtime reads as the code's output)."""
-    try:  # PR_SET_CHILD_SUBREAPER, kept across execve: no orphan escapes while the init starts
+def _subreaper(on):
+    """Make this process a child subreaper (PR_SET_CHILD_SUBREAPER, kept
+    across execve), or no longer one. A runtime that hands its channel to
+    a checkpoint or a copy becomes one before the hand-over: from the
+    moment the new runtime answers, the orphans of its processes must come
+    to this process (the init it becomes), not to the container's pid 1,
+    even while this process has not yet executed the init."""
+    try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1 if on else 0, 0, 0, 0)
     except (ImportError, OSError, AttributeError):
         pass  # orphans go to pid 1 then, which reaps them
+
+
+def _become_init(argv, pid, follow):
+    """Replace this process (the one the engine waits for), a child
+    subreaper already, by the loader's init following runtime ``pid`` and
+    reading the hand-off pipe ``follow``: its memory goes back to the
+    kernel, its pid and its children stay. Its standard streams point at /dev/null (the runtime's
+    fd 1 and 2 are pipes the new runtime reads as the code's output)."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

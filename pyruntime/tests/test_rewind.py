@@ -175,6 +175,36 @@ class RewindTest(unittest.TestCase):
             st = _rewind._start_tick(pid)
             self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"process {pid} outlived the killed runtime")
 
+    def test_orphans_come_to_the_init_before_it_is_executed(self):
+        """The process the host started becomes the init only after the
+        checkpoint answered, and the new runtime may run code (start a
+        process, be killed) before that execve: the orphans it leaves
+        meanwhile come to that process, a subreaper from before the
+        hand-over, and the init ends them; none goes to the container's
+        pid 1, which would keep it. Here the execve is held until the
+        runtime was killed."""
+        gate = tempfile.mkdtemp(prefix="rewind-gate-")
+        self.addCleanup(shutil.rmtree, gate, True)
+        go = os.path.join(gate, "go")
+        self.ok("import os, time\nfrom mcp import _rewind\nreal = _rewind._become_init\n"
+                "def held(*args):\n"
+                f"    while not os.path.exists({go!r}):\n"
+                "        time.sleep(0.01)\n"
+                "    real(*args)\n"
+                "_rewind._become_init = held")
+        self.ok("a = 2")
+        self.assertTrue(self.rewind(1)["ok"])
+        cell = self.ok("import os, time\nchild = os.fork()\n"
+                       "if child == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+                       "(os.getpid(), child)")
+        runtime, child = eval(cell.value)
+        os.kill(runtime, signal.SIGKILL)
+        with open(go, "w"):
+            pass
+        self.assertEqual(self.rt.proc.wait(30), 128 + signal.SIGKILL)
+        st = _rewind._start_tick(child)
+        self.assertTrue(st is None or st[0] in (b"Z", b"X"), f"process {child} outlived the killed runtime")
+
     def test_workspace_over_budget_is_not_kept(self):
         ws = self.ws
         budget = _rewind.WORKSPACE_BUDGET
