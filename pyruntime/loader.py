@@ -9,11 +9,11 @@
 # A process that is not pid 1 (the Kubernetes engine starts the runtime in
 # its Pod through pods/exec; the runtime's tests) gets the same init with
 # CODEBRIDGE_INIT=subreaper, but only when it needs one: it goes on as the
-# runtime itself, and its first rewind, once the checkpoint answered (or
-# its first fork, once a fresh copy took the channel), makes the process
-# a child subreaper (orphans then come to it, not to
-# pid 1) and executes this file again as `... -c <this file> --follow PID
-# FD` (mcp._rewind): the process the engine waits for becomes the init of
+# runtime itself, and its first rewind (or its first fork) makes the
+# process a child subreaper as it hands the channel over (orphans then come
+# to it, not to pid 1, even before what follows) and, once the checkpoint
+# answered (or a fresh copy took the channel), executes this file again as
+# `... -c <this file> --follow PID FD` (mcp._rewind): the process the engine waits for becomes the init of
 # the checkpoint (or copy) PID, reading the hand-off pipe FD. Until then code cannot
 # end that process with kill(-1), as it could a separate init (which, not
 # being pid 1, has no protection from the sandbox's own user). Such an
