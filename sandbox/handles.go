@@ -44,8 +44,11 @@ func HandleSandboxes(ctx context.Context, eng Engine) ([]HandleSandbox, error) {
 	}
 	var out []HandleSandbox
 	for _, c := range list {
+		// A label is data: anyone with access to the engine can set one, so
+		// one that is no digest (an escape sequence for the listing's
+		// terminal) names no session.
 		d := c.Labels[engine.LabelHandle]
-		if len(d) < 16 {
+		if len(d) < 16 || !digestRE.MatchString(d) {
 			continue
 		}
 		out = append(out, HandleSandbox{ID: c.ID, Tag: TagOf(d), Principal: c.Labels[engine.LabelPrincipal], State: c.State})
