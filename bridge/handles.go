@@ -260,9 +260,7 @@ func (h *handles) expire(e *handleEntry) {
 // why, and returns what removes its sandbox; ok is false when p had no
 // such session. From then on the handle reads as ended.
 func (h *handles) endTag(tag string, p principal.Principal, why goneWhy) (remove func(), ok bool) {
-	if strings.HasPrefix(tag, handlePrefix) {
-		tag = HandleTag(tag)
-	}
+	tag = tagOfName(tag)
 	h.mu.Lock()
 	var found *handleEntry
 	for _, e := range h.live {
@@ -526,12 +524,19 @@ func endSession(ctx context.Context, c *call, p protocol.EndSessionParams) (json
 	if v.owns(p.Session) {
 		return nil, errEndOwnSession
 	}
-	remove, ok := v.handles.endTag(p.Session, v.p, goneEnded)
-	switch {
-	case ok:
+	if remove, ok := v.handles.endTag(p.Session, v.p, goneEnded); ok {
 		remove()
-	case v.elsewhere == nil || v.elsewhere(ctx, tagOfName(p.Session), v.p) != nil:
+		return json.Marshal(map[string]bool{"ended": true})
+	}
+	err := sandbox.ErrNoTag
+	if v.elsewhere != nil {
+		err = v.elsewhere(ctx, tagOfName(p.Session), v.p)
+	}
+	switch {
+	case errors.Is(err, sandbox.ErrNoTag):
 		return nil, fmt.Errorf("no session of yours is %q: runtime.sessions() lists them by tag", p.Session)
+	case err != nil: // the engine's error, after the principal's check: no other principal's session shows in it
+		return nil, fmt.Errorf("ending session %q on the sandbox engine: %w; try again", p.Session, err)
 	}
 	return json.Marshal(map[string]bool{"ended": true})
 }
@@ -546,9 +551,7 @@ func tagOfName(name string) string {
 
 // owns reports whether tag (or a handle) names the view's own session.
 func (v *sessionsView) owns(tag string) bool {
-	if strings.HasPrefix(tag, handlePrefix) {
-		tag = HandleTag(tag)
-	}
+	tag = tagOfName(tag)
 	v.handles.mu.Lock()
 	defer v.handles.mu.Unlock()
 	for d, e := range v.handles.live {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/codebridge/codebridge/internal/principal"
+	"github.com/codebridge/codebridge/internal/protocol"
+	"github.com/codebridge/codebridge/sandbox"
 )
 
 // removals records the sessions a registry removed.
@@ -209,5 +212,33 @@ func TestHandlesCloseAll(t *testing.T) {
 	}
 	if _, err := h.mint(alice, &session{}); !errors.Is(err, errClosing) {
 		t.Fatalf("a handle after close: %v", err)
+	}
+}
+
+// TestEndSessionElsewhere: runtime.end_session of a tag this bridge does
+// not hold asks the engine; a session not found there (another
+// principal's reads the same) is "no session of yours", the engine's own
+// failure says so and to try again, and a found one is ended.
+func TestEndSessionElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		found error
+		want  string
+	}{
+		{"not on the engine", sandbox.ErrNoTag, "no session of yours"},
+		{"the engine fails", errors.New("engine down"), "engine down; try again"},
+		{"ended there", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &sessionsView{handles: newHandles(time.Hour, (&removals{}).end), p: principal.Local(),
+				elsewhere: func(context.Context, string, principal.Principal) error { return tc.found }}
+			out, err := endSession(context.Background(), &call{sandboxHost: &sandboxHost{sessions: v}}, protocol.EndSessionParams{Session: "s-0123456789abcdef"})
+			switch {
+			case tc.want == "" && (err != nil || !strings.Contains(string(out), `"ended":true`)):
+				t.Fatalf("got %s, %v; want it ended", out, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %s, %v; want an error with %q", out, err, tc.want)
+			}
+		})
 	}
 }
