@@ -135,7 +135,7 @@ func (b *Bridge) openHandle(ctx context.Context, handle string, p principal.Prin
 	// Nothing is written for a handle no sandbox of p carries (another
 	// principal's, a guessed one): it is unknown before any wait.
 	if err = b.sandboxes.FindDetached(ctx, b.detachableConfig(handle, p)); err != nil {
-		return nil, adoptError(handle, err, b)
+		return nil, b.adoptError(handle, err)
 	}
 	h, err := waitHold(ctx, l)
 	if err != nil {
@@ -206,7 +206,7 @@ func (b *Bridge) adoptHandle(ctx context.Context, handle string, p principal.Pri
 	sbx, r, err := b.sandboxes.Adopt(ctx, b.detachableConfig(handle, p), s.host)
 	if err != nil {
 		s.closeUpstreams()
-		return nil, adoptError(handle, err, b)
+		return nil, b.adoptError(handle, err)
 	}
 	s.sbx, s.handoff, s.handed = sbx, resumedNote(r), handedCalls(r)
 	if err := b.handles.add(handle, p, s); err != nil {
@@ -221,7 +221,7 @@ func (b *Bridge) adoptHandle(ctx context.Context, handle string, p principal.Pri
 // adoptError is what a call gets when the sandbox of handle could not be
 // adopted: an unknown handle when no sandbox of its principal carries
 // it, word for word.
-func adoptError(handle string, err error, b *Bridge) error {
+func (b *Bridge) adoptError(handle string, err error) error {
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return errUnknownHandle
 	}

@@ -370,7 +370,6 @@ func (c *live) again(log *slog.Logger) *live {
 	n := &live{ctr: c.ctr, out: c.out, frames: make(chan protocol.Frame, 16), quit: make(chan struct{}), dead: make(chan struct{}),
 		python: c.python, channel: c.channel, why: c.why, fam: fam,
 		logs: engine.NewLogWriter("sandbox runtime: ", engine.ContainerLogBudget, log.With("container", engine.Short(c.ctr.ID())))}
-	n.famOnce.Do(func() {})
 	return n
 }
 

@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/codebridge/codebridge/sandbox/engine"
@@ -128,5 +129,18 @@ func TestDropDeletesHeldLease(t *testing.T) {
 	}
 	if l, err := cs.CoordinationV1().Leases("ns").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Fatalf("Leases left after Drop: %v, %v", l, err)
+	}
+}
+
+// TestRetakeChecksTheDigest: a retake with no earlier hold checks the
+// digest as a take does: one that is no label value (it would name
+// another object, or none) is refused before anything is written.
+func TestRetakeChecksTheDigest(t *testing.T) {
+	a := testLeases(t, newVersioned(), "a")
+	for _, bad := range []string{"", "../lease", strings.Repeat("a", 64), "a\x1b[31m"} {
+		if h, _, err := a.Retake(context.Background(), bad, nil); err == nil {
+			_ = h.Release(context.Background())
+			t.Fatalf("retook a Lease for the digest %q", bad)
+		}
 	}
 }

@@ -204,17 +204,17 @@ var errRaced = errors.New("another replica changed the session's Lease at the sa
 // Lease at the same moment, Take reads it once more and judges again: of
 // replicas racing for one Lease, exactly one wins.
 func (l *Leases) Take(ctx context.Context, digest string) (*Held, error) {
-	if digest == "" || len(validation.IsValidLabelValue(digest)) > 0 {
-		return nil, fmt.Errorf("sandbox: a handle digest must be a label value (1 to 63 letters, digits, '.', '_' or '-'), not %q", digest)
-	}
 	h, _, err := l.take(ctx, digest)
 	return h, err
 }
 
 // take is [Leases.Take]; it reports too whether another replica held
 // the Lease since this one (it existed, and its holder was not this
-// replica).
+// replica). Every take, a retake's too, checks the digest here.
 func (l *Leases) take(ctx context.Context, digest string) (*Held, bool, error) {
+	if digest == "" || len(validation.IsValidLabelValue(digest)) > 0 {
+		return nil, false, fmt.Errorf("sandbox: a handle digest must be a label value (1 to 63 letters, digits, '.', '_' or '-'), not %q", digest)
+	}
 	name := LeaseName(digest)
 	lease, moved, err := l.acquire(ctx, name, digest)
 	if errors.Is(err, errRaced) {
